@@ -63,6 +63,8 @@ def local_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        # DuckDB, Athena and hudi-rs all read INT64 micros; Spark's default is INT96.
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={derby_home}")
     )
     for key, value in (extra_conf or {}).items():
