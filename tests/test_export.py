@@ -1,0 +1,250 @@
+"""DynamoDB export files: the AWS layout, validation, and replay as change records."""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streaming.export import (
+    ExportValidationError,
+    export_to_change_records,
+    read_export_manifest,
+    write_full_export,
+    write_incremental_export,
+)
+from streaming.generator import generate_cdc
+
+UTC = timezone.utc
+EXPORT_TIME = datetime(2026, 11, 1, 1, 30, 0, 123000, tzinfo=UTC)
+# Fields of manifest-summary.json as the DynamoDB developer guide shows them.
+DOCUMENTED_SUMMARY_FIELDS = {
+    "version", "exportArn", "startTime", "endTime", "tableArn", "tableId", "exportTime", "s3Bucket",
+    "s3Prefix", "s3SseAlgorithm", "s3SseKmsKeyId", "manifestFilesS3Key", "billedSizeBytes", "itemCount",
+    "outputFormat",
+}
+
+
+@pytest.fixture(scope="module")
+def cdc():
+    return generate_cdc(seed=21, customers=40, malformed_rate=0.0)
+
+
+@pytest.fixture()
+def full_export(tmp_path: Path, cdc) -> tuple[Path, dict[tuple[str, ...], Any]]:
+    items = cdc.state_at("orders", EXPORT_TIME)
+    return write_full_export(tmp_path, "orders", items.values(), EXPORT_TIME, files=3), items
+
+
+def md5_base64(path: Path) -> str:
+    return base64.b64encode(hashlib.md5(path.read_bytes()).digest()).decode("ascii")
+
+
+def data_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()]
+
+
+def rewrite_manifest_files(export_dir: Path, change) -> None:
+    """Edit manifest-files.json and keep its .checksum consistent, as a careless tool would."""
+    path = export_dir / "manifest-files.json"
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    change(entries)
+    content = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
+    path.write_bytes(content)
+    (export_dir / "manifest-files.checksum").write_text(hashlib.md5(content).hexdigest())
+
+
+def test_full_export_has_the_documented_layout(full_export, tmp_path: Path):
+    export_dir, items = full_export
+    assert export_dir.parent == tmp_path / "AWSDynamoDB"
+    assert re.fullmatch(r"\d{14}-[0-9a-f]{8}", export_dir.name)
+    for name in ("_started", "manifest-summary.json", "manifest-summary.checksum",
+                 "manifest-files.json", "manifest-files.checksum"):
+        assert (export_dir / name).is_file(), name
+    summary = json.loads((export_dir / "manifest-summary.json").read_text())
+    assert DOCUMENTED_SUMMARY_FIELDS <= set(summary)
+    assert summary["outputFormat"] == "DYNAMODB_JSON" and summary["exportType"] == "FULL_EXPORT"
+    assert summary["itemCount"] == len(items) > 0
+    assert summary["exportTime"] == "2026-11-01T01:30:00.123Z"
+    assert summary["tableArn"].endswith(":table/orders")
+    assert summary["exportArn"] == f"{summary['tableArn']}/export/{export_dir.name}"
+    assert summary["manifestFilesS3Key"] == f"AWSDynamoDB/{export_dir.name}/manifest-files.json"
+
+    entries = [json.loads(line) for line in (export_dir / "manifest-files.json").read_text().splitlines()]
+    assert len(entries) == 3
+    exported = []
+    for entry in entries:
+        assert set(entry) == {"itemCount", "md5Checksum", "etag", "dataFileS3Key"}
+        assert re.fullmatch(rf"AWSDynamoDB/{export_dir.name}/data/[a-z2-7]{{26}}\.json\.gz", entry["dataFileS3Key"])
+        data_file = tmp_path / entry["dataFileS3Key"]
+        assert entry["md5Checksum"] == md5_base64(data_file)
+        lines = data_lines(data_file)
+        assert len(lines) == entry["itemCount"]
+        assert all(set(line) == {"Item"} for line in lines)
+        exported.extend(line["Item"] for line in lines)
+    key = lambda item: (item["customerId"]["S"], item["orderId"]["S"])  # noqa: E731
+    assert {key(item): item for item in exported} == items
+
+
+def test_manifest_is_read_and_validated(full_export):
+    export_dir, items = full_export
+    manifest = read_export_manifest(export_dir)
+    assert manifest.export_type == "FULL_EXPORT" and manifest.table_name == "orders"
+    assert manifest.item_count == len(items) == sum(f.item_count for f in manifest.data_files)
+    assert manifest.export_time == EXPORT_TIME
+    assert all(f.path.is_file() for f in manifest.data_files)
+
+
+def test_a_corrupted_data_file_fails_the_checksum(full_export):
+    export_dir, _ = full_export
+    data_file = read_export_manifest(export_dir).data_files[0].path
+    data_file.write_bytes(gzip.compress(b'{"Item":{"customerId":{"S":"forged"}}}\n'))
+    with pytest.raises(ExportValidationError, match="md5"):
+        read_export_manifest(export_dir)
+
+
+def test_a_missing_data_file_is_reported(full_export):
+    export_dir, _ = full_export
+    data_file = read_export_manifest(export_dir).data_files[1].path
+    data_file.unlink()
+    with pytest.raises(ExportValidationError, match=f"missing.*{data_file.name}"):
+        read_export_manifest(export_dir)
+
+
+def test_item_counts_must_match_the_data(full_export):
+    export_dir, _ = full_export
+
+    def overstate(entries):
+        entries[0]["itemCount"] += 1
+
+    rewrite_manifest_files(export_dir, overstate)
+    with pytest.raises(ExportValidationError, match="itemCount"):
+        read_export_manifest(export_dir)
+
+
+def test_a_tampered_manifest_fails_its_checksum_file(full_export):
+    export_dir, _ = full_export
+    path = export_dir / "manifest-summary.json"
+    path.write_text(path.read_text().replace('"itemCount": ', '"itemCount": 1'))
+    with pytest.raises(ExportValidationError, match="manifest-summary.checksum"):
+        read_export_manifest(export_dir)
+
+
+@pytest.mark.parametrize("name", ["manifest-summary.json", "manifest-files.json"])
+def test_a_missing_manifest_is_reported(full_export, name):
+    export_dir, _ = full_export
+    (export_dir / name).unlink()
+    with pytest.raises(ExportValidationError, match=f"{name} is missing"):
+        read_export_manifest(export_dir)
+
+
+def test_full_export_lines_become_inserts_at_the_export_time(full_export):
+    export_dir, items = full_export
+    records = [json.loads(line) for line in export_to_change_records(export_dir, "orders")]
+    assert len(records) == len(items)
+    manifest = read_export_manifest(export_dir)
+    export_us = int(EXPORT_TIME.timestamp()) * 1_000_000 + EXPORT_TIME.microsecond
+    event_ids = set()
+    for record in records:
+        assert record["eventName"] == "INSERT" and record["tableName"] == "orders"
+        assert record["recordFormat"] == "application/json" and record["eventSource"] == "aws:dynamodb"
+        dynamodb = record["dynamodb"]
+        assert dynamodb["ApproximateCreationDateTime"] == export_us
+        assert dynamodb["ApproximateCreationDateTimePrecision"] == "MICROSECOND"
+        assert dynamodb["SequenceNumber"] == "0"
+        key = (dynamodb["Keys"]["customerId"]["S"], dynamodb["Keys"]["orderId"]["S"])
+        assert set(dynamodb["Keys"]) == {"customerId", "orderId"}
+        assert dynamodb["NewImage"] == items[key] and "OldImage" not in dynamodb
+        assert re.fullmatch(rf"export:{manifest.export_id}:[a-z2-7]{{26}}:\d+", record["eventID"])
+        event_ids.add(record["eventID"])
+    assert len(event_ids) == len(records)
+    assert list(export_to_change_records(export_dir, "orders")) == [json.dumps(r, separators=(",", ":"))
+                                                                     for r in records]
+
+
+def test_export_of_another_table_is_refused(full_export):
+    export_dir, _ = full_export
+    with pytest.raises(ExportValidationError, match="not 'customers'"):
+        list(export_to_change_records(export_dir, "customers"))
+
+
+def test_unknown_table_cannot_be_exported(tmp_path: Path):
+    with pytest.raises(ValueError, match="no table contract"):
+        write_full_export(tmp_path, "inventory", [], EXPORT_TIME)
+
+
+def test_an_item_without_its_key_cannot_be_exported(tmp_path: Path):
+    with pytest.raises(ValueError, match=r"lacks key attribute\(s\) \['orderId'\]"):
+        write_full_export(tmp_path, "orders", [{"customerId": {"S": "cust-000001"}}], EXPORT_TIME)
+
+
+def test_incremental_export_layout_and_replay(tmp_path: Path, cdc):
+    window_start = datetime(2026, 11, 1, 0, 30, tzinfo=UTC)
+    window_end = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+    changes = cdc.changes_between("orders", window_start, window_end)
+    export_dir = write_incremental_export(tmp_path, "orders", changes, window_start, window_end)
+
+    summary = json.loads((export_dir / "manifest-summary.json").read_text())
+    assert summary["exportType"] == "INCREMENTAL_EXPORT" and summary["outputView"] == "NEW_AND_OLD_IMAGES"
+    assert summary["exportFromTime"] == "2026-11-01T00:30:00.000Z"
+    assert summary["exportToTime"] == "2026-11-01T03:00:00.000Z"
+    manifest = read_export_manifest(export_dir)
+    assert manifest.item_count == len(changes)
+    # Incremental exports share one data folder beside the export folders.
+    assert all(f.path.parent == tmp_path / "AWSDynamoDB" / "data" for f in manifest.data_files)
+    first_line = data_lines(manifest.data_files[0].path)[0]
+    assert set(first_line) <= {"Metadata", "Keys", "NewImage", "OldImage"}
+    assert re.fullmatch(r"\d{16}", first_line["Metadata"]["WriteTimestampMicros"]["N"])
+
+    state = cdc.state_at("orders", window_start - timedelta(microseconds=1))
+    names = set()
+    for line in export_to_change_records(export_dir, "orders"):
+        record = json.loads(line)
+        dynamodb = record["dynamodb"]
+        names.add(record["eventName"])
+        key = (dynamodb["Keys"]["customerId"]["S"], dynamodb["Keys"]["orderId"]["S"])
+        assert window_start.timestamp() * 1e6 <= dynamodb["ApproximateCreationDateTime"] < window_end.timestamp() * 1e6
+        if record["eventName"] == "REMOVE":
+            assert "NewImage" not in dynamodb and dynamodb["OldImage"] == state.pop(key)
+        else:
+            assert ("OldImage" in dynamodb) == (record["eventName"] == "MODIFY")
+            state[key] = dynamodb["NewImage"]
+    assert names == {"INSERT", "MODIFY", "REMOVE"}
+    assert state == cdc.state_at("orders", window_end - timedelta(microseconds=1))
+
+
+def test_a_backfill_plus_overlapping_cdc_converges_to_the_true_state(tmp_path: Path, cdc):
+    """Winner per key = greatest (event time, sequence number), as the pipeline orders.
+
+    The export time is a whole second: DynamoDB Streams records carry whole seconds, so a
+    change made later within the export's own second must tie with the export (and win
+    on its sequence number) rather than sort before it.
+    """
+    export_time = EXPORT_TIME.replace(microsecond=0)
+    export_dir = write_full_export(tmp_path, "orders", cdc.state_at("orders", export_time).values(), export_time)
+    winners: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
+    for line in [*export_to_change_records(export_dir, "orders"), *cdc.records]:
+        record = json.loads(line)
+        if "tableName" in record:
+            table = record["tableName"]
+            precision = record["dynamodb"].get("ApproximateCreationDateTimePrecision")
+            scale = 1 if precision == "MICROSECOND" else 1000
+        else:
+            table, scale = record["eventSourceARN"].split(":table/")[1].split("/")[0], 1_000_000
+        if table != "orders":
+            continue
+        dynamodb = record["dynamodb"]
+        # Without a DynamoDB sequence number the Kinesis one (never "0") takes its place.
+        ordering = (dynamodb["ApproximateCreationDateTime"] * scale, int(dynamodb.get("SequenceNumber", "1")))
+        key = (dynamodb["Keys"]["customerId"]["S"], dynamodb["Keys"]["orderId"]["S"])
+        if key not in winners or ordering > winners[key][0]:
+            winners[key] = (ordering, record)
+    converged = {key: (None if record["eventName"] == "REMOVE" else record["dynamodb"]["NewImage"])
+                 for key, (_, record) in winners.items()}
+    assert converged == cdc.expected_state["orders"]
