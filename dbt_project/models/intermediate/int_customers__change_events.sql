@@ -1,0 +1,23 @@
+{#
+  Distinct customer change events (a redelivered event has the same _event_id).
+  Locally the raw table is the full change log; on Athena the raw Hudi table is
+  upserted and holds the latest change per key, so older events are not visible.
+#}
+with events as (
+    select
+        _event_id,
+        _event_name,
+        coalesce(_is_ttl_delete, false) as is_ttl_delete,
+        cast(_event_ts as {{ type_timestamp() }}) as event_ts,
+        row_number() over (partition by _event_id order by _ingested_at asc) as delivery_rank
+    from {{ source('dynamodb', 'customers') }}
+)
+
+select
+    _event_id as event_id,
+    _event_name as event_name,
+    is_ttl_delete,
+    event_ts,
+    cast(event_ts as date) as event_date
+from events
+where delivery_rank = 1

@@ -1,0 +1,46 @@
+{# Current, non-deleted orders with their status attributes and line totals. #}
+{{ config(partitioned_by=athena_partitioning(['month(order_date)'])) }}
+
+with orders as (
+    select * from {{ ref('stg_dynamodb__orders') }}
+    where not is_deleted
+),
+
+statuses as (
+    select * from {{ ref('order_statuses') }}
+),
+
+line_totals as (
+    select
+        order_key,
+        count(*) as line_count,
+        sum(line_total) as lines_total
+    from {{ ref('int_orders__lines_unnested') }}
+    group by order_key
+)
+
+select
+    orders.order_key,
+    orders.customer_id,
+    orders.order_id,
+    orders.created_at,
+    orders.status,
+    statuses.description as status_description,
+    orders.amount,
+    orders.is_amount_valid,
+    orders.currency,
+    line_totals.lines_total,
+    orders._event_ts as last_changed_at,
+    -- A struct field, which sqlfluff takes for a table reference.
+    orders.shipping_address.country as shipping_country, -- noqa: RF01
+    cast(orders.created_at as date) as order_date,
+    coalesce(statuses.is_final, false) as is_final_status,
+    coalesce(statuses.counts_as_revenue, false) as counts_as_revenue,
+    coalesce(orders.is_gift, false) as is_gift,
+    coalesce(line_totals.line_count, 0) as line_count,
+    coalesce(orders.amount = line_totals.lines_total, false) as amount_matches_lines
+from orders
+left join statuses
+    on orders.status = statuses.code
+left join line_totals
+    on orders.order_key = line_totals.order_key

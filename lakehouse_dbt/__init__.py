@@ -1,0 +1,6 @@
+"""dbt helpers of the lakehouse: run dbt in-process, raw fixtures, Hudi raw loading."""
+
+from lakehouse_dbt.runner import PROJECT_DIR, run_dbt
+from lakehouse_dbt.summary import summarize_marts
+
+__all__ = ["PROJECT_DIR", "run_dbt", "summarize_marts"]

@@ -1,0 +1,206 @@
+"""The Athena target, offline: `dbt compile --target athena` against a moto Glue
+Catalog, then every compiled model and data test is syntax-checked as
+Trino SQL (trino-sql-validator) and as Athena SQL (sqlglot), with no DuckDB-only
+syntax. moto runs no SQL, so `dbt run --target athena` is out of reach here."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import sqlglot
+from trino_sql_validator import validate
+
+from lakehouse_dbt import run_dbt
+from lakehouse_dbt.raw_schema import raw_schema
+
+pytestmark = pytest.mark.dbt
+
+REGION = "eu-west-1"
+RAW_DATABASE = "dynamodb_raw"
+DBT_DATABASES = ["lakehouse", "lakehouse_staging", "lakehouse_intermediate", "lakehouse_marts",
+                 "lakehouse_seeds", "lakehouse_snapshots"]
+
+# Constructs DuckDB accepts and Athena rejects (or reads differently).
+DUCKDB_ONLY = {
+    "cast shorthand ::": re.compile(r"::"),
+    "QUALIFY": re.compile(r"\bqualify\b", re.I),
+    "SELECT * EXCLUDE/REPLACE": re.compile(r"\*\s*(exclude|replace)\s*\(", re.I),
+    "trailing comma before FROM": re.compile(r",\s*from\b", re.I),
+    "DuckDB-only function": re.compile(r"\b(regexp_matches|list_\w+|struct_pack|strftime|epoch_ms)\s*\(", re.I),
+    "timestamptz type": re.compile(r"\btimestamptz\b", re.I),
+    "DuckDB lateral unnest": re.compile(r"\bwith ordinality as element\b", re.I),
+    "bare timestamp type (Iceberg needs timestamp(6))": re.compile(r"as timestamp\)", re.I),
+}
+
+
+def _hive_type(arrow_type: pa.DataType) -> str:
+    if pa.types.is_string(arrow_type):
+        return "string"
+    if pa.types.is_binary(arrow_type):
+        return "binary"
+    if pa.types.is_boolean(arrow_type):
+        return "boolean"
+    if pa.types.is_int64(arrow_type):
+        return "bigint"
+    if pa.types.is_timestamp(arrow_type):
+        return "timestamp"
+    if pa.types.is_list(arrow_type):
+        return f"array<{_hive_type(arrow_type.value_type)}>"
+    if pa.types.is_struct(arrow_type):
+        fields = ",".join(f"{field.name}:{_hive_type(field.type)}" for field in arrow_type)
+        return f"struct<{fields}>"
+    raise ValueError(f"no Hive type for {arrow_type}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    moto_server = Path(sys.executable).parent / "moto_server"
+    if not moto_server.exists():
+        pytest.skip("moto_server is not installed (pip install 'moto[server]')")
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
+    process = subprocess.Popen([str(moto_server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail(f"moto_server did not start on port {port}")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def fake_aws_env(moto_endpoint: str) -> Iterator[dict[str, str]]:
+    """Dummy credentials and the moto endpoint, for this module only."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "LAKEHOUSE_RAW_DATABASE": RAW_DATABASE,
+    }
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    yield env
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    import boto3
+
+    glue = boto3.client("glue", region_name=REGION, endpoint_url=fake_aws_env["AWS_ENDPOINT_URL"])
+    for database in [RAW_DATABASE, *DBT_DATABASES]:
+        glue.create_database(DatabaseInput={"Name": database})
+    for table in ("customers", "orders"):
+        schema = raw_schema(table)
+        columns = [{"Name": field.name, "Type": _hive_type(field.type)} for field in schema]
+        columns.append({"Name": "_batch_id", "Type": "bigint"})
+        glue.create_table(
+            DatabaseName=RAW_DATABASE,
+            TableInput={
+                "Name": table,
+                "TableType": "EXTERNAL_TABLE",
+                "Parameters": {"classification": "hudi"},
+                "StorageDescriptor": {"Columns": columns, "Location": f"s3://raw-bucket/{table}/"},
+            },
+        )
+    # Existing staging tables make is_incremental() true, so the merge branch is compiled.
+    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders"):
+        glue.create_table(
+            DatabaseName="lakehouse_staging",
+            TableInput={
+                "Name": model,
+                "TableType": "EXTERNAL_TABLE",
+                "Parameters": {"table_type": "ICEBERG"},
+                "StorageDescriptor": {
+                    "Columns": [{"Name": "_ordering_value", "Type": "string"}, {"Name": "_ingested_at", "Type": "timestamp"}],
+                    "Location": f"s3://curated-bucket/{model}/",
+                },
+            },
+        )
+    data_dir = tmp_path_factory.mktemp("athena")
+    result = run_dbt(["compile", "--exclude", "resource_type:unit_test"], data_dir, target="athena")
+    assert result.success, result.exception
+    compiled_dir = data_dir / "dbt" / "target" / "compiled"
+    files = {str(path.relative_to(compiled_dir)): path.read_text() for path in compiled_dir.rglob("*.sql")}
+    return files
+
+
+def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, str]) -> None:
+    names = " ".join(compiled_sql)
+    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "int_orders__lines_unnested",
+                  "dim_customers", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
+                  "agg_daily_revenue_by_status"):
+        assert f"{model}.sql" in names
+    data_tests = [name for name in compiled_sql if ".yml/" in name]
+    assert len(data_tests) >= 60
+    assert f'"{RAW_DATABASE}"."customers"' in compiled_sql[
+        "dynamodb_lakehouse/dbt_project/models/staging/stg_dynamodb__customers.sql"]
+
+
+def test_compiled_sql_is_valid_trino_and_athena(compiled_sql: dict[str, str]) -> None:
+    problems = []
+    for name, sql in compiled_sql.items():
+        result = validate(sql, dialect="trino")
+        if not result.valid:
+            problems.append(f"{name}: trino: {result.error}")
+        elif result.unknown_functions or result.unknown_types:
+            problems.append(f"{name}: trino: unknown {result.unknown_functions} {result.unknown_types}")
+        try:
+            sqlglot.parse(sql, read="athena", error_level=sqlglot.ErrorLevel.RAISE)
+        except sqlglot.errors.ParseError as error:
+            problems.append(f"{name}: sqlglot: {error}")
+    assert problems == []
+
+
+def test_no_duckdb_only_syntax_leaks_into_athena_sql(compiled_sql: dict[str, str]) -> None:
+    leaks = [
+        f"{name}: {what}"
+        for name, sql in compiled_sql.items()
+        for what, pattern in DUCKDB_ONLY.items()
+        if pattern.search(sql)
+    ]
+    assert leaks == []
+
+
+def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str, str]) -> None:
+    base = "dynamodb_lakehouse/dbt_project/models/"
+    lines = compiled_sql[base + "intermediate/int_orders__lines_unnested.sql"]
+    assert re.search(r"cross join unnest\(orders\.line_items\) with ordinality as line \(sku, quantity, unit_price, line_number\)", lines)
+    customers = compiled_sql[base + "staging/stg_dynamodb__customers.sql"]
+    assert "from_iso8601_timestamp(registration_date)" in customers
+    assert "regexp_like(" in customers
+    # The incremental branch: lookback window and the guard against late older events.
+    assert "date_add('hour', -3, max(_ingested_at))" in customers
+    assert "cleaned._ordering_value > existing._ordering_value" in customers
+    assert "to_hex(sha256(to_utf8(" in compiled_sql[base + "marts/dim_customers.sql"]
