@@ -1,0 +1,79 @@
+"""The `lakehouse` console script: commands, friendly errors, the demo flow."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streaming.generator import generate_cdc
+from streaming.cli import DataLayout, default_data_dir, main, run_demo, status
+
+
+def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
+    code = main(["generate", "--data-dir", str(tmp_path), "--customers", "4", "--records-per-file", "20",
+                 "--format", "kinesis", "--seed", "3"])
+
+    assert code == 0
+    files = sorted((tmp_path / "landing").rglob("*.jsonl"))
+    assert len(files) >= 2
+    assert all(path.relative_to(tmp_path / "landing").parts[0].isdigit() for path in files)  # yyyy/mm/dd/hh
+    lines = [line for path in files for line in path.read_text().splitlines() if line.strip()]
+    assert f"wrote {len(lines)} records in {len(files)} files" in capsys.readouterr().out
+
+
+def test_data_dir_defaults_to_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert default_data_dir() == tmp_path / "elsewhere"
+    monkeypatch.delenv("LAKEHOUSE_DATA_DIR")
+    assert default_data_dir() == Path("data")
+
+
+def test_stream_without_landing_files_is_a_friendly_error(tmp_path, capsys):
+    code = main(["stream", "--data-dir", str(tmp_path)])
+
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "no landing files" in captured.err and "lakehouse generate" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_invalid_arguments_exit_2_without_traceback(tmp_path, capsys):
+    assert main(["stream", "--data-dir", str(tmp_path), "--max-files-per-trigger", "0"]) == 2
+    assert main(["generate", "--data-dir", str(tmp_path), "--customers", "2", "--records-per-file", "0"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["stream", "--sink", "delta"])
+    assert exit_info.value.code == 2
+
+
+def test_bad_contracts_dir_is_a_friendly_error(tmp_path, capsys):
+    assert main(["status", "--data-dir", str(tmp_path), "--contracts-dir", str(tmp_path / "nope")]) == 2
+    assert "invalid table contracts" in capsys.readouterr().err
+
+
+def test_status_of_an_empty_data_dir(tmp_path, capsys):
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "customers" in out and "orders" in out and "quarantine: 0 rows" in out
+
+
+@pytest.mark.spark
+def test_demo_generates_streams_and_counts(spark, tmp_path):
+    layout = DataLayout(tmp_path / "data")
+    stale = layout.raw / "customers" / "_batch_id=99"
+    stale.mkdir(parents=True)
+    (stale / "part-0.parquet").write_bytes(b"left over from an earlier run")
+    printed: list[str] = []
+
+    result = run_demo(layout, seed=9, customers=8, record_format="streams", sink="local", spark=spark,
+                      out=printed.append)
+
+    assert not stale.exists(), "the demo starts from a fresh data directory"
+    assert result.status.quarantine_by_reason == result.generation.malformed_by_reason
+    assert result.status.raw_batches == {"customers": 1, "orders": 1}
+    # One micro-batch holds everything, so each key appears once: its latest change.
+    truth = generate_cdc(seed=9, customers=8, record_format="streams")
+    assert result.status.raw_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+    assert result.status == status(layout)
+    assert printed[0].startswith("[1/3]") and any(line.startswith("[3/3]") for line in printed)
+    assert any(line.startswith("customers") for line in printed)

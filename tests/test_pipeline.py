@@ -1,0 +1,212 @@
+"""process_batch end to end: decode -> order -> sinks, on handcrafted and generated CDC."""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from streaming.contract import AttributeSpec, TableContract, load_contracts, raw_schema
+from streaming.generator import generate_cdc, write_landing_files
+from streaming.order import latest_per_key
+from streaming.pipeline import Pipeline, RecordsLostError
+from streaming.sinks import LocalParquetSink, QuarantineWriter
+from streaming.sources import landing_files_batch
+
+pytestmark = pytest.mark.spark
+
+FIXED_NOW = datetime(2026, 11, 2, tzinfo=timezone.utc)
+GENERATOR_OPTIONS = {"seed": 11, "customers": 12, "orders_per_customer": 2, "malformed_rate": 0.06}
+
+
+@pytest.fixture(scope="module")
+def contracts():
+    return load_contracts()
+
+
+def pipeline_at(root: Path, contracts) -> Pipeline:
+    return Pipeline(contracts, LocalParquetSink(str(root)), QuarantineWriter(str(root)), clock=lambda: FIXED_NOW)
+
+
+def change(table: str, name: str, keys: dict, image: dict | None, seconds: int, sequence: int, event_id: str) -> str:
+    """One DynamoDB Streams record as a JSON line."""
+    dynamodb = {"Keys": keys, "ApproximateCreationDateTime": seconds, "SequenceNumber": str(sequence)}
+    if image is not None:
+        dynamodb["NewImage"] = image
+    return json.dumps({
+        "eventID": event_id,
+        "eventName": name,
+        "eventSource": "aws:dynamodb",
+        "eventSourceARN": f"arn:aws:dynamodb:eu-west-1:123456789012:table/{table}/stream/2026-11-01T00:00:00.000",
+        "dynamodb": dynamodb,
+    })
+
+
+def customer(cust_id: str, email: str, seconds: int, sequence: int, event_id: str, name: str = "INSERT") -> str:
+    keys = {"id": {"S": cust_id}, "custName": {"S": "Ana"}}
+    image = {**keys, "email": {"S": email}, "registrationDate": {"S": "2026-01-01T00:00:00Z"}}
+    return change("customers", name, keys, image, seconds, sequence, event_id)
+
+
+def order(customer_id: str, order_id: str, seconds: int, sequence: int, event_id: str) -> str:
+    keys = {"customerId": {"S": customer_id}, "orderId": {"S": order_id}}
+    image = {**keys, "status": {"S": "PLACED"}, "amount": {"N": "12.50"}, "isGift": {"BOOL": False},
+             "tags": {"SS": ["promo"]}, "receiptDigest": {"B": base64.b64encode(b"digest").decode()}}
+    return change("orders", "INSERT", keys, image, seconds, sequence, event_id)
+
+
+def envelope_of(spark, lines: list[str], ref: str = "test"):
+    return spark.createDataFrame([(line, None, ref) for line in lines],
+                                 "payload string, kinesis_sequence_number string, source_ref string")
+
+
+def read_raw(spark, root: Path, contract: TableContract):
+    return spark.read.schema(raw_schema(contract)).parquet(str(root / "raw" / contract.raw_table))
+
+
+def batch_dirs(parent: Path) -> list[str]:
+    return sorted(path.name for path in parent.glob("_batch_id=*"))
+
+
+def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contracts, caplog):
+    lines = [
+        customer("c-1", "ana@example.com", 1_700_000_000, 100, "e1"),
+        order("c-1", "o-1", 1_700_000_001, 101, "e2"),
+        "{this is not json",
+        change("orders", "INSERT", {"customerId": {"S": "c-1"}}, {"customerId": {"S": "c-1"}, "status": {"S": "PAID"}},
+               1_700_000_002, 102, "e3"),
+    ]
+    with caplog.at_level(logging.INFO, logger="streaming.pipeline"):
+        report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+
+    assert report.records_in == 4
+    assert report.landed == {"customers": 1, "orders": 1}
+    assert report.quarantined == 2
+    assert report.duplicates_dropped == 0
+    assert report.max_event_ts == datetime(2023, 11, 14, 22, 13, 21, tzinfo=timezone.utc)
+    assert report.lag_seconds == (FIXED_NOW - report.max_event_ts).total_seconds()
+    assert (f"batch=0 in=4 landed customers=1 orders=1 quarantined=2 duplicates_dropped=0 "
+            f"lag={report.lag_seconds:.1f}s took=") in caplog.text
+
+    (cust,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
+    assert (cust.id, cust.cust_name, cust.email, cust.id_suffix, cust._batch_id) == ("c-1", "Ana", "ana@example.com", "1", 0)
+    assert cust._ingested_at == FIXED_NOW.replace(tzinfo=None)  # the session time zone is UTC
+    (placed,) = read_raw(spark, tmp_path, contracts["orders"]).collect()
+    assert (placed.customer_id, placed.order_id, placed.amount, placed.tags, placed.receipt_digest) == (
+        "c-1", "o-1", "12.50", ["promo"], bytearray(b"digest"))
+    assert read_raw(spark, tmp_path, contracts["orders"]).columns == raw_schema(contracts["orders"]).fieldNames()
+
+    quarantine = spark.read.parquet(str(tmp_path / "quarantine")).collect()
+    assert sorted((row.reason, row._source_table, row._batch_id) for row in quarantine) == [
+        ("invalid_json", None, 0), ("missing_key:orderId", "orders", 0)]
+    assert {row.source_ref for row in quarantine} == {"test"}
+
+
+def test_duplicates_and_superseded_changes_within_a_batch(spark, tmp_path, contracts):
+    first = customer("c-2", "old@example.com", 1_700_000_000, 200, "e1")
+    lines = [first, first, customer("c-2", "new@example.com", 1_700_000_005, 201, "e2", name="MODIFY")]
+
+    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 3)
+
+    assert (report.records_in, report.duplicates_dropped, report.landed["customers"]) == (3, 1, 1)
+    (row,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
+    assert (row.email, row._event_name, row._batch_id) == ("new@example.com", "MODIFY", 3)
+
+
+def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contracts):
+    pipeline = pipeline_at(tmp_path, contracts)
+    pipeline.process_batch(envelope_of(spark, [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"),
+                                               order("c-1", "o-1", 1_700_000_000, 2, "e2"), "garbage"]), 0)
+    pipeline.process_batch(envelope_of(spark, [customer("c-9", "z@x.org", 1_700_000_100, 3, "e3")]), 1)
+    assert batch_dirs(tmp_path / "raw" / "orders") == ["_batch_id=0"]
+    assert batch_dirs(tmp_path / "quarantine") == ["_batch_id=0"]
+
+    # The replay of batch 0 sees different input: only one customer, no order, nothing bad.
+    replay = pipeline.process_batch(envelope_of(spark, [customer("c-1", "b@x.org", 1_700_000_000, 1, "e1")]), 0)
+
+    assert replay.landed == {"customers": 1, "orders": 0}
+    customers = read_raw(spark, tmp_path, contracts["customers"]).collect()
+    assert sorted((row._batch_id, row.id, row.email) for row in customers) == [(0, "c-1", "b@x.org"), (1, "c-9", "z@x.org")]
+    assert batch_dirs(tmp_path / "raw" / "orders") == []
+    assert batch_dirs(tmp_path / "quarantine") == []
+
+
+def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_path, contracts, monkeypatch):
+    import streaming.pipeline as pipeline_module
+
+    real_decode = pipeline_module.decode_batch
+
+    def lossy_decode(envelope, contracts):
+        tables, quarantine = real_decode(envelope, contracts)
+        return {**tables, "orders": tables["orders"].limit(0)}, quarantine
+
+    monkeypatch.setattr(pipeline_module, "decode_batch", lossy_decode)
+    lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
+    with pytest.raises(RecordsLostError, match="2 records in, but 1 decoded"):
+        pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+    assert not (tmp_path / "raw").exists()
+
+
+# ---------------------------------------------------------------- generated CDC, end to end
+
+def python_value(descriptor: dict | None, spec: AttributeSpec):
+    """A DynamoDB JSON descriptor as the raw column's Python value (independent of decode)."""
+    if descriptor is None or descriptor.get("NULL") is True:
+        return None
+    value = descriptor[spec.type]
+    if spec.type == "B":
+        return base64.b64decode(value)
+    if spec.type == "BS":
+        return [base64.b64decode(item) for item in value]
+    if spec.type == "L":
+        return [python_value(item, spec.items) for item in value]
+    if spec.type == "M":
+        return {field.column: python_value(value.get(field.name), field) for field in spec.fields}
+    return value
+
+
+def comparable(value):
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, list):
+        return [comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: comparable(item) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("record_format", ["streams", "mixed"])
+def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, contracts, record_format):
+    options = {**GENERATOR_OPTIONS, "record_format": record_format}
+    truth = generate_cdc(**options)
+    summary = write_landing_files(tmp_path / "landing", records_per_file=45, **options)
+    assert len(summary.files) >= 3
+    pipeline = pipeline_at(tmp_path, contracts)
+
+    reports = [pipeline.process_batch(landing_files_batch(spark, str(path)), batch_id)
+               for batch_id, path in enumerate(summary.files)]
+
+    assert sum(report.records_in for report in reports) == summary.records
+    assert sum(report.quarantined for report in reports) == summary.malformed
+    quarantine = spark.read.parquet(str(tmp_path / "quarantine"))
+    by_reason = {row.reason: row["count"] for row in quarantine.groupBy("reason").count().collect()}
+    assert by_reason == summary.malformed_by_reason
+
+    for table, expected in truth.expected_state.items():
+        contract = contracts[table]
+        final = latest_per_key(read_raw(spark, tmp_path, contract), contract).collect()
+        key_columns = contract.key_columns
+        actual = {tuple(row[column] for column in key_columns): row for row in final}
+        assert set(actual) == set(expected), table
+        for key, item in expected.items():
+            row = actual[key]
+            assert row._is_deleted == (item is None), (table, key)
+            if item is None:
+                assert row._is_ttl_delete == (key in truth.ttl_deleted[table]), (table, key)
+                continue
+            want = {spec.column: comparable(python_value(item.get(spec.name), spec)) for spec in contract.attributes}
+            got = {spec.column: comparable(row.asDict(recursive=True)[spec.column]) for spec in contract.attributes}
+            assert got == want, (table, key)
