@@ -1,0 +1,355 @@
+"""Table contracts: how one DynamoDB table lands in the raw layer.
+
+A contract is a YAML file in `streaming/contracts/` (or `$LAKEHOUSE_CONTRACTS_DIR`).
+Loading validates it completely without Spark, so a bad contract fails at start-up
+with the file and the offending field in the message, never in the middle of a batch.
+`raw_schema` is the single definition of the raw table's columns that decode, the
+sinks and dbt follow.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pyspark.sql import types as T
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CONTRACTS_DIR_ENV = "LAKEHOUSE_CONTRACTS_DIR"
+PACKAGED_CONTRACTS_DIR = Path(__file__).parent / "contracts"
+
+SCALAR_TYPES = frozenset({"S", "N", "B", "BOOL", "SS", "NS", "BS"})
+ATTRIBUTE_TYPES = SCALAR_TYPES | {"L", "M"}
+# DynamoDB only allows these types for partition and sort keys.
+KEY_TYPES = frozenset({"S", "N", "B"})
+
+_TOP_LEVEL_KEYS = frozenset({"table", "raw_table", "description", "key", "attributes", "partitioning"})
+_KEY_KEYS = frozenset({"partition_key", "sort_key"})
+_PARTITIONING_KEYS = frozenset({"column", "expression"})
+_ATTRIBUTE_KEYS = frozenset({"column", "type", "cast", "pii", "description", "items", "fields"})
+# A list item has no name or column of its own: it lives inside its list's column.
+_ITEM_KEYS = frozenset({"type", "cast", "description", "items", "fields"})
+
+# Starting with a letter also keeps business columns clear of the `_` metadata columns.
+_COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# Columns every raw table carries after the business and partition columns;
+# `_ingested_at` and `_batch_id` are added by the pipeline, not by decode.
+METADATA_FIELDS: tuple[T.StructField, ...] = (
+    T.StructField("_event_name", T.StringType()),
+    T.StructField("_is_deleted", T.BooleanType()),
+    T.StructField("_is_ttl_delete", T.BooleanType()),
+    T.StructField("_event_ts", T.TimestampType()),
+    T.StructField("_sequence_number", T.StringType()),
+    T.StructField("_ordering_value", T.StringType()),
+    T.StructField("_event_id", T.StringType()),
+    T.StructField("_source_table", T.StringType()),
+    T.StructField("_extra_attributes", T.StringType()),
+    T.StructField("_ingested_at", T.TimestampType()),
+    T.StructField("_batch_id", T.LongType()),
+)
+PIPELINE_COLUMNS = ("_ingested_at", "_batch_id")
+METADATA_COLUMNS = tuple(field.name for field in METADATA_FIELDS)
+
+
+class ContractError(ValueError):
+    """A table contract is invalid; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """One DynamoDB attribute (or a nested M field / L item) and its raw column."""
+
+    name: str
+    column: str
+    type: str
+    cast: str | None = None
+    pii: bool = False
+    description: str = ""
+    items: AttributeSpec | None = None
+    fields: tuple[AttributeSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableContract:
+    table: str
+    raw_table: str
+    description: str
+    partition_key: str
+    sort_key: str | None
+    attributes: tuple[AttributeSpec, ...]
+    partition_column: str
+    partition_expression: str
+
+    @property
+    def key_attributes(self) -> tuple[str, ...]:
+        """DynamoDB names of the primary key: partition key, then sort key."""
+        return (self.partition_key,) if self.sort_key is None else (self.partition_key, self.sort_key)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return tuple(self.attribute(name).column for name in self.key_attributes)
+
+    @property
+    def business_columns(self) -> tuple[str, ...]:
+        return tuple(spec.column for spec in self.attributes)
+
+    @property
+    def pii_columns(self) -> tuple[str, ...]:
+        return tuple(spec.column for spec in self.attributes if spec.pii)
+
+    def attribute(self, name: str) -> AttributeSpec:
+        for spec in self.attributes:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"table {self.table!r} has no attribute {name!r}")
+
+
+def snake_case(name: str) -> str:
+    """`custName` -> `cust_name`, `receiptURL` -> `receipt_url`, `order-id` -> `order_id`."""
+    split_acronyms = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    split_words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", split_acronyms)
+    return re.sub(r"[^0-9a-zA-Z]+", "_", split_words).strip("_").lower()
+
+
+def spark_type(spec: AttributeSpec) -> T.DataType:
+    """The raw column type of an attribute (numbers stay exact strings)."""
+    if spec.type in ("S", "N"):
+        return T.StringType()
+    if spec.type == "B":
+        return T.BinaryType()
+    if spec.type == "BOOL":
+        return T.BooleanType()
+    if spec.type in ("SS", "NS"):
+        return T.ArrayType(T.StringType())
+    if spec.type == "BS":
+        return T.ArrayType(T.BinaryType())
+    if spec.type == "L":
+        assert spec.items is not None  # guaranteed by validation
+        return T.ArrayType(spark_type(spec.items))
+    return T.StructType([T.StructField(field.column, spark_type(field)) for field in spec.fields])
+
+
+def raw_schema(contract: TableContract) -> T.StructType:
+    """The raw table's schema: business columns, partition column, metadata columns.
+
+    The partition column is a string: Hive-style partition values are text anyway,
+    and decode casts the partition expression's result to match.
+    """
+    business = [T.StructField(spec.column, spark_type(spec)) for spec in contract.attributes]
+    partition = T.StructField(contract.partition_column, T.StringType())
+    return T.StructType([*business, partition, *METADATA_FIELDS])
+
+
+def load_contract(path: str | Path) -> TableContract:
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{path}: not valid YAML: {exc}") from exc
+    return _parse_contract(document, str(path))
+
+
+def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
+    """All contracts in a directory, keyed by DynamoDB table name."""
+    if directory is None:
+        directory = os.environ.get(CONTRACTS_DIR_ENV) or PACKAGED_CONTRACTS_DIR
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ContractError(f"{directory}: contracts directory does not exist")
+    paths = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
+    if not paths:
+        raise ContractError(f"{directory}: no table contracts (*.yml) found")
+    contracts: dict[str, TableContract] = {}
+    origin: dict[str, Path] = {}
+    raw_origin: dict[str, Path] = {}
+    for path in paths:
+        contract = load_contract(path)
+        if contract.table in contracts:
+            raise ContractError(
+                f"{path}: table {contract.table!r} is already defined in {origin[contract.table]}"
+            )
+        if contract.raw_table in raw_origin:
+            raise ContractError(
+                f"{path}: raw_table {contract.raw_table!r} is already used by {raw_origin[contract.raw_table]}"
+            )
+        contracts[contract.table] = contract
+        origin[contract.table] = path
+        raw_origin[contract.raw_table] = path
+    return contracts
+
+
+def check_partition_expression(spark: SparkSession, contract: TableContract) -> None:
+    """Evaluate the partition expression on a row holding only the key columns.
+
+    A REMOVE record carries nothing but its keys, so an expression that reads any
+    other column would put tombstones in a different partition than their item.
+    """
+    from pyspark.errors import PySparkException
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+
+    samples = {"S": "sample-key-1", "N": "1", "B": bytearray(b"\x01")}
+    key_specs = [contract.attribute(name) for name in contract.key_attributes]
+    schema = T.StructType([T.StructField(spec.column, spark_type(spec)) for spec in key_specs])
+    row = Row(*(samples[spec.type] for spec in key_specs))
+    try:
+        frame = spark.createDataFrame([row], schema)
+        frame.select(F.expr(contract.partition_expression).cast("string")).collect()
+    except PySparkException as exc:
+        raise ContractError(
+            f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
+            f"must use only the key columns {list(contract.key_columns)}: {exc}"
+        ) from exc
+
+
+def _parse_contract(document: Any, source: str) -> TableContract:
+    if not isinstance(document, Mapping):
+        raise ContractError(f"{source}: a contract must be a YAML mapping")
+    _reject_unknown(document, _TOP_LEVEL_KEYS, source, "")
+    table = _required_text(document, "table", source)
+    raw_table = _required_text(document, "raw_table", source)
+    if not _COLUMN_NAME.match(raw_table):
+        raise ContractError(f"{source}: raw_table {raw_table!r} must be lower snake_case")
+
+    key = document.get("key")
+    if not isinstance(key, Mapping):
+        raise ContractError(f"{source}: key: must be a mapping with partition_key (and optional sort_key)")
+    _reject_unknown(key, _KEY_KEYS, source, "key.")
+    partition_key = _required_text(key, "partition_key", source, "key.")
+    sort_key = key.get("sort_key")
+    if sort_key is not None and (not isinstance(sort_key, str) or not sort_key):
+        raise ContractError(f"{source}: key.sort_key must be a non-empty string")
+
+    raw_attributes = document.get("attributes")
+    if not isinstance(raw_attributes, Mapping) or not raw_attributes:
+        raise ContractError(f"{source}: attributes: must be a non-empty mapping of attribute name to spec")
+    attributes = tuple(
+        _parse_attribute(str(name), spec, source, f"attributes.{name}") for name, spec in raw_attributes.items()
+    )
+    declared = {spec.name: spec for spec in attributes}
+    for key_name, key_field in ((partition_key, "partition_key"), (sort_key, "sort_key")):
+        if key_name is None:
+            continue
+        if key_name not in declared:
+            raise ContractError(f"{source}: key.{key_field} {key_name!r} is not declared under attributes")
+        if declared[key_name].type not in KEY_TYPES:
+            raise ContractError(
+                f"{source}: key.{key_field} {key_name!r} has type {declared[key_name].type}; "
+                f"key attributes must be one of {sorted(KEY_TYPES)}"
+            )
+
+    partitioning = document.get("partitioning")
+    if not isinstance(partitioning, Mapping):
+        raise ContractError(f"{source}: partitioning: must be a mapping with column and expression")
+    _reject_unknown(partitioning, _PARTITIONING_KEYS, source, "partitioning.")
+    partition_column = _required_text(partitioning, "column", source, "partitioning.")
+    partition_expression = partitioning.get("expression")
+    if not isinstance(partition_expression, str) or not partition_expression.strip():
+        raise ContractError(f"{source}: partitioning.expression is empty")
+
+    _check_columns(attributes, partition_column, source)
+    description = document.get("description") or ""
+    if not isinstance(description, str):
+        raise ContractError(f"{source}: description must be text")
+    return TableContract(
+        table=table,
+        raw_table=raw_table,
+        description=description,
+        partition_key=partition_key,
+        sort_key=sort_key,
+        attributes=attributes,
+        partition_column=partition_column,
+        partition_expression=partition_expression.strip(),
+    )
+
+
+def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: bool = False) -> AttributeSpec:
+    if not isinstance(spec, Mapping):
+        raise ContractError(f"{source}: {where}: must be a mapping with at least a type")
+    _reject_unknown(spec, _ITEM_KEYS if is_item else _ATTRIBUTE_KEYS, source, f"{where}.")
+    attribute_type = spec.get("type")
+    if attribute_type not in ATTRIBUTE_TYPES:
+        raise ContractError(
+            f"{source}: {where}.type {attribute_type!r} is not a DynamoDB type; use one of {sorted(ATTRIBUTE_TYPES)}"
+        )
+    column = spec.get("column", snake_case(name))
+    if not isinstance(column, str) or not _COLUMN_NAME.match(column):
+        raise ContractError(
+            f"{source}: {where}.column {column!r} must be lower snake_case (derived from {name!r} when omitted)"
+        )
+    cast = spec.get("cast")
+    if cast is not None and (not isinstance(cast, str) or not cast.strip()):
+        raise ContractError(f"{source}: {where}.cast must be a SQL type name")
+    pii = spec.get("pii", False)
+    if not isinstance(pii, bool):
+        raise ContractError(f"{source}: {where}.pii must be true or false")
+    description = spec.get("description") or ""
+    if not isinstance(description, str):
+        raise ContractError(f"{source}: {where}.description must be text")
+
+    items: AttributeSpec | None = None
+    if attribute_type == "L":
+        if "items" not in spec:
+            raise ContractError(f"{source}: {where}: type L needs items (the type of its elements)")
+        items = _parse_attribute(name, spec["items"], source, f"{where}.items", is_item=True)
+    elif "items" in spec:
+        raise ContractError(f"{source}: {where}.items is only allowed with type L")
+
+    fields: tuple[AttributeSpec, ...] = ()
+    if attribute_type == "M":
+        raw_fields = spec.get("fields")
+        if not isinstance(raw_fields, Mapping) or not raw_fields:
+            raise ContractError(f"{source}: {where}: type M needs fields (a mapping of field name to spec)")
+        fields = tuple(
+            _parse_attribute(str(field_name), field_spec, source, f"{where}.fields.{field_name}")
+            for field_name, field_spec in raw_fields.items()
+        )
+        _check_unique([field.column for field in fields], source, f"{where}.fields")
+    elif "fields" in spec:
+        raise ContractError(f"{source}: {where}.fields is only allowed with type M")
+
+    return AttributeSpec(
+        name=name,
+        column=column,
+        type=attribute_type,
+        cast=cast,
+        pii=pii,
+        description=description,
+        items=items,
+        fields=fields,
+    )
+
+
+def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:
+    if not _COLUMN_NAME.match(partition_column):
+        raise ContractError(f"{source}: partitioning.column {partition_column!r} must be lower snake_case")
+    columns = [spec.column for spec in attributes]
+    _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
+
+
+def _check_unique(columns: list[str], source: str, where: str) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:
+            raise ContractError(f"{source}: {where}: duplicate column name {column!r}")
+        seen.add(column)
+
+
+def _reject_unknown(mapping: Mapping[str, Any], allowed: frozenset[str], source: str, prefix: str) -> None:
+    unknown = sorted(str(key) for key in mapping if key not in allowed)
+    if unknown:
+        raise ContractError(f"{source}: unknown keys {[prefix + key for key in unknown]}; allowed: {sorted(allowed)}")
+
+
+def _required_text(mapping: Mapping[str, Any], key: str, source: str, prefix: str = "") -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ContractError(f"{source}: {prefix}{key} is required (non-empty text)")
+    return value

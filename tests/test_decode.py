@@ -1,0 +1,694 @@
+"""decode_batch: both AWS record formats, every attribute type, every quarantine reason."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from streaming.contract import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
+from streaming.decode import QUARANTINE_COLUMNS, decode_batch
+
+pytestmark = pytest.mark.spark
+
+FIXTURES = Path(__file__).parent / "fixtures" / "records"
+ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
+REGION = "eu-west-1"
+T0_SECONDS = 1_700_000_000  # 2023-11-14T22:13:20Z
+
+# Test contracts, independent of the packaged ones: customers as in the reference
+# article, orders with every DynamoDB type.
+CONTRACTS: dict[str, dict[str, Any]] = {
+    "customers": {
+        "table": "customers",
+        "raw_table": "customers",
+        "key": {"partition_key": "id", "sort_key": "custName"},
+        "attributes": {
+            "id": {"type": "S"},
+            "custName": {"type": "S", "pii": True},
+            "email": {"type": "S", "pii": True},
+            "registrationDate": {"type": "S", "cast": "timestamp"},
+        },
+        "partitioning": {"column": "id_suffix", "expression": "substring(id, -1, 1)"},
+    },
+    "orders": {
+        "table": "orders",
+        "raw_table": "orders",
+        "key": {"partition_key": "customerId", "sort_key": "orderId"},
+        "attributes": {
+            "customerId": {"type": "S"},
+            "orderId": {"type": "S"},
+            "amount": {"type": "N", "cast": "decimal(38,2)"},
+            "isGift": {"type": "BOOL"},
+            "giftMessage": {"type": "S"},
+            "tags": {"type": "SS"},
+            "packageWeightsKg": {"type": "NS"},
+            "receiptDigest": {"type": "B"},
+            "attachmentChecksums": {"type": "BS"},
+            "lineItems": {
+                "type": "L",
+                "items": {
+                    "type": "M",
+                    "fields": {"sku": {"type": "S"}, "quantity": {"type": "N"}, "unitPrice": {"type": "N"}},
+                },
+            },
+            "shippingAddress": {"type": "M", "fields": {"city": {"type": "S"}, "postcode": {"type": "S"}}},
+        },
+        "partitioning": {"column": "customer_suffix", "expression": "substring(customer_id, -1, 1)"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def contracts(tmp_path_factory) -> dict[str, TableContract]:
+    directory = tmp_path_factory.mktemp("contracts")
+    for name, document in CONTRACTS.items():
+        (directory / f"{name}.yml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return load_contracts(directory)
+
+
+def change_record(
+    table: str,
+    event_name: str,
+    keys: dict[str, Any],
+    new_image: dict[str, Any] | None = None,
+    old_image: dict[str, Any] | None = None,
+    *,
+    fmt: str = "kinesis",
+    event_id: str = "event-1",
+    created: float | int | None = None,
+    precision: str | None = None,
+    sequence_number: str | None = None,
+    ttl: bool = False,
+) -> dict[str, Any]:
+    """A DynamoDB change record as AWS emits it.
+
+    fmt="streams": DynamoDB Streams (epoch seconds, SequenceNumber, table in the ARN).
+    fmt="kinesis": Kinesis Data Streams for DynamoDB (epoch ms unless `precision`
+    says MICROSECOND, tableName, no SequenceNumber unless given).
+    """
+    stream: dict[str, Any] = {"Keys": keys, "SizeBytes": 100}
+    if new_image is not None:
+        stream["NewImage"] = new_image
+    if old_image is not None:
+        stream["OldImage"] = old_image
+    identity = {"type": "Service", "principalId": "dynamodb.amazonaws.com"} if ttl else None
+    if fmt == "streams":
+        stream["ApproximateCreationDateTime"] = T0_SECONDS if created is None else created
+        stream["SequenceNumber"] = sequence_number or "100000000000000000001"
+        stream["StreamViewType"] = "NEW_AND_OLD_IMAGES"
+        record: dict[str, Any] = {
+            "eventID": event_id,
+            "eventName": event_name,
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": REGION,
+            "dynamodb": stream,
+            "eventSourceARN": f"arn:aws:dynamodb:{REGION}:123456789012:table/{table}/stream/2023-11-01T00:00:00.000",
+        }
+        if identity:
+            record["userIdentity"] = identity
+        return record
+    stream["ApproximateCreationDateTime"] = T0_SECONDS * 1000 if created is None else created
+    if precision is not None:
+        stream["ApproximateCreationDateTimePrecision"] = precision
+    if sequence_number is not None:
+        stream["SequenceNumber"] = sequence_number
+    return {
+        "awsRegion": REGION,
+        "eventID": event_id,
+        "eventName": event_name,
+        "userIdentity": identity,
+        "recordFormat": "application/json",
+        "tableName": table,
+        "dynamodb": stream,
+        "eventSource": "aws:dynamodb",
+    }
+
+
+def customer(
+    event_name: str = "INSERT",
+    customer_id: str = "cust-1",
+    name: str = "Ada",
+    email: str | None = "ada@example.com",
+    **options: Any,
+) -> dict[str, Any]:
+    keys = {"id": {"S": customer_id}, "custName": {"S": name}}
+    image = None
+    if event_name != "REMOVE":
+        image = dict(keys)
+        if email is not None:
+            image["email"] = {"S": email}
+    return change_record("customers", event_name, keys, image, **options)
+
+
+KINESIS_SEQUENCE = "49640912345678901234567890123456789012345678901234567890"  # 56 digits
+
+
+def payload_text(record: dict[str, Any] | str | None) -> str | None:
+    return json.dumps(record) if isinstance(record, dict) else record
+
+
+def envelope(
+    spark: SparkSession, *records: dict[str, Any] | str | None, kinesis_sequence: str | None = KINESIS_SEQUENCE
+) -> DataFrame:
+    """One envelope row per record (dicts become JSON text, anything else is sent as is)."""
+    rows = [(payload_text(record), kinesis_sequence, f"test:{index}") for index, record in enumerate(records)]
+    return spark.createDataFrame(rows, ENVELOPE_SCHEMA)
+
+
+def utc(*args: int) -> datetime:
+    """A UTC instant as PySpark collects timestamps: naive, in the Python process's local zone."""
+    return datetime(*args, tzinfo=timezone.utc).astimezone().replace(tzinfo=None)
+
+
+def utc_digits(collected: datetime) -> str:
+    """`yyyyMMddHHmmssSSSSSS` in UTC of a collected (naive, local) timestamp."""
+    return collected.astimezone(timezone.utc).strftime("%Y%m%d%H%M%S%f")
+
+
+def without(record: dict[str, Any], *path: str) -> dict[str, Any]:
+    node = record
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return record
+
+
+def with_value(record: dict[str, Any], value: Any, *path: str) -> dict[str, Any]:
+    node = record
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return record
+
+
+# -- one shared batch ------------------------------------------------------------------------
+# Spark compiles a plan per query, so the single-record cases below are decoded together,
+# in one batch, and each test looks up what became of its own record.
+
+CASES: dict[str, tuple[dict[str, Any] | str | None, str | None]] = {}
+
+
+def case(name: str, record: dict[str, Any] | str | None, kinesis_sequence: str | None = KINESIS_SEQUENCE) -> str:
+    """Register a record for the shared batch; its eventID becomes `name` to find its row."""
+    assert name not in CASES, name
+    if isinstance(record, dict):
+        record["eventID"] = name
+    CASES[name] = (record, kinesis_sequence)
+    return name
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    table: str | None  # None: quarantined
+    row: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def outcomes(spark, contracts) -> dict[str, Outcome]:
+    return decode_cases(spark, contracts)
+
+
+def decode_cases(spark: SparkSession, contracts: dict[str, TableContract]) -> dict[str, Outcome]:
+    rows = [(payload_text(record), sequence, name) for name, (record, sequence) in CASES.items()]
+    tables, quarantine = decode_batch(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts)
+    found: list[tuple[str, Outcome]] = [
+        (row["_event_id"], Outcome(table, row.asDict(recursive=True)))
+        for table, frame in tables.items()
+        for row in frame.collect()
+    ]
+    found += [(row["source_ref"], Outcome(None, row.asDict())) for row in quarantine.collect()]
+    # Every record comes out exactly once, in some table or in the quarantine.
+    assert sorted(name for name, _ in found) == sorted(CASES)
+    return dict(found)
+
+
+def decoded(outcomes: dict[str, Outcome], name: str, table: str = "customers") -> dict[str, Any]:
+    outcome = outcomes[name]
+    assert outcome.table == table, outcome.row
+    return outcome.row
+
+
+def reason(outcomes: dict[str, Outcome], name: str) -> str:
+    outcome = outcomes[name]
+    assert outcome.table is None, f"{name} was not quarantined"
+    return outcome.row["reason"]
+
+
+# -- formats, table routing, metadata --------------------------------------------------------
+
+FORMAT_CASES = (
+    case("format-streams", customer(fmt="streams", created=T0_SECONDS, sequence_number="5" * 21)),
+    case("format-kinesis", customer(fmt="kinesis", created=T0_SECONDS * 1000)),
+)
+
+
+def test_both_aws_formats_decode_to_the_same_row(outcomes):
+    streams, kinesis = (decoded(outcomes, name) for name in FORMAT_CASES)
+
+    columns = {"id", "cust_name", "email", "registration_date", "id_suffix"}
+    columns |= {"_event_ts", "_event_name", "_source_table"}
+    assert {k: streams[k] for k in columns} == {k: kinesis[k] for k in columns} == {
+        "id": "cust-1",
+        "cust_name": "Ada",
+        "email": "ada@example.com",
+        "registration_date": None,
+        "id_suffix": "1",
+        "_event_ts": utc(2023, 11, 14, 22, 13, 20),
+        "_event_name": "INSERT",
+        "_source_table": "customers",  # from eventSourceARN, and from tableName
+    }
+    # DynamoDB's own sequence number when present, else the Kinesis one.
+    assert streams["_sequence_number"] == ("5" * 21).rjust(64, "0")
+    assert kinesis["_sequence_number"] == KINESIS_SEQUENCE.rjust(64, "0")
+
+
+SAMPLE_CASES = tuple(
+    case(f"sample-{path.stem}", json.loads(path.read_text(encoding="utf-8")))
+    for path in sorted(FIXTURES.glob("*.json"))
+)
+
+
+def test_hand_written_aws_samples_decode(outcomes):
+    modify = decoded(outcomes, "sample-dynamodb_streams_modify")
+    remove = decoded(outcomes, "sample-kinesis_remove_ttl")
+
+    assert (modify["id"], modify["cust_name"], modify["email"]) == ("cust-0007", "Ada Lovelace", "ada@example.com")
+    assert (modify["_event_name"], modify["_is_deleted"], modify["_is_ttl_delete"]) == ("MODIFY", False, False)
+    assert modify["_sequence_number"] == "111100000000012345678901".rjust(64, "0")
+    assert json.loads(modify["_extra_attributes"]) == {"loyaltyTier": {"S": "gold"}}
+    assert remove["_event_ts"] == utc(2023, 11, 14, 22, 15, 0, 123456)
+    assert (remove["_is_deleted"], remove["_is_ttl_delete"]) == (True, True)
+    assert (remove["id"], remove["cust_name"], remove["email"]) == ("cust-0007", "Ada Lovelace", None)
+    assert remove["_extra_attributes"] is None
+
+
+EVENT_TIME_CASES = [
+    (case(f"time-{index}", customer(fmt=fmt, created=created, precision=precision)), expected)
+    for index, (fmt, created, precision, expected) in enumerate(
+        [
+            ("streams", T0_SECONDS, None, utc(2023, 11, 14, 22, 13, 20)),
+            ("streams", 1_700_000_000.123456, None, utc(2023, 11, 14, 22, 13, 20, 123456)),
+            ("streams", 1_700_000_000.5, None, utc(2023, 11, 14, 22, 13, 20, 500000)),
+            ("kinesis", 1_700_000_000_123, None, utc(2023, 11, 14, 22, 13, 20, 123000)),
+            ("kinesis", 1_700_000_000_123, "MILLISECOND", utc(2023, 11, 14, 22, 13, 20, 123000)),
+            ("kinesis", 1_700_000_000_123.5, None, utc(2023, 11, 14, 22, 13, 20, 123500)),
+            ("kinesis", 1_700_000_000_123_456, None, utc(2023, 11, 14, 22, 13, 20, 123456)),
+            ("kinesis", 1_700_000_000_123_456, "MICROSECOND", utc(2023, 11, 14, 22, 13, 20, 123456)),
+            # A stated precision wins over the magnitude: 1.7e9 µs is early 1970.
+            ("kinesis", 1_700_000_000, "MICROSECOND", utc(1970, 1, 1, 0, 28, 20)),
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), EVENT_TIME_CASES)
+def test_event_time_keeps_microseconds_in_every_unit(outcomes, name, expected):
+    assert decoded(outcomes, name)["_event_ts"] == expected
+
+
+SEQUENCE_CASES = (
+    case("sequence-short", customer(fmt="streams", sequence_number="123", created=1_700_000_000.000001)),
+    case("sequence-64-digits", customer(fmt="kinesis", sequence_number="9" * 64)),
+)
+
+
+def test_sequence_number_is_padded_to_64_digits_and_ordering_value_is_utc_time_then_sequence(outcomes):
+    short, longest = (decoded(outcomes, name) for name in SEQUENCE_CASES)
+
+    assert short["_sequence_number"] == "0" * 61 + "123"
+    assert longest["_sequence_number"] == "9" * 64
+    for row in (short, longest):
+        assert row["_ordering_value"] == utc_digits(row["_event_ts"]) + row["_sequence_number"]
+    assert short["_ordering_value"].startswith("20231114221320000001")
+
+
+def test_ordering_value_stays_utc_in_another_session_time_zone(spark, contracts):
+    # 05:30 UTC is 01:30 in New York, inside the hour that repeats at the DST fall-back.
+    created = int(datetime(2023, 11, 5, 5, 30, tzinfo=timezone.utc).timestamp() * 1000)
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        tables, _ = decode_batch(envelope(spark, customer(created=created)), contracts)
+        (row,) = tables["customers"].select("_ordering_value").collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+    assert row["_ordering_value"][:20] == "20231105053000000000"
+
+
+BAD_SEQUENCE_CASES = [
+    case("bad-sequence-65-digits", customer(sequence_number="1" * 65), None),  # would need truncation
+    case("bad-sequence-letters", customer(sequence_number="12a4"), None),
+    case("bad-sequence-sign", customer(sequence_number="-5"), None),
+    case("bad-sequence-kinesis-text", customer(), "shardId-000000000000"),
+]
+
+
+@pytest.mark.parametrize("name", BAD_SEQUENCE_CASES)
+def test_unusable_sequence_numbers_are_quarantined(outcomes, name):
+    assert reason(outcomes, name) == "invalid_sequence_number"
+
+
+def test_record_without_any_sequence_number_orders_by_event_time_alone(spark, contracts):
+    # Kinesis Data Streams for DynamoDB records carry no SequenceNumber, and files
+    # landed by Firehose carry no Kinesis one either: such a record must still land.
+    record = customer(fmt="kinesis")
+    assert "SequenceNumber" not in record["dynamodb"]
+    tables, quarantine = decode_batch(envelope(spark, record, kinesis_sequence=None), contracts)
+
+    assert quarantine.count() == 0
+    (row,) = tables["customers"].select("_sequence_number", "_ordering_value").collect()
+    assert row["_sequence_number"] == "0" * 64
+    assert row["_ordering_value"].endswith("0" * 64)
+
+
+# -- attribute types ---------------------------------------------------------------------
+
+THIRTY_EIGHT_DIGITS = "12345678901234567890.123456789012345678"
+ORDER_KEYS = {"customerId": {"S": "cust-42"}, "orderId": {"S": "ord-1"}}
+
+
+def full_order(**overrides: Any) -> dict[str, Any]:
+    """An orders INSERT with every type; `name=None` drops an attribute, a dict replaces it."""
+    image = {
+        **ORDER_KEYS,
+        "amount": {"N": THIRTY_EIGHT_DIGITS},
+        "isGift": {"BOOL": False},
+        "giftMessage": {"NULL": True},
+        "tags": {"SS": ["vip", "b2b"]},
+        "packageWeightsKg": {"NS": ["1.50", "-2E+3", "0.000000000000000000000000000000000001"]},
+        "receiptDigest": {"B": base64.b64encode(b"\x00\xffdigest").decode()},
+        "attachmentChecksums": {"BS": [base64.b64encode(b"one").decode(), base64.b64encode(b"two").decode()]},
+        "lineItems": {
+            "L": [
+                {"M": {"sku": {"S": "A-1"}, "quantity": {"N": "2"}, "unitPrice": {"N": "9.99"}}},
+                {"M": {"sku": {"S": "B-2"}, "quantity": {"N": "1"}}},
+            ]
+        },
+        "shippingAddress": {"M": {"city": {"S": "Ghent"}, "postcode": {"NULL": True}}},
+        "couponCode": {"S": "WELCOME"},
+        "history": {"L": [{"N": "1"}, {"M": {"note": {"S": 'say "hi"'}}}]},
+    }
+    for name, descriptor in overrides.items():
+        if descriptor is None:
+            image.pop(name)
+        else:
+            image[name] = descriptor
+    return change_record("orders", "INSERT", ORDER_KEYS, image)
+
+
+NULLABLE = (
+    "amount",
+    "isGift",
+    "tags",
+    "packageWeightsKg",
+    "receiptDigest",
+    "attachmentChecksums",
+    "lineItems",
+    "shippingAddress",
+)
+NULLABLE_COLUMNS = (
+    "amount",
+    "is_gift",
+    "tags",
+    "package_weights_kg",
+    "receipt_digest",
+    "attachment_checksums",
+    "line_items",
+    "shipping_address",
+)
+case("order-full", full_order())
+case("order-absent", full_order(**{name: None for name in NULLABLE}))
+case("order-nulls", full_order(**{name: {"NULL": True} for name in NULLABLE}))
+case("order-no-extras", full_order(couponCode=None, history=None))
+
+
+def test_every_attribute_type_decodes_exactly(outcomes):
+    row = decoded(outcomes, "order-full", "orders")
+
+    assert {key: value for key, value in row.items() if not key.startswith("_")} == {
+        "customer_id": "cust-42",
+        "order_id": "ord-1",
+        "amount": THIRTY_EIGHT_DIGITS,
+        "is_gift": False,
+        "gift_message": None,
+        "tags": ["vip", "b2b"],
+        "package_weights_kg": ["1.50", "-2E+3", "0.000000000000000000000000000000000001"],
+        "receipt_digest": bytearray(b"\x00\xffdigest"),
+        "attachment_checksums": [bytearray(b"one"), bytearray(b"two")],
+        "line_items": [
+            {"sku": "A-1", "quantity": "2", "unit_price": "9.99"},
+            {"sku": "B-2", "quantity": "1", "unit_price": None},
+        ],
+        "shipping_address": {"city": "Ghent", "postcode": None},
+        "customer_suffix": "2",
+    }
+
+
+@pytest.mark.parametrize("name", ["order-absent", "order-nulls"])
+def test_absent_and_null_attributes_are_null_not_empty(outcomes, name):
+    row = decoded(outcomes, name, "orders")
+
+    assert {column: row[column] for column in NULLABLE_COLUMNS} == dict.fromkeys(NULLABLE_COLUMNS)
+
+
+def test_unknown_attributes_are_kept_as_dynamodb_json(outcomes):
+    row = decoded(outcomes, "order-full", "orders")
+
+    assert json.loads(row["_extra_attributes"]) == {
+        "couponCode": {"S": "WELCOME"},
+        "history": {"L": [{"N": "1"}, {"M": {"note": {"S": 'say "hi"'}}}]},
+    }
+    assert decoded(outcomes, "order-no-extras", "orders")["_extra_attributes"] is None
+
+
+VALID_NUMBERS = [
+    (case(f"number-ok-{index}", full_order(amount={"N": number})), number)
+    for index, number in enumerate(
+        ["0", "-0.5", ".5", "5.", "+7", "1E+10", "-1.5e-130", THIRTY_EIGHT_DIGITS]
+        + ["1" * 38 + "000000", "0.0000" + "9" * 38]  # trailing and leading zeros are not significant
+    )
+]
+
+
+@pytest.mark.parametrize(("name", "number"), VALID_NUMBERS)
+def test_valid_numbers_round_trip_unchanged(outcomes, name, number):
+    assert decoded(outcomes, name, "orders")["amount"] == number
+
+
+BAD_VALUES = [
+    (case(f"bad-value-{index}", full_order(**{attribute: descriptor})), expected)
+    for index, (attribute, descriptor, expected) in enumerate(
+        [
+            ("amount", {"N": "1.2.3"}, "invalid_number:amount"),
+            ("amount", {"N": "abc"}, "invalid_number:amount"),
+            ("amount", {"N": ""}, "invalid_number:amount"),
+            ("amount", {"N": "1e"}, "invalid_number:amount"),
+            ("amount", {"N": "NaN"}, "invalid_number:amount"),
+            ("amount", {"N": "1" * 39}, "invalid_number:amount"),  # 39 significant digits
+            ("packageWeightsKg", {"NS": ["1", "one"]}, "invalid_number:packageWeightsKg"),
+            ("lineItems", {"L": [{"M": {"quantity": {"N": "2x"}}}]}, "invalid_number:lineItems[].quantity"),
+            ("amount", {"S": "12"}, "type_mismatch:amount:N"),
+            ("amount", {"NULL": False}, "type_mismatch:amount:N"),
+            ("isGift", {"BOOL": "yes"}, "type_mismatch:isGift:BOOL"),
+            ("isGift", {"S": "true"}, "type_mismatch:isGift:BOOL"),
+            ("tags", {"S": "vip"}, "type_mismatch:tags:SS"),
+            ("tags", {"L": [{"S": "vip"}]}, "type_mismatch:tags:SS"),
+            ("receiptDigest", {"B": "not base64!"}, "type_mismatch:receiptDigest:B"),
+            ("receiptDigest", {"B": "AAA"}, "type_mismatch:receiptDigest:B"),
+            ("receiptDigest", {"S": "AAAA"}, "type_mismatch:receiptDigest:B"),
+            ("attachmentChecksums", {"BS": ["AAAA", "A"]}, "type_mismatch:attachmentChecksums:BS"),
+            ("lineItems", {"SS": ["A-1"]}, "type_mismatch:lineItems:L"),
+            ("lineItems", {"L": [{"S": "A-1"}]}, "type_mismatch:lineItems[]:M"),
+            ("lineItems", {"L": [{"M": {"sku": {"N": "1"}}}]}, "type_mismatch:lineItems[].sku:S"),
+            ("shippingAddress", {"S": "Ghent"}, "type_mismatch:shippingAddress:M"),
+            ("shippingAddress", {"M": {"city": {"N": "9000"}}}, "type_mismatch:shippingAddress.city:S"),
+            ("customerId", {"N": "42"}, "type_mismatch:customerId:S"),
+        ]
+    )
+]
+# Several bad attributes: the first in contract order is reported.
+BAD_VALUES.append(
+    (
+        case("bad-value-first-wins", full_order(tags={"S": "x"}, amount={"N": "x"}, isGift={"N": "1"})),
+        "invalid_number:amount",
+    )
+)
+
+
+@pytest.mark.parametrize(("name", "expected"), BAD_VALUES)
+def test_bad_attribute_values_are_quarantined_with_their_path(outcomes, name, expected):
+    assert reason(outcomes, name) == expected
+
+
+# -- INSERT / MODIFY / REMOVE --------------------------------------------------------------
+
+STALE_IMAGE = full_order(amount={"S": "not a number"})["dynamodb"]["NewImage"]
+case("remove-from-keys", change_record("orders", "REMOVE", ORDER_KEYS, None, STALE_IMAGE))
+case(
+    "remove-from-old-image",
+    without(change_record("orders", "REMOVE", ORDER_KEYS, None, STALE_IMAGE), "dynamodb", "Keys"),
+)
+
+
+@pytest.mark.parametrize("name", ["remove-from-keys", "remove-from-old-image"])
+def test_remove_is_a_tombstone_with_key_partition_and_metadata_only(outcomes, contracts, name):
+    row = decoded(outcomes, name, "orders")
+
+    assert (row["customer_id"], row["order_id"], row["customer_suffix"]) == ("cust-42", "ord-1", "2")
+    assert (row["_event_name"], row["_is_deleted"], row["_is_ttl_delete"]) == ("REMOVE", True, False)
+    other_columns = [c for c in contracts["orders"].business_columns if c not in ("customer_id", "order_id")]
+    # The OldImage's values (even an invalid one) are neither kept nor validated.
+    assert {column: row[column] for column in other_columns} == dict.fromkeys(other_columns)
+    assert row["_extra_attributes"] is None
+
+
+def identity(kind: str, principal: str) -> dict[str, Any]:
+    return {"userIdentity": {"type": kind, "principalId": principal}}
+
+
+TTL_CASES = [
+    (case(f"ttl-{index}", record), event_name, expected)
+    for index, (record, event_name, expected) in enumerate(
+        [
+            (customer("REMOVE", ttl=True, fmt="kinesis"), "REMOVE", True),
+            (customer("REMOVE", ttl=True, fmt="streams"), "REMOVE", True),
+            (customer("REMOVE", ttl=False), "REMOVE", False),
+            (customer("MODIFY", ttl=True), "MODIFY", False),
+            (customer("REMOVE") | identity("Service", "replication.dynamodb.amazonaws.com"), "REMOVE", False),
+            (customer("REMOVE") | identity("User", "dynamodb.amazonaws.com"), "REMOVE", False),
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize(("name", "event_name", "expected"), TTL_CASES)
+def test_ttl_delete_flag(outcomes, name, event_name, expected):
+    row = decoded(outcomes, name)
+
+    assert row["_is_ttl_delete"] is expected
+    assert row["_is_deleted"] is (event_name == "REMOVE")
+
+
+# -- record-level quarantine -----------------------------------------------------------------
+
+OTHER_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/orders"
+RECORD_PROBLEMS = [
+    (case(f"record-{index}", record), expected)
+    for index, (record, expected) in enumerate(
+        [
+            ("{not json", "invalid_json"),
+            (None, "invalid_json"),
+            ("[1, 2]", "invalid_json"),
+            ('"INSERT"', "invalid_json"),
+            (with_value(customer(), "oops", "dynamodb"), "invalid_json"),
+            (customer(fmt="kinesis") | {"tableName": "inventory"}, "unknown_table"),
+            (without(customer(fmt="kinesis"), "tableName"), "unknown_table"),
+            (with_value(customer(fmt="streams"), OTHER_ARN, "eventSourceARN"), "unknown_table"),  # not a table
+            (customer() | {"eventName": "UPSERT"}, "unknown_event_name"),
+            (without(customer(), "eventName"), "unknown_event_name"),
+            (without(customer(), "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
+            (with_value(customer(), "soon", "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
+            (with_value(customer(), -5, "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
+            (with_value(customer(), 10**18, "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
+            (customer(precision="NANOSECOND"), "missing_event_time"),
+            (without(customer("INSERT"), "dynamodb", "NewImage"), "missing_new_image"),
+            (without(customer("MODIFY"), "dynamodb", "NewImage"), "missing_new_image"),
+            (with_value(customer(), {"id": {"S": "cust-1"}}, "dynamodb", "NewImage"), "missing_key:custName"),
+            (
+                with_value(customer(), {"custName": {"S": "Ada"}, "id": {"NULL": True}}, "dynamodb", "NewImage"),
+                "missing_key:id",
+            ),
+            (without(customer("REMOVE"), "dynamodb", "Keys"), "missing_key:id"),  # and no OldImage either
+            # several problems: the first in the documented order wins
+            (
+                without(
+                    without(customer() | {"eventName": "X"}, "dynamodb", "ApproximateCreationDateTime"),
+                    "dynamodb",
+                    "NewImage",
+                ),
+                "unknown_event_name",
+            ),
+            (without(customer(sequence_number="x"), "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
+            (without(customer(sequence_number="x"), "dynamodb", "NewImage"), "invalid_sequence_number"),
+            (with_value(full_order(), {"customerId": {"N": "1"}}, "dynamodb", "NewImage"), "missing_key:orderId"),
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), RECORD_PROBLEMS)
+def test_record_level_problems_are_quarantined_with_their_reason(outcomes, name, expected):
+    assert reason(outcomes, name) == expected
+    record, _ = CASES[name]
+    assert outcomes[name].row["payload"] == payload_text(record)  # as received
+    assert outcomes[name].row["source_ref"] == name
+
+
+def test_quarantine_names_the_table_when_it_is_known(outcomes):
+    table_of = {name: outcomes[name].row["_source_table"] for name in ("record-0", "record-5", "bad-value-0")}
+
+    assert table_of == {"record-0": None, "record-5": "inventory", "bad-value-0": "orders"}
+
+
+# -- batch-level guarantees ------------------------------------------------------------------
+
+
+def test_every_record_lands_in_exactly_one_output(spark, contracts):
+    records: list[Any] = [
+        customer(event_id="c-insert"),
+        customer("MODIFY", event_id="c-modify", fmt="streams"),
+        customer("REMOVE", event_id="c-remove", ttl=True),
+        full_order() | {"eventID": "o-insert"},
+        full_order(amount={"N": "x"}) | {"eventID": "o-bad"},
+        customer() | {"tableName": "inventory", "eventID": "unknown"},
+        without(customer(event_id="no-image"), "dynamodb", "NewImage"),
+        "garbage",
+        None,
+    ]
+
+    tables, quarantine = decode_batch(envelope(spark, *records), contracts)
+    landed = {name: [row["_event_id"] for row in frame.select("_event_id").collect()] for name, frame in tables.items()}
+    quarantined = [row["source_ref"] for row in quarantine.select("source_ref").collect()]
+
+    assert sum(len(ids) for ids in landed.values()) + len(quarantined) == len(records)
+    assert {name: sorted(ids) for name, ids in landed.items()} == {
+        "customers": ["c-insert", "c-modify", "c-remove"],
+        "orders": ["o-insert"],
+    }
+    assert sorted(quarantined) == ["test:4", "test:5", "test:6", "test:7", "test:8"]
+
+
+def test_ansi_mode_gives_the_same_outcomes(spark, contracts, outcomes):
+    # With ANSI SQL a failed cast or overflow raises; one bad record must not fail a batch.
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        under_ansi = decode_cases(spark, contracts)
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+
+    assert under_ansi == outcomes
+
+
+def test_output_schemas_follow_the_raw_schema_and_the_quarantine_layout(spark, contracts):
+    tables, quarantine = decode_batch(envelope(spark, customer()), contracts)
+
+    for name, frame in tables.items():
+        expected = [(f.name, f.dataType) for f in raw_schema(contracts[name]) if f.name not in PIPELINE_COLUMNS]
+        assert [(f.name, f.dataType) for f in frame.schema] == expected
+    assert [(f.name, f.dataType) for f in quarantine.schema] == [(name, T.StringType()) for name in QUARANTINE_COLUMNS]
+
+
+def test_partition_expression_reading_a_non_key_column_is_a_contract_error(spark, contracts):
+    broken = dataclasses.replace(contracts["customers"], partition_expression="substring(email, 1, 1)")
+
+    with pytest.raises(ContractError, match="may use only the key columns"):
+        decode_batch(envelope(spark, customer()), {"customers": broken})
