@@ -1,7 +1,10 @@
-"""The `lakehouse` console script: generate sample CDC, stream it to raw, inspect, demo.
+"""The `lakehouse` console script: generate sample CDC, stream it to raw, inspect, demo,
+backfill from DynamoDB exports, reprocess, switch and reconcile.
 
 Everything lives under one data directory (default `./data`, or `$LAKEHOUSE_DATA_DIR`),
-laid out as docs/architecture.md describes.
+laid out as docs/architecture.md describes. After `lakehouse switch`, the raw tables,
+quarantine and checkpoint live in the data root that `<data dir>/active_raw.json` names;
+the landing files stay in the data directory.
 """
 from __future__ import annotations
 
@@ -17,22 +20,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.contract import ContractError, TableContract, load_contracts
+from streaming.reprocess import POINTER_FILE, RAW_DIR_ENV, SwitchError, read_pointer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from streaming.backfill import BackfillResult
     from streaming.generator import GenerationSummary
+    from streaming.pipeline import Pipeline
+    from streaming.reconcile import ReconcileReport
 
 DATA_DIR_ENV = "LAKEHOUSE_DATA_DIR"
 QUERY_NAME = "landing_to_raw"
 # Generated and derived folders of a data directory; `demo` starts from none of them.
-GENERATED_FOLDERS = ("landing", "checkpoints", "raw", "quarantine")
+GENERATED_FOLDERS = ("landing", "checkpoints", "raw", "quarantine", "backfills")
+# `reconcile` exits with this when the two sides differ (2 stays "could not run").
+MISMATCH_EXIT_CODE = 1
 
 Printer = Callable[[str], None]
 
 
 class CliError(Exception):
     """A user-facing problem: printed without a traceback, exit code 2."""
+
+
+class ReconcileMismatch(Exception):
+    """Source and target differ; the report was printed, exit code 1."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +73,13 @@ class StatusReport:
     raw_rows: dict[str, int]
     raw_batches: dict[str, int]
     quarantine_by_reason: dict[str, int]
+    # Set when `lakehouse switch` pointed readers away from the data directory.
+    active_root: str | None = None
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.raw_rows] + [len("raw table")])
-        out = [f"{'raw table':<{width}}  {'rows':>8}  {'batches':>7}"]
+        out = [f"active data root: {self.active_root}"] if self.active_root else []
+        out += [f"{'raw table':<{width}}  {'rows':>8}  {'batches':>7}"]
         out += [
             f"{table:<{width}}  {rows:>8}  {self.raw_batches[table]:>7}" for table, rows in self.raw_rows.items()
         ]
@@ -88,6 +104,14 @@ def _contracts(contracts_dir: str | None) -> dict[str, TableContract]:
         return load_contracts(contracts_dir)
     except ContractError as exc:
         raise CliError(f"invalid table contracts: {exc}") from exc
+
+
+def active_layout(layout: DataLayout) -> DataLayout:
+    """Where raw tables, quarantine and checkpoints live now (see `lakehouse switch`)."""
+    try:
+        return DataLayout(read_pointer(layout.root).data_root)
+    except SwitchError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def landing_files(layout: DataLayout) -> list[Path]:
@@ -159,28 +183,20 @@ def _stream_with(
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
-    from streaming.contract import check_partition_expression
-    from streaming.pipeline import Pipeline
     from streaming.runner import run_stream
-    from streaming.sinks import QuarantineWriter, choose_sink
     from streaming.sources import landing_files_stream
 
-    try:
-        for contract in contracts.values():
-            check_partition_expression(spark, contract)
-        raw_sink = choose_sink(sink, spark, data_dir=str(layout.root), contracts=contracts)  # type: ignore[arg-type]
-    except (ContractError, RuntimeError, ValueError) as exc:
-        raise CliError(str(exc)) from exc
-    pipeline = Pipeline(contracts, raw_sink, QuarantineWriter(str(layout.root)))
+    target = active_layout(layout)
+    pipeline = _pipeline(spark, target, contracts, sink)
     source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
-    out(f"streaming {layout.landing} -> {layout.raw} (trigger {trigger}) ...")
+    out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
     try:
         query = run_stream(
             spark,
             pipeline,
             source,
-            checkpoint_dir=str(layout.checkpoint(QUERY_NAME)),
+            checkpoint_dir=str(target.checkpoint(QUERY_NAME)),
             trigger=trigger,  # type: ignore[arg-type]
             interval=interval,
             query_name=QUERY_NAME,
@@ -197,11 +213,28 @@ def _stream_with(
     out(f"stream finished in {time.monotonic() - started:.1f}s")
 
 
+def _pipeline(spark: SparkSession, target: DataLayout, contracts: dict[str, TableContract], sink: str) -> Pipeline:
+    """The pipeline writing raw tables and quarantine under `target` (stream, backfill, reprocess)."""
+    from streaming.contract import check_partition_expression
+    from streaming.pipeline import Pipeline
+    from streaming.sinks import QuarantineWriter, choose_sink
+
+    try:
+        for contract in contracts.values():
+            check_partition_expression(spark, contract)
+        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts)  # type: ignore[arg-type]
+    except (ContractError, RuntimeError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    return Pipeline(contracts, raw_sink, QuarantineWriter(str(target.root)))
+
+
 def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusReport:
     """Row counts of the local raw change log and of the quarantine, read with DuckDB."""
     import duckdb
 
     contracts = _contracts(contracts_dir)
+    data_dir = layout.root
+    layout = active_layout(layout)
     raw_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
     with duckdb.connect() as connection:
@@ -220,7 +253,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                 [[str(path) for path in quarantine_files]],
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
-    return StatusReport(raw_rows, raw_batches, by_reason)
+    switched = (data_dir / POINTER_FILE).is_file()
+    return StatusReport(raw_rows, raw_batches, by_reason, str(layout.root) if switched else None)
 
 
 def _count_rows(connection: object, files: list[Path]) -> int:
@@ -232,9 +266,180 @@ def _count_rows(connection: object, files: list[Path]) -> int:
     return int(count)
 
 
+def backfill(
+    layout: DataLayout,
+    export_dir: Path,
+    *,
+    table: str | None = None,
+    dry_run: bool = False,
+    sink: str = "auto",
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> BackfillResult | None:
+    """Load a DynamoDB export into its raw table as one batch; a dry run only describes it."""
+    from streaming.backfill import BackfillError, plan_backfill, run_backfill
+    from streaming.export import ExportValidationError
+    from streaming.sinks import LocalParquetSink
+
+    contracts = _contracts(contracts_dir)
+    target = active_layout(layout)
+    try:
+        plan = plan_backfill(export_dir, contracts, target.root, table)
+    except (ExportValidationError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    out(f"export {plan.manifest.export_dir} is valid")
+    for line in plan.describe():
+        out(line)
+    if dry_run:
+        out("dry run: nothing was written")
+        return None
+    own_session = spark is None
+    spark = spark or _start_spark(out)
+    try:
+        pipeline = _pipeline(spark, target, contracts, sink)
+        try:
+            result = run_backfill(spark, plan, pipeline, out=out,
+                                  verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
+        except (BackfillError, ExportValidationError) as exc:
+            raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
+    finally:
+        if own_session:
+            spark.stop()
+    out(result.summary())
+    return result
+
+
+def reprocess(
+    layout: DataLayout,
+    to: Path,
+    *,
+    from_landing: Path | None = None,
+    dry_run: bool = False,
+    sink: str = "auto",
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> StatusReport | None:
+    """Rebuild every raw table under `to` (backfills, then landing files); the live tables stay as they are."""
+    from pyspark.errors import StreamingQueryException
+
+    from streaming.backfill import BackfillError
+    from streaming.export import ExportValidationError
+    from streaming.reprocess import plan_reprocess, run_reprocess
+
+    contracts = _contracts(contracts_dir)
+    try:
+        plan = plan_reprocess(layout.root, to, from_landing)
+    except SwitchError as exc:
+        raise CliError(str(exc)) from exc
+    for line in plan.describe():
+        out(line)
+    if dry_run:
+        out("dry run: nothing was written")
+        return None
+    own_session = spark is None
+    spark = spark or _start_spark(out)
+    try:
+        pipeline = _pipeline(spark, DataLayout(plan.target), contracts, sink)
+        try:
+            seconds = run_reprocess(spark, plan, pipeline, contracts, out=out)
+        except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
+            raise CliError(f"reprocess stopped (run it again to resume from its checkpoint): {exc}") from exc
+    finally:
+        if own_session:
+            spark.stop()
+    rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)
+    for line in rebuilt.lines():
+        out(line)
+    out(f"reprocess finished in {seconds:.1f}s; check it with "
+        f"`lakehouse reconcile --source {read_pointer(layout.root).raw_dir} --target {plan.target / 'raw'}`, "
+        f"then `lakehouse switch --to {plan.target}`")
+    return rebuilt
+
+
+def switch(
+    layout: DataLayout,
+    to: str | None,
+    *,
+    rollback: bool = False,
+    glue_database: str | None = None,
+    table: str | None = None,
+    contracts_dir: str | None = None,
+    glue_client: object | None = None,
+    out: Printer = print,
+) -> None:
+    """Point readers at another raw location (local pointer or Glue table locations), or roll back."""
+    from streaming.reprocess import rollback_glue_table, rollback_local, switch_glue_table, switch_local
+
+    if rollback == (to is not None):
+        raise CliError("give either --to <location> or --rollback")
+    contracts = _contracts(contracts_dir)
+    if table is not None:
+        contracts = {name: c for name, c in contracts.items() if table in (name, c.raw_table)}
+        if not contracts:
+            raise CliError(f"no table contract named {table!r}")
+    try:
+        if glue_database is None:
+            active = rollback_local(layout.root) if rollback else switch_local(layout.root, Path(to or ""), contracts)
+            out(f"active data root: {active.data_root} (previous: {active.previous})")
+            out(f"dbt reads it with: export {RAW_DIR_ENV}={active.raw_dir}")
+            return
+        glue = glue_client or _glue_client()
+        for contract in contracts.values():
+            if rollback:
+                moved = rollback_glue_table(glue, glue_database, contract.raw_table)
+            else:
+                from streaming.hudi_options import hudi_table_path
+
+                moved = switch_glue_table(glue, glue_database, contract.raw_table,
+                                          hudi_table_path(to or "", contract.raw_table))
+            out(f"glue {moved.database}.{moved.table}: {moved.previous_location} -> {moved.location} "
+                f"({moved.partitions_moved} partitions)")
+    except SwitchError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _glue_client() -> object:
+    import boto3
+
+    # Region and credentials come from the standard chain (env, profile, instance role).
+    return boto3.client("glue")
+
+
+def reconcile(
+    source: str,
+    target: str,
+    *,
+    table: str | None = None,
+    json_path: Path | None = None,
+    contracts_dir: str | None = None,
+    out: Printer = print,
+) -> ReconcileReport:
+    """Compare source and target per table; raises ReconcileMismatch when they differ."""
+    from streaming.export import ExportValidationError
+    from streaming.reconcile import ReconcileError, reconcile as compare, write_json_report
+
+    contracts = _contracts(contracts_dir)
+    try:
+        report = compare(source, target, contracts, table=table)
+    except (ReconcileError, ExportValidationError) as exc:
+        raise CliError(str(exc)) from exc
+    for line in report.lines():
+        out(line)
+    if json_path is not None:
+        write_json_report(report, json_path)
+        out(f"report written to {json_path}")
+    if not report.ok:
+        raise ReconcileMismatch(f"{sum(not t.ok for t in report.tables)} table(s) differ")
+    return report
+
+
 def clear_generated(layout: DataLayout) -> None:
     for name in GENERATED_FOLDERS:
         shutil.rmtree(layout.root / name, ignore_errors=True)
+    # A fresh start reads and writes the data directory itself, not a switched-to root.
+    (layout.root / POINTER_FILE).unlink(missing_ok=True)
 
 
 def run_demo(
@@ -293,6 +498,32 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--customers", type=int, default=200)
     demo.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
+
+    fill = commands.add_parser("backfill", parents=[common], help="load a DynamoDB export into its raw table")
+    fill.add_argument("--export", type=Path, required=True, help="export folder .../AWSDynamoDB/<export-id>")
+    fill.add_argument("--table", default=None, help="DynamoDB table the export must be of")
+    fill.add_argument("--dry-run", action="store_true", help="validate and describe, write nothing")
+    fill.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
+
+    again = commands.add_parser("reprocess", parents=[common],
+                                help="rebuild the raw tables in a new location (live tables untouched)")
+    again.add_argument("--to", type=Path, required=True, help="new data root (gets raw/, quarantine/, checkpoints/)")
+    again.add_argument("--from-landing", type=Path, default=None, help="landing folder (default <data dir>/landing)")
+    again.add_argument("--dry-run", action="store_true", help="describe, write nothing")
+    again.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
+
+    move = commands.add_parser("switch", parents=[common], help="point raw readers at another location, or back")
+    target = move.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", default=None, help="data root (local) or S3 prefix of the raw tables (--glue-database)")
+    target.add_argument("--rollback", action="store_true", help="return to the location before the last switch")
+    move.add_argument("--glue-database", default=None, help="switch these Glue Catalog tables instead of the local pointer")
+    move.add_argument("--table", default=None, help="only this table (default: every contracted table)")
+
+    check = commands.add_parser("reconcile", parents=[common], help="compare a source of truth with the raw result")
+    check.add_argument("--source", required=True, help="export folder or raw folder")
+    check.add_argument("--target", required=True, help="raw folder or <file>.duckdb:<schema>.<table>")
+    check.add_argument("--table", default=None, help="only this table")
+    check.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the report as JSON")
     return parser
 
 
@@ -326,11 +557,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "status":
             for line in status(layout, contracts_dir=args.contracts_dir).lines():
                 print(line)
+        elif args.command == "backfill":
+            backfill(layout, args.export, table=args.table, dry_run=args.dry_run, sink=args.sink,
+                     contracts_dir=args.contracts_dir)
+        elif args.command == "reprocess":
+            reprocess(layout, args.to, from_landing=args.from_landing, dry_run=args.dry_run, sink=args.sink,
+                      contracts_dir=args.contracts_dir)
+        elif args.command == "switch":
+            switch(layout, args.to, rollback=args.rollback, glue_database=args.glue_database, table=args.table,
+                   contracts_dir=args.contracts_dir)
+        elif args.command == "reconcile":
+            reconcile(args.source, args.target, table=args.table, json_path=args.json_path,
+                      contracts_dir=args.contracts_dir)
         else:
             run_demo(layout, seed=args.seed, customers=args.customers, sink=args.sink, contracts_dir=args.contracts_dir)
     except CliError as exc:
         print(f"lakehouse {args.command}: {exc}", file=sys.stderr)
         return 2
+    except ReconcileMismatch as exc:
+        print(f"lakehouse {args.command}: {exc}", file=sys.stderr)
+        return MISMATCH_EXIT_CODE
     return 0
 
 

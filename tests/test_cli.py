@@ -77,3 +77,29 @@ def test_demo_generates_streams_and_counts(spark, tmp_path):
     assert result.status == status(layout)
     assert printed[0].startswith("[1/3]") and any(line.startswith("[3/3]") for line in printed)
     assert any(line.startswith("customers") for line in printed)
+
+
+def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):
+    for argv in (["backfill"], ["reprocess"], ["switch"], ["switch", "--to", "x", "--rollback"],
+                 ["reconcile", "--source", "x"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--data-dir", str(tmp_path)])
+        assert exit_info.value.code == 2, argv
+    assert main(["backfill", "--data-dir", str(tmp_path), "--export", str(tmp_path / "missing")]) == 2
+    assert "export directory not found" in capsys.readouterr().err
+
+
+def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
+    from streaming.cli import clear_generated
+    from streaming.reprocess import POINTER_FILE, read_pointer
+
+    layout = DataLayout(tmp_path)
+    (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')
+    (tmp_path / "backfills").mkdir()
+    (tmp_path / "backfills" / "01793498400000-0dbdece3.json").write_text('{"status": "succeeded"}')
+    assert read_pointer(tmp_path).data_root == Path("/elsewhere")
+
+    clear_generated(layout)
+
+    assert read_pointer(tmp_path).data_root == tmp_path
+    assert not (tmp_path / "backfills").exists()

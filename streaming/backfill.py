@@ -1,0 +1,284 @@
+"""Backfill a raw table from a DynamoDB export (full or incremental) through the stream's pipeline.
+
+An export is validated against its manifests, replayed as change records
+(`streaming.export.export_to_change_records`) and handed to the same
+`Pipeline.process_batch` the stream uses, as one batch read. Its batch id is derived
+from the export id and is negative, so it never collides with a stream's batch ids
+(which start at 0) and a retry of the same export overwrites exactly the folders the
+first attempt wrote.
+
+Each run is recorded in `<data root>/backfills/<export-id>.json`; `reprocess` replays
+the recorded backfills into a new location, so a rebuilt raw table keeps its bootstrap.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streaming.contract import TableContract
+from streaming.export import (
+    INCREMENTAL_EXPORT,
+    ExportManifest,
+    ExportValidationError,
+    export_to_change_records,
+    read_export_manifest,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streaming.pipeline import BatchReport, Pipeline
+
+log = logging.getLogger(__name__)
+
+Printer = Callable[[str], None]
+
+BACKFILLS_FOLDER = "backfills"
+STAGING_FOLDER = "_staging"
+# 2**62 keeps -(run id) inside a signed bigint with room to spare.
+_RUN_ID_SPACE = 2**62
+
+
+class BackfillError(RuntimeError):
+    """A backfill cannot start or its result failed the after-write check."""
+
+
+def backfill_run_id(export_id: str) -> int:
+    """The batch id of an export's backfill: negative, deterministic, distinct per export.
+
+    Derived from the export id alone, so every retry writes the same `_batch_id=<n>`
+    folders (raw and quarantine) and replaces what an earlier attempt left there.
+    """
+    digest = hashlib.sha256(f"dynamodb-export:{export_id}".encode()).digest()
+    return -(1 + int.from_bytes(digest[:8], "big") % _RUN_ID_SPACE)
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    manifest: ExportManifest
+    contract: TableContract
+    data_root: Path
+    batch_id: int
+
+    @property
+    def raw_path(self) -> Path:
+        return self.data_root / "raw" / self.contract.raw_table
+
+    @property
+    def run_log(self) -> Path:
+        return run_log_path(self.data_root, self.manifest.export_id)
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.data_root / BACKFILLS_FOLDER / STAGING_FOLDER / self.manifest.export_id
+
+    def describe(self) -> list[str]:
+        """What the backfill reads and writes, for a dry run and for the log."""
+        manifest = self.manifest
+        if manifest.export_type == INCREMENTAL_EXPORT:
+            when = f"changes from {_iso(manifest.export_from_time)} to {_iso(manifest.export_to_time)}"
+        else:
+            when = f"export time {_iso(manifest.export_time)}"
+        lines = [
+            f"read  {manifest.export_type} {manifest.export_id} of table {manifest.table_name} ({when})",
+            f"      {len(manifest.data_files)} data files, {manifest.item_count} items, "
+            f"{sum(_size(f.path) for f in manifest.data_files)} bytes compressed",
+        ]
+        lines += [f"      {f.path}  items={f.item_count}  bytes={_size(f.path)}" for f in manifest.data_files]
+        lines += [
+            f"write raw table {self.contract.raw_table} at {self.raw_path}/_batch_id={self.batch_id}",
+            f"      quarantine {self.data_root / 'quarantine'}/_batch_id={self.batch_id}",
+            f"      run log {self.run_log}",
+        ]
+        return lines
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    export_dir: str
+    export_id: str
+    export_type: str
+    table: str
+    raw_table: str
+    batch_id: int
+    items: int
+    landed: int
+    quarantined: int
+    started_at: str
+    seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"backfill {self.export_id} -> {self.raw_table} batch={self.batch_id}: items={self.items} "
+            f"landed={self.landed} quarantined={self.quarantined} took={self.seconds:.1f}s"
+        )
+
+
+def run_log_path(data_root: Path, export_id: str) -> Path:
+    return data_root / BACKFILLS_FOLDER / f"{export_id}.json"
+
+
+def recorded_backfills(data_root: Path) -> list[dict[str, Any]]:
+    """Succeeded backfills recorded under `data_root`, oldest first."""
+    folder = data_root / BACKFILLS_FOLDER
+    runs = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("status") == "succeeded":
+            runs.append(record)
+    return sorted(runs, key=lambda record: record["started_at"])
+
+
+def plan_backfill(
+    export_dir: Path | str,
+    contracts: Mapping[str, TableContract],
+    data_root: Path,
+    table: str | None = None,
+) -> BackfillPlan:
+    """Validate the export (manifests, checksums, item counts) and name what it will write."""
+    manifest = read_export_manifest(export_dir)
+    if table is not None and table != manifest.table_name:
+        raise ExportValidationError(
+            f"{manifest.export_dir} is an export of table {manifest.table_name!r}, not {table!r}"
+        )
+    contract = contracts.get(manifest.table_name)
+    if contract is None:
+        raise ExportValidationError(
+            f"{manifest.export_dir}: no table contract for table {manifest.table_name!r} "
+            f"(known: {sorted(contracts)}); add one before backfilling it"
+        )
+    return BackfillPlan(manifest, contract, data_root, backfill_run_id(manifest.export_id))
+
+
+def stage_change_records(plan: BackfillPlan, out: Printer = print) -> dict[str, str]:
+    """Write the export's change records as one JSON-lines file per data file.
+
+    Returns staged file name -> export data file, for `source_ref`. Records come out of
+    `export_to_change_records` in data-file order with one record per item, so the
+    manifest's item counts tell where each data file ends.
+    """
+    shutil.rmtree(plan.staging_dir, ignore_errors=True)
+    plan.staging_dir.mkdir(parents=True)
+    records = export_to_change_records(plan.manifest.export_dir, plan.manifest.table_name)
+    staged: dict[str, str] = {}
+    total = len(plan.manifest.data_files)
+    for number, data_file in enumerate(plan.manifest.data_files, start=1):
+        name = data_file.path.name.removesuffix(".json.gz") + ".jsonl"
+        with (plan.staging_dir / name).open("w", encoding="utf-8") as staged_file:
+            for _ in range(data_file.item_count):
+                staged_file.write(next(records) + "\n")
+        staged[name] = str(data_file.path)
+        out(f"  [{number}/{total}] {data_file.path.name}: {data_file.item_count} items")
+    return staged
+
+
+def staged_envelope(spark: SparkSession, staging_dir: Path, staged: Mapping[str, str]) -> DataFrame:
+    """The staged records as the change envelope, `source_ref` naming the export data file."""
+    from pyspark.sql import functions as F
+
+    from streaming.sources import landing_files_batch
+
+    names = F.create_map(*[F.lit(part) for name, path in staged.items() for part in (name, path)])
+    envelope = landing_files_batch(spark, str(staging_dir))
+    staged_name = F.regexp_extract("source_ref", r"([^/]+\.jsonl)$", 1)
+    return envelope.withColumn("source_ref", F.coalesce(F.element_at(names, staged_name), F.col("source_ref")))
+
+
+def run_backfill(
+    spark: SparkSession,
+    plan: BackfillPlan,
+    pipeline: Pipeline,
+    *,
+    out: Printer = print,
+    verify_local_folder: bool = True,
+) -> BackfillResult:
+    """Stage, process as one batch, check the written folder, record the run."""
+    started_at = datetime.now(timezone.utc)
+    started = time.monotonic()
+    manifest = plan.manifest
+    log.info("backfill export=%s table=%s batch=%d started", manifest.export_id, manifest.table_name, plan.batch_id)
+    _write_json(plan.run_log, {**_run_identity(plan), "status": "running", "started_at": started_at.isoformat()})
+    try:
+        out(f"staging {manifest.item_count} change records from {len(manifest.data_files)} data files ...")
+        staged = stage_change_records(plan, out)
+        out(f"processing one batch (batch id {plan.batch_id}) ...")
+        report = pipeline.process_batch(staged_envelope(spark, plan.staging_dir, staged), plan.batch_id)
+        _check_report(plan, report, verify_local_folder)
+    except Exception as exc:
+        _write_json(plan.run_log, {**_run_identity(plan), "status": "failed", "error": str(exc),
+                                   "started_at": started_at.isoformat()})
+        raise
+    finally:
+        shutil.rmtree(plan.staging_dir, ignore_errors=True)
+    result = BackfillResult(
+        **_run_identity(plan),
+        items=manifest.item_count,
+        landed=report.landed.get(plan.contract.raw_table, 0),
+        quarantined=report.quarantined,
+        started_at=started_at.isoformat(),
+        seconds=time.monotonic() - started,
+    )
+    _write_json(plan.run_log, {**asdict(result), "status": "succeeded"})
+    log.info(result.summary())
+    return result
+
+
+def _run_identity(plan: BackfillPlan) -> dict[str, Any]:
+    return {
+        "export_dir": str(plan.manifest.export_dir.resolve()),
+        "export_id": plan.manifest.export_id,
+        "export_type": plan.manifest.export_type,
+        "table": plan.manifest.table_name,
+        "raw_table": plan.contract.raw_table,
+        "batch_id": plan.batch_id,
+    }
+
+
+def _check_report(plan: BackfillPlan, report: BatchReport, verify_local_folder: bool) -> None:
+    """After the write: every item accounted for, and the folder holds what was reported."""
+    items = plan.manifest.item_count
+    landed = report.landed.get(plan.contract.raw_table, 0)
+    if report.records_in != items:
+        raise BackfillError(f"backfill read {report.records_in} records but the export lists {items} items")
+    # An export holds one line per item, so nothing collapses: each line lands or is quarantined.
+    if landed + report.quarantined != items:
+        raise BackfillError(
+            f"backfill of {items} items landed {landed} and quarantined {report.quarantined}; "
+            "an export has one line per item, so some rows were merged or lost"
+        )
+    folder = plan.raw_path / f"_batch_id={plan.batch_id}"
+    if verify_local_folder and (landed or folder.exists()):
+        written = _parquet_rows(folder)
+        if written != landed:
+            raise BackfillError(f"{folder} holds {written} rows after the write, expected {landed}")
+
+
+def _parquet_rows(folder: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("*.parquet"))
+
+
+def _write_json(path: Path, document: Mapping[str, Any]) -> None:
+    """Replace `path` atomically: a reader sees the old or the new document, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else "n/a"
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size

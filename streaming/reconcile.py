@@ -1,0 +1,437 @@
+"""Compare a source of truth with a result, table by table, in DuckDB (no JVM).
+
+Both sides become the current state of each table, in the raw column types:
+
+* a DynamoDB full export: its items, parsed from DynamoDB JSON in SQL;
+* a raw change log (local Parquet sink) or a Hudi raw table: the latest row per key
+  by `_ordering_value` (ties by `_event_id`, as the pipeline decides), tombstones
+  dropped;
+* a DuckDB table (`<file>.duckdb:<schema>.<table>`): the same when it carries the
+  raw metadata columns, otherwise taken as current state.
+
+Per table the report gives row counts (total and per partition), keys missing on
+either side, rows whose business columns differ (with the first few keys and
+columns), and an order-independent checksum: the sum of one hash per row.
+`_extra_attributes` is not compared: its JSON text depends on the writer.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from streaming.contract import AttributeSpec, TableContract
+from streaming.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
+
+SAMPLE_SIZE = 5
+_ROW_HASH = "_row_hash"
+_PARTITION = "_partition"
+
+
+class ReconcileError(ValueError):
+    """A side cannot be read or the two sides share no table."""
+
+
+@dataclass(frozen=True)
+class PartitionDiff:
+    partition: str | None
+    source_rows: int
+    target_rows: int
+    source_checksum: str
+    target_checksum: str
+
+
+@dataclass
+class TableReconciliation:
+    table: str
+    source_rows: int
+    target_rows: int
+    source_checksum: str
+    target_checksum: str
+    missing_in_target: int
+    missing_in_source: int
+    changed: int
+    duplicate_keys: dict[str, int]
+    columns_missing: dict[str, list[str]]
+    sample_missing_in_target: list[dict[str, Any]] = field(default_factory=list)
+    sample_missing_in_source: list[dict[str, Any]] = field(default_factory=list)
+    sample_changed: list[dict[str, Any]] = field(default_factory=list)
+    partitions_differing: list[PartitionDiff] = field(default_factory=list)
+    partitions_compared: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.missing_in_target == 0
+            and self.missing_in_source == 0
+            and self.changed == 0
+            and not any(self.duplicate_keys.values())
+            and not any(self.columns_missing.values())
+            and not self.partitions_differing
+        )
+
+    def lines(self) -> list[str]:
+        verdict = "OK" if self.ok else "MISMATCH"
+        out = [
+            f"{self.table}: {verdict}  rows source={self.source_rows} target={self.target_rows}  "
+            f"missing_in_target={self.missing_in_target} missing_in_source={self.missing_in_source} "
+            f"changed={self.changed}  partitions={self.partitions_compared} "
+            f"(differing {len(self.partitions_differing)})",
+        ]
+        for side, columns in self.columns_missing.items():
+            if columns:
+                out.append(f"  {side} lacks columns {columns}")
+        for side, count in self.duplicate_keys.items():
+            if count:
+                out.append(f"  {side} has {count} rows with a repeated key")
+        out += [f"  missing in target: {key}" for key in self.sample_missing_in_target]
+        out += [f"  missing in source: {key}" for key in self.sample_missing_in_source]
+        out += [f"  changed: {row['key']} columns {row['columns']}" for row in self.sample_changed]
+        out += [
+            f"  partition {diff.partition!r}: rows {diff.source_rows} vs {diff.target_rows}, "
+            f"checksum {diff.source_checksum} vs {diff.target_checksum}"
+            for diff in self.partitions_differing[:SAMPLE_SIZE]
+        ]
+        return out
+
+
+@dataclass
+class ReconcileReport:
+    source: str
+    target: str
+    tables: list[TableReconciliation]
+
+    @property
+    def ok(self) -> bool:
+        return all(table.ok for table in self.tables)
+
+    def lines(self) -> list[str]:
+        out = [f"reconcile {self.source} -> {self.target}"]
+        for table in self.tables:
+            out += table.lines()
+        out.append("result: " + ("OK" if self.ok else "MISMATCH"))
+        return out
+
+    def to_json(self) -> str:
+        document = {"source": self.source, "target": self.target, "ok": self.ok,
+                    "tables": [{**asdict(table), "ok": table.ok} for table in self.tables]}
+        return json.dumps(document, indent=2, default=str)
+
+
+# --------------------------------------------------------------------------- sides
+
+
+@dataclass(frozen=True)
+class _Side:
+    """A side's tables: raw table -> SQL of its current state (None: no data yet).
+
+    `scoped` is False when the side speaks for every contracted table (a raw root).
+    """
+
+    description: str
+    tables: dict[str, str | None]
+    scoped: bool
+
+
+def _open_side(con: duckdb.DuckDBPyConnection, text: str, contracts: Mapping[str, TableContract], alias: str) -> _Side:
+    by_raw = {contract.raw_table: contract for contract in contracts.values()}
+    path = Path(text)
+    if path.is_dir() and (path / SUMMARY_FILE).is_file():
+        return _export_side(con, path, contracts)
+    if path.is_dir():
+        return _raw_side(con, path, by_raw, alias)
+    database, _, table = text.rpartition(":")
+    if database and Path(database).is_file() and table:
+        return _duckdb_side(con, Path(database), table, by_raw, alias)
+    raise ReconcileError(
+        f"{text!r} is neither an export directory (with {SUMMARY_FILE}), a raw directory, "
+        "nor <file>.duckdb:<schema>.<table>"
+    )
+
+
+def _export_side(con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Mapping[str, TableContract]) -> _Side:
+    manifest = read_export_manifest(export_dir)
+    if manifest.export_type != FULL_EXPORT:
+        raise ReconcileError(f"{export_dir} is an {manifest.export_type}; reconcile against a full export")
+    contract = contracts.get(manifest.table_name)
+    if contract is None:
+        raise ReconcileError(f"{export_dir}: no table contract for table {manifest.table_name!r}")
+    files = ", ".join(_quote(str(data_file.path)) for data_file in manifest.data_files)
+    columns = [f"{_export_value(spec, _json_member('Item', spec.name))} as {_ident(spec.column)}"
+               for spec in contract.attributes]
+    body = "select " + ", ".join(columns) + (
+        f" from read_json([{files}], format = 'newline_delimited', columns = {{'Item': 'JSON'}})"
+        if files else " where false"
+    )
+    # The partition column is computed as the sink computes it; Spark SQL and DuckDB
+    # agree on the string functions partition expressions use (substring, lower, ...).
+    state = f"select *, cast({contract.partition_expression} as varchar) as {_ident(contract.partition_column)} " \
+            f"from ({body})"
+    return _Side(f"export {manifest.export_id} ({manifest.table_name})", {contract.raw_table: state}, True)
+
+
+def _raw_side(con: duckdb.DuckDBPyConnection, path: Path, by_raw: Mapping[str, TableContract], alias: str) -> _Side:
+    if _is_table_dir(path):
+        if path.name not in by_raw:
+            raise ReconcileError(f"{path} is a raw table folder, but no contract has raw_table {path.name!r}")
+        return _Side(f"raw table {path}", {path.name: _raw_table_state(con, path, by_raw[path.name], alias)}, True)
+    root = path / "raw" if (path / "raw").is_dir() and not any((path / t).is_dir() for t in by_raw) else path
+    tables = {
+        raw_table: _raw_table_state(con, root / raw_table, contract, alias) if (root / raw_table).is_dir() else None
+        for raw_table, contract in by_raw.items()
+    }
+    return _Side(f"raw root {root}", tables, False)
+
+
+def _is_table_dir(path: Path) -> bool:
+    return (path / ".hoodie").is_dir() or any(path.glob("_batch_id=*"))
+
+
+def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: TableContract, alias: str) -> str | None:
+    if (table_dir / ".hoodie").is_dir():
+        from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+
+        view = f"{alias}_hudi_{contract.raw_table}"
+        con.register(view, read_hudi_snapshot(str(table_dir.resolve())))
+        return _latest_per_key(_ident(view), contract)
+    files = sorted(table_dir.glob("_batch_id=*/*.parquet"))
+    if not files:
+        return None
+    listed = ", ".join(_quote(str(path)) for path in files)
+    # The column is inside the files too, so the folder names are not parsed again.
+    return _latest_per_key(f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)", contract)
+
+
+def _duckdb_side(
+    con: duckdb.DuckDBPyConnection, database: Path, table: str, by_raw: Mapping[str, TableContract], alias: str
+) -> _Side:
+    name = table.rsplit(".", 1)[-1]
+    if name not in by_raw:
+        raise ReconcileError(f"{table}: no contract has raw_table {name!r}; name the table after its raw table")
+    catalog = f"{alias}_db"
+    con.execute(f"attach {_quote(str(database))} as {catalog} (read_only)")
+    relation = f"{catalog}.{table}"
+    try:
+        columns = {row[0] for row in con.execute(f"describe {relation}").fetchall()}
+    except duckdb.Error as exc:
+        raise ReconcileError(f"{database}: cannot read table {table}: {exc}") from exc
+    contract = by_raw[name]
+    if {"_ordering_value", "_is_deleted", "_event_id"} <= columns:
+        state = _latest_per_key(relation, contract)
+    else:
+        state = f"select * from {relation}"
+    if contract.partition_column not in columns:
+        state = f"select *, cast({contract.partition_expression} as varchar) as {_ident(contract.partition_column)} " \
+                f"from ({state})"
+    return _Side(f"duckdb {database}:{table}", {name: state}, True)
+
+
+def _latest_per_key(relation: str, contract: TableContract) -> str:
+    keys = ", ".join(_ident(column) for column in contract.key_columns)
+    return (
+        f"select * from (select * from {relation} qualify row_number() over "
+        f"(partition by {keys} order by _ordering_value desc, _event_id desc) = 1) "
+        "where not coalesce(_is_deleted, false)"
+    )
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def reconcile(
+    source: str,
+    target: str,
+    contracts: Mapping[str, TableContract],
+    *,
+    table: str | None = None,
+) -> ReconcileReport:
+    """Compare `source` (export dir or raw dir) with `target` (raw dir or DuckDB table)."""
+    with duckdb.connect() as con:
+        con.execute("set TimeZone = 'UTC'")
+        source_side = _open_side(con, source, contracts, "source")
+        target_side = _open_side(con, target, contracts, "target")
+        names = set(source_side.tables) & set(target_side.tables) if source_side.scoped or target_side.scoped \
+            else set(source_side.tables)
+        if table is not None:
+            names &= {table, *(c.raw_table for c in contracts.values() if c.table == table)}
+        if not names:
+            raise ReconcileError(f"{source_side.description} and {target_side.description} share no table"
+                                 + (f" named {table!r}" if table else ""))
+        by_raw = {contract.raw_table: contract for contract in contracts.values()}
+        results = [
+            _compare(con, by_raw[name], source_side.tables[name], target_side.tables[name])
+            for name in sorted(names)
+        ]
+    return ReconcileReport(source_side.description, target_side.description, results)
+
+
+def _compare(con: duckdb.DuckDBPyConnection, contract: TableContract, source: str | None, target: str | None) -> TableReconciliation:
+    columns_missing = {}
+    for side, state in (("source", source), ("target", target)):
+        columns_missing[side] = _materialise(con, contract, state, side)
+    keys = [_ident(column) for column in contract.key_columns]
+    join = " and ".join(f"s.{key} = t.{key}" for key in keys)
+    key_struct = "struct_pack(" + ", ".join(f"{key} := {{side}}.{key}" for key in keys) + ")"
+
+    def scalar(sql: str) -> Any:
+        return con.execute(sql).fetchone()[0]  # type: ignore[index]
+
+    def keys_only_in(left: str, right: str) -> tuple[int, list[dict[str, Any]]]:
+        anti = f"from {left} as s where not exists (select 1 from {right} as t where {join})"
+        count = scalar(f"select count(*) {anti}")
+        rows = con.execute(f"select {key_struct.format(side='s')} {anti} order by all limit {SAMPLE_SIZE}").fetchall()
+        return count, [row[0] for row in rows]
+
+    missing_in_target, sample_target = keys_only_in("source", "target")
+    missing_in_source, sample_source = keys_only_in("target", "source")
+    differs = " or ".join(f"s.{_ident(spec.column)} is distinct from t.{_ident(spec.column)}"
+                          for spec in contract.attributes) or "false"
+    changed_from = f"from source as s join target as t on {join} where {differs}"
+    which = "list_filter([" + ", ".join(
+        f"case when s.{_ident(spec.column)} is distinct from t.{_ident(spec.column)} then {_quote(spec.column)} end"
+        for spec in contract.attributes
+    ) + "], lambda c: c is not null)"
+    changed = scalar(f"select count(*) {changed_from}")
+    sample_changed = [
+        {"key": key, "columns": list(columns)}
+        for key, columns in con.execute(
+            f"select {key_struct.format(side='s')}, {which} {changed_from} order by 1 limit {SAMPLE_SIZE}"
+        ).fetchall()
+    ]
+    partitions = con.execute(
+        "with s as (select _partition, count(*) n, sum(_row_hash::hugeint) h from source group by all), "
+        "t as (select _partition, count(*) n, sum(_row_hash::hugeint) h from target group by all) "
+        "select coalesce(s._partition, t._partition), coalesce(s.n, 0), coalesce(t.n, 0), "
+        "coalesce(s.h, 0)::varchar, coalesce(t.h, 0)::varchar "
+        "from s full outer join t on s._partition is not distinct from t._partition order by 1"
+    ).fetchall()
+    differing = [PartitionDiff(*row) for row in partitions if row[1] != row[2] or row[3] != row[4]]
+    totals = con.execute(
+        "select (select count(*) from source), (select count(*) from target), "
+        "(select coalesce(sum(_row_hash::hugeint), 0)::varchar from source), "
+        "(select coalesce(sum(_row_hash::hugeint), 0)::varchar from target)"
+    ).fetchone()
+    duplicates = {
+        side: scalar(f"select count(*) - count(distinct ({', '.join(keys)})) from {side}")
+        for side in ("source", "target")
+    }
+    return TableReconciliation(
+        table=contract.raw_table,
+        source_rows=totals[0],  # type: ignore[index]
+        target_rows=totals[1],  # type: ignore[index]
+        source_checksum=totals[2],  # type: ignore[index]
+        target_checksum=totals[3],  # type: ignore[index]
+        missing_in_target=missing_in_target,
+        missing_in_source=missing_in_source,
+        changed=changed,
+        duplicate_keys=duplicates,
+        columns_missing=columns_missing,
+        sample_missing_in_target=sample_target,
+        sample_missing_in_source=sample_source,
+        sample_changed=sample_changed,
+        partitions_differing=differing,
+        partitions_compared=len(partitions),
+    )
+
+
+def _materialise(con: duckdb.DuckDBPyConnection, contract: TableContract, state: str | None, name: str) -> list[str]:
+    """Table `name`: canonical business columns, `_partition` and `_row_hash`.
+
+    Returns the business columns the side lacks (compared as nulls, so they show up
+    as changed rows too).
+    """
+    if state is None:
+        present: set[str] = set()
+        state = "select 1 where false"
+    else:
+        present = {row[0] for row in con.execute(f"describe {state}").fetchall()}
+    specs = contract.attributes
+    missing = [spec.column for spec in specs if spec.column not in present]
+    values = [
+        f"cast({_canonical(spec, _ident(spec.column)) if spec.column in present else 'null'} "
+        f"as {_duck_type(spec)}) as {_ident(spec.column)}"
+        for spec in specs
+    ]
+    partition = _ident(contract.partition_column) if contract.partition_column in present else "null"
+    con.execute(
+        f"create or replace temp table {name} as select *, hash({', '.join(_ident(s.column) for s in specs)}) "
+        f"as {_ROW_HASH} from (select {', '.join(values)}, cast({partition} as varchar) as {_PARTITION} "
+        f"from ({state}))"
+    )
+    return missing
+
+
+def _canonical(spec: AttributeSpec, value: str, depth: int = 0) -> str:
+    """`value` with set elements sorted: DynamoDB sets have no order to compare."""
+    if spec.type in ("SS", "NS", "BS"):
+        return f"list_sort({value})"
+    if spec.type == "L" and spec.items is not None:
+        item = f"x{depth}"
+        return f"list_transform({value}, lambda {item}: {_canonical(spec.items, item, depth + 1)})"
+    if spec.type == "M":
+        members = ", ".join(f"{_ident(f.column)} := {_canonical(f, f'{value}.{_ident(f.column)}', depth)}"
+                            for f in spec.fields)
+        return f"case when {value} is null then null else struct_pack({members}) end"
+    return value
+
+
+def _export_value(spec: AttributeSpec, descriptor: str, depth: int = 0) -> str:
+    """The raw value of a DynamoDB JSON descriptor (`{"N": "1.5"}`, `{"NULL": true}`, ...)."""
+    member = f"json_extract({descriptor}, '$.{spec.type}')"
+    if spec.type in ("S", "N"):
+        return f"json_extract_string({descriptor}, '$.{spec.type}')"
+    if spec.type == "B":
+        return f"from_base64(json_extract_string({descriptor}, '$.B'))"
+    if spec.type == "BOOL":
+        return f"cast({member} as boolean)"
+    if spec.type in ("SS", "NS"):
+        return f"cast({member} as varchar[])"
+    if spec.type == "BS":
+        item = f"b{depth}"
+        return f"list_transform(cast({member} as varchar[]), lambda {item}: from_base64({item}))"
+    if spec.type == "L" and spec.items is not None:
+        item = f"l{depth}"
+        return f"list_transform(cast({member} as json[]), lambda {item}: {_export_value(spec.items, item, depth + 1)})"
+    members = ", ".join(
+        f"{_ident(f.column)} := {_export_value(f, _json_member(member, f.name), depth)}" for f in spec.fields
+    )
+    return f"case when {member} is null then null else struct_pack({members}) end"
+
+
+def _duck_type(spec: AttributeSpec) -> str:
+    if spec.type in ("S", "N"):
+        return "varchar"
+    if spec.type == "B":
+        return "blob"
+    if spec.type == "BOOL":
+        return "boolean"
+    if spec.type in ("SS", "NS"):
+        return "varchar[]"
+    if spec.type == "BS":
+        return "blob[]"
+    if spec.type == "L" and spec.items is not None:
+        return f"{_duck_type(spec.items)}[]"
+    return "struct(" + ", ".join(f"{_ident(f.column)} {_duck_type(f)}" for f in spec.fields) + ")"
+
+
+def _json_member(json_value: str, name: str) -> str:
+    path = '$."' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"json_extract({json_value}, {_quote(path)})"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def write_json_report(report: ReconcileReport, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.to_json() + "\n", encoding="utf-8")
+

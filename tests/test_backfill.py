@@ -1,0 +1,162 @@
+"""Backfill from DynamoDB exports: bootstrap + overlapping stream converge, retries are idempotent."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from streaming.backfill import backfill_run_id, recorded_backfills
+from streaming.cli import DataLayout, backfill, main, stream
+from streaming.contract import load_contracts
+from streaming.export import read_export_manifest, write_full_export
+from streaming.generator import CUSTOMERS, ORDERS, generate_cdc
+from streaming.reconcile import reconcile
+
+UTC = timezone.utc
+EXPORT_TIME = datetime(2026, 11, 1, 2, 0, 0, 250000, tzinfo=UTC)
+# The stream starts this long before the export time, so both hold the same events.
+OVERLAP = timedelta(hours=1)
+
+
+def land(landing: Path, records: list[str]) -> None:
+    folder = landing / "2026" / "11" / "01" / "00"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cdc-000001.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")} \
+        if root.exists() else {}
+
+
+def batch_rows(folder: Path) -> list[tuple]:
+    """The rows of one batch folder, `_ingested_at` aside (it is the time of the attempt)."""
+    with duckdb.connect() as con:
+        return con.execute(
+            f"select * exclude (_ingested_at) from read_parquet('{folder}/*.parquet') order by _event_id"
+        ).fetchall()
+
+
+@pytest.fixture(scope="module")
+def cdc():
+    return generate_cdc(seed=31, customers=12, orders_per_customer=2, malformed_rate=0.02)
+
+
+@pytest.fixture(scope="module")
+def exports(cdc, tmp_path_factory):
+    out = tmp_path_factory.mktemp("exports")
+    return {table: write_full_export(out, table, cdc.state_at(table, EXPORT_TIME).values(), EXPORT_TIME)
+            for table in (CUSTOMERS, ORDERS)}
+
+
+@pytest.fixture(scope="module")
+def lakes(spark, cdc, exports, tmp_path_factory):
+    """`bootstrap`: both exports backfilled, then a stream from an hour before the export;
+    `cdc_only`: the whole CDC history streamed, no export."""
+    root = tmp_path_factory.mktemp("lakes")
+    bootstrap, cdc_only = DataLayout(root / "bootstrap"), DataLayout(root / "cdc_only")
+    printed: list[str] = []
+    results = {table: backfill(bootstrap, path, sink="local", spark=spark, out=printed.append)
+               for table, path in exports.items()}
+    cutoff_us = int((EXPORT_TIME - OVERLAP).timestamp() * 1_000_000)
+    overlapping = [record for record, event_us in zip(cdc.records, cdc.arrival_times_us) if event_us >= cutoff_us]
+    land(bootstrap.landing, overlapping)
+    stream(bootstrap, sink="local", spark=spark, out=printed.append)
+    land(cdc_only.landing, cdc.records)
+    stream(cdc_only, sink="local", spark=spark, out=printed.append)
+    export_us = int(EXPORT_TIME.timestamp() * 1_000_000)
+    overlap_events = [t for t in cdc.arrival_times_us if t >= cutoff_us]
+    return {"bootstrap": bootstrap, "cdc_only": cdc_only, "results": results, "printed": printed,
+            "before_export": sum(t < export_us for t in overlap_events),
+            "after_export": sum(t > export_us for t in overlap_events)}
+
+
+pytestmark = pytest.mark.spark
+
+
+def test_export_bootstrap_plus_overlapping_stream_equals_cdc_alone(lakes, cdc, exports):
+    assert lakes["before_export"] > 0 and lakes["after_export"] > 0, "the stream must overlap the export time"
+    contracts = load_contracts()
+    report = reconcile(str(lakes["bootstrap"].raw), str(lakes["cdc_only"].raw), contracts)
+    assert report.ok, "\n".join(report.lines())
+    live_keys = {table: sum(item is not None for item in state.values()) for table, state in cdc.expected_state.items()}
+    assert {t.table: t.target_rows for t in report.tables} == live_keys
+    # Not vacuous: the export alone is stale, the stream's later events changed the state.
+    for table, export_dir in exports.items():
+        assert not reconcile(str(export_dir), str(lakes["cdc_only"].raw), contracts).ok, table
+
+
+def test_backfill_lands_every_item_under_a_negative_run_id(lakes, exports):
+    for table, result in lakes["results"].items():
+        manifest = read_export_manifest(exports[table])
+        assert result.batch_id == backfill_run_id(manifest.export_id) < 0
+        assert result.items == manifest.item_count == result.landed + result.quarantined
+        assert result.quarantined == 0
+        assert (lakes["bootstrap"].raw / table / f"_batch_id={result.batch_id}").is_dir()
+    assert lakes["results"][CUSTOMERS].batch_id != lakes["results"][ORDERS].batch_id
+    printed = lakes["printed"]
+    assert any(line.startswith("  [1/2] ") for line in printed), "progress per data file"
+    assert any(line.startswith(f"backfill {read_export_manifest(exports[ORDERS]).export_id}") for line in printed)
+    runs = recorded_backfills(lakes["bootstrap"].root)
+    assert {run["table"] for run in runs} == {CUSTOMERS, ORDERS}
+    assert all(run["status"] == "succeeded" and run["landed"] > 0 for run in runs)
+    assert not (lakes["bootstrap"].root / "backfills" / "_staging").exists() or \
+        not any((lakes["bootstrap"].root / "backfills" / "_staging").iterdir())
+
+
+def test_backfill_retry_rewrites_the_same_folders_with_the_same_rows(spark, lakes, exports):
+    layout = lakes["bootstrap"]
+    first = lakes["results"][ORDERS]
+    folder = layout.raw / ORDERS / f"_batch_id={first.batch_id}"
+    folders_before = sorted(p.name for p in (layout.raw / ORDERS).iterdir())
+    rows_before = batch_rows(folder)
+
+    again = backfill(layout, exports[ORDERS], sink="local", spark=spark, out=lambda _: None)
+
+    assert again.batch_id == first.batch_id
+    assert sorted(p.name for p in (layout.raw / ORDERS).iterdir()) == folders_before
+    assert batch_rows(folder) == rows_before
+    assert len(rows_before) == first.landed
+    assert reconcile(str(layout.raw), str(lakes["cdc_only"].raw), load_contracts()).ok
+
+
+def test_backfill_dry_run_writes_nothing(exports, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    (data_dir / "raw").mkdir(parents=True)
+    before = tree(data_dir)
+
+    code = main(["backfill", "--data-dir", str(data_dir), "--export", str(exports[ORDERS]), "--dry-run"])
+
+    out = capsys.readouterr().out
+    manifest = read_export_manifest(exports[ORDERS])
+    assert code == 0
+    assert tree(data_dir) == before
+    assert f"{manifest.item_count} items" in out and "export time 2026-11-01T02:00:00.250000" in out
+    assert f"_batch_id={backfill_run_id(manifest.export_id)}" in out
+    assert all(str(data_file.path) in out for data_file in manifest.data_files)
+    assert "dry run: nothing was written" in out
+
+
+def test_backfill_refuses_a_corrupt_export_or_the_wrong_table(exports, tmp_path, capsys):
+    assert main(["backfill", "--data-dir", str(tmp_path), "--export", str(exports[ORDERS]),
+                 "--table", CUSTOMERS, "--dry-run"]) == 2
+    assert "not 'customers'" in capsys.readouterr().err
+    summary = exports[CUSTOMERS] / "manifest-summary.json"
+    original = summary.read_text()
+    try:
+        summary.write_text(json.dumps({**json.loads(original), "itemCount": 1}))
+        assert main(["backfill", "--data-dir", str(tmp_path), "--export", str(exports[CUSTOMERS])]) == 2
+        err = capsys.readouterr().err
+        assert "md5 does not match" in err and "Traceback" not in err
+    finally:
+        summary.write_text(original)
+    assert not (tmp_path / "raw").exists()
+
+
+def test_run_id_is_deterministic_and_distinct_per_export():
+    ids = {backfill_run_id(f"0179349840000{n}-abcdef0{n}") for n in range(10)}
+    assert len(ids) == 10 and all(-(2**63) <= run_id < 0 for run_id in ids)
+    assert backfill_run_id("01793498400000-0dbdece3") == backfill_run_id("01793498400000-0dbdece3")

@@ -1,0 +1,152 @@
+"""Reconciliation: equal data passes; a missing key, a changed value or a newer tombstone is caught."""
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from streaming.cli import DataLayout, backfill, main
+from streaming.contract import load_contracts
+from streaming.export import write_full_export, write_incremental_export
+from streaming.generator import ORDERS, generate_cdc
+from streaming.reconcile import ReconcileError, reconcile
+
+UTC = timezone.utc
+EXPORT_TIME = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def landed(spark, tmp_path_factory):
+    """A full orders export and the raw table a backfill made of it."""
+    cdc = generate_cdc(seed=44, customers=10, orders_per_customer=2, malformed_rate=0.0)
+    root = tmp_path_factory.mktemp("reconcile")
+    items = cdc.state_at(ORDERS, EXPORT_TIME)
+    export_dir = write_full_export(root / "exports", ORDERS, items.values(), EXPORT_TIME)
+    layout = DataLayout(root / "data")
+    result = backfill(layout, export_dir, sink="local", spark=spark, out=lambda _: None)
+    return {"export": export_dir, "raw": layout.raw, "items": items, "batch_id": result.batch_id}
+
+
+def copy_raw(landed, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the raw root and the one Parquet folder of its orders batch."""
+    copy = tmp_path / "raw"
+    shutil.copytree(landed["raw"], copy)
+    return copy, copy / ORDERS / f"_batch_id={landed['batch_id']}"
+
+
+def rewrite(folder: Path, select: str) -> None:
+    """Replace the folder's rows with `select ... from rows`, keeping the Parquet types."""
+    files = sorted(folder.glob("*.parquet"))
+    with duckdb.connect() as con:
+        con.execute(f"create table rows as select * from read_parquet('{folder}/*.parquet')")
+        for path in files:
+            path.unlink()
+        con.execute(f"copy ({select}) to '{folder}/part-0.parquet' (format parquet)")
+
+
+def first_order(landed) -> tuple[str, str]:
+    return sorted(landed["items"])[0]
+
+
+def run_cli(source: Path, target: Path | str, json_path: Path) -> tuple[int, dict]:
+    code = main(["reconcile", "--source", str(source), "--target", str(target), "--json", str(json_path)])
+    return code, json.loads(json_path.read_text())
+
+
+pytestmark = pytest.mark.spark
+
+
+def test_equal_data_passes(landed, tmp_path, capsys):
+    code, report = run_cli(landed["export"], landed["raw"], tmp_path / "report.json")
+
+    assert code == 0 and report["ok"] is True
+    (orders,) = report["tables"]
+    assert orders["table"] == ORDERS
+    assert orders["source_rows"] == orders["target_rows"] == len(landed["items"]) > 0
+    assert orders["source_checksum"] == orders["target_checksum"]
+    assert orders["partitions_compared"] > 1
+    assert "result: OK" in capsys.readouterr().out
+
+
+def test_a_missing_key_is_caught(landed, tmp_path, capsys):
+    raw, folder = copy_raw(landed, tmp_path)
+    customer_id, order_id = first_order(landed)
+    rewrite(folder, f"select * from rows where order_id <> '{order_id}'")
+
+    code, report = run_cli(landed["export"], raw, tmp_path / "report.json")
+
+    (orders,) = report["tables"]
+    assert code == 1 and report["ok"] is False
+    assert orders["missing_in_target"] == 1 and orders["missing_in_source"] == 0 and orders["changed"] == 0
+    assert orders["sample_missing_in_target"] == [{"customer_id": customer_id, "order_id": order_id}]
+    (partition,) = orders["partitions_differing"]
+    assert partition["partition"] == customer_id[-1]
+    assert partition["source_rows"] == partition["target_rows"] + 1
+    assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_a_changed_value_is_caught(landed, tmp_path):
+    raw, folder = copy_raw(landed, tmp_path)
+    _, order_id = first_order(landed)
+    rewrite(folder, f"select * replace (case when order_id = '{order_id}' then 'LOST' else status end as status) "
+                    "from rows")
+
+    code, report = run_cli(landed["export"], raw, tmp_path / "report.json")
+
+    (orders,) = report["tables"]
+    assert code == 1
+    assert orders["changed"] == 1 and orders["missing_in_target"] == 0
+    assert orders["sample_changed"][0]["key"]["order_id"] == order_id
+    assert orders["sample_changed"][0]["columns"] == ["status"]
+    assert orders["source_checksum"] != orders["target_checksum"]
+
+
+def test_a_newer_tombstone_removes_the_key_from_the_current_state(landed, tmp_path):
+    raw, folder = copy_raw(landed, tmp_path)
+    _, order_id = first_order(landed)
+    later = raw / ORDERS / "_batch_id=7"
+    later.mkdir()
+    with duckdb.connect() as con:
+        con.execute(
+            f"copy (select * replace (true as _is_deleted, 'REMOVE' as _event_name, "
+            f"'99990101000000000000' || _sequence_number as _ordering_value, 7::bigint as _batch_id) "
+            f"from read_parquet('{folder}/*.parquet') where order_id = '{order_id}') "
+            f"to '{later}/part-0.parquet' (format parquet)"
+        )
+
+    report = reconcile(str(landed["export"]), str(raw), load_contracts())
+
+    assert not report.ok
+    assert report.tables[0].missing_in_target == 1
+    assert report.tables[0].sample_missing_in_target[0]["order_id"] == order_id
+
+
+def test_set_order_does_not_matter_and_a_duckdb_table_is_a_target(landed, tmp_path):
+    raw, folder = copy_raw(landed, tmp_path)
+    rewrite(folder, "select * replace (list_reverse(tags) as tags, list_reverse(package_weights_kg) "
+                    "as package_weights_kg) from rows")
+    assert reconcile(str(landed["export"]), str(raw), load_contracts()).ok
+    database = tmp_path / "lake.duckdb"
+    with duckdb.connect(str(database)) as con:
+        con.execute("create schema raw")
+        con.execute(f"create table raw.orders as select * from read_parquet('{folder}/*.parquet')")
+
+    code = main(["reconcile", "--source", str(raw), "--target", f"{database}:raw.orders"])
+
+    assert code == 0
+    with duckdb.connect(str(database)) as con:
+        con.execute("update raw.orders set amount = '0.01' where order_id = (select min(order_id) from raw.orders)")
+    assert main(["reconcile", "--source", str(raw), "--target", f"{database}:raw.orders"]) == 1
+
+
+def test_unusable_sides_are_friendly_errors(landed, tmp_path, capsys):
+    incremental = write_incremental_export(tmp_path, ORDERS, [], EXPORT_TIME, datetime(2026, 11, 1, 4, tzinfo=UTC))
+    assert main(["reconcile", "--source", str(incremental), "--target", str(landed["raw"])]) == 2
+    assert "reconcile against a full export" in capsys.readouterr().err
+    assert main(["reconcile", "--source", str(tmp_path / "nothing"), "--target", str(landed["raw"])]) == 2
+    with pytest.raises(ReconcileError, match="share no table"):
+        reconcile(str(landed["export"]), str(landed["raw"]), load_contracts(), table="customers")

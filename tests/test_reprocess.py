@@ -1,0 +1,200 @@
+"""Reprocess into a new location, switch readers to it and back (local pointer and Glue)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streaming.cli import DataLayout, main, reprocess, status, stream
+from streaming.contract import load_contracts
+from streaming.generator import write_landing_files
+from streaming.reconcile import reconcile
+from streaming.reprocess import (
+    POINTER_FILE,
+    PREVIOUS_LOCATION_PARAMETER,
+    SwitchError,
+    dbt_env,
+    plan_reprocess,
+    read_pointer,
+    rollback_glue_table,
+    switch_glue_table,
+)
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")} \
+        if root.exists() else {}
+
+
+@pytest.fixture(scope="module")
+def live(spark, tmp_path_factory):
+    """A data directory whose raw tables were streamed from its landing files."""
+    layout = DataLayout(tmp_path_factory.mktemp("live") / "data")
+    write_landing_files(layout.landing, seed=52, customers=10, orders_per_customer=2, records_per_file=40)
+    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    return layout
+
+
+@pytest.mark.spark
+def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_path, capsys):
+    live_raw_before = tree(live.raw)
+    target = tmp_path / "v2"
+
+    rebuilt = reprocess(live, target, sink="local", spark=spark, out=lambda _: None)
+
+    assert tree(live.raw) == live_raw_before, "the live raw tables are untouched"
+    assert not (live.root / POINTER_FILE).exists(), "readers move only on switch"
+    assert (target / "checkpoints" / "landing_to_raw" / "commits").is_dir(), "a fresh checkpoint of its own"
+    report = reconcile(str(live.raw), str(target / "raw"), load_contracts())
+    assert report.ok, "\n".join(report.lines())
+    assert rebuilt is not None and rebuilt.raw_rows == status(live).raw_rows
+
+    assert main(["switch", "--data-dir", str(live.root), "--to", str(target)]) == 0
+    assert read_pointer(live.root).data_root == target.resolve()
+    assert dbt_env(live.root) == {"LAKEHOUSE_RAW_DIR": str(target.resolve() / "raw")}
+    assert main(["status", "--data-dir", str(live.root)]) == 0
+    assert f"active data root: {target.resolve()}" in capsys.readouterr().out
+
+    # After the switch the stream writes to the new root, resuming from its checkpoint.
+    write_landing_files(live.landing, seed=53, customers=3, records_per_file=500)
+    stream(live, sink="local", spark=spark, out=lambda _: None)
+    assert tree(live.raw) == live_raw_before
+    batches = {p.name for p in (target / "raw" / "orders").iterdir()}
+    assert len(batches) == 2, f"one reprocess batch plus one new batch, got {batches}"
+
+    assert main(["switch", "--data-dir", str(live.root), "--rollback"]) == 0
+    assert read_pointer(live.root).data_root == live.root.resolve()
+    assert read_pointer(live.root).previous == target.resolve()
+    assert status(live).raw_rows == {t: n for t, n in _rows(live.raw).items()}
+
+
+def _rows(raw: Path) -> dict[str, int]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        return {t: con.execute(f"select count(*) from read_parquet('{raw}/{t}/*/*.parquet')").fetchone()[0]
+                for t in ("customers", "orders")}
+
+
+def test_reprocess_dry_run_writes_nothing(tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    write_landing_files(data_dir / "landing", seed=3, customers=2, records_per_file=10)
+    before = tree(data_dir)
+    target = tmp_path / "v2"
+
+    assert main(["reprocess", "--data-dir", str(data_dir), "--to", str(target), "--dry-run"]) == 0
+
+    out = capsys.readouterr().out
+    assert tree(data_dir) == before and not target.exists()
+    files = len(list((data_dir / "landing").rglob("*.jsonl")))
+    assert f"read  {files} landing files" in out and str(target / "raw") in out
+    assert "dry run: nothing was written" in out
+
+
+def test_reprocess_refuses_the_live_location_and_foreign_folders(tmp_path):
+    data_dir = tmp_path / "data"
+    write_landing_files(data_dir / "landing", seed=3, customers=2, records_per_file=50)
+    with pytest.raises(SwitchError, match="live data root"):
+        plan_reprocess(data_dir, data_dir)
+    with pytest.raises(SwitchError, match="live data root"):
+        plan_reprocess(data_dir, tmp_path)
+    foreign = tmp_path / "foreign"
+    (foreign / "raw").mkdir(parents=True)
+    with pytest.raises(SwitchError, match="not made by `lakehouse reprocess`"):
+        plan_reprocess(data_dir, foreign)
+    # An interrupted reprocess of the same landing files may be resumed.
+    resumable = tmp_path / "resumable"
+    resumable.mkdir()
+    (resumable / "reprocess.json").write_text(json.dumps({"landing": str((data_dir / "landing").resolve())}))
+    assert plan_reprocess(data_dir, resumable).target == resumable.resolve()
+    with pytest.raises(SwitchError, match="no landing files"):
+        plan_reprocess(tmp_path / "empty", tmp_path / "v3")
+
+
+def test_switch_needs_the_tables_and_rollback_needs_a_switch(tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    assert main(["switch", "--data-dir", str(data_dir), "--rollback"]) == 2
+    assert "no earlier switch" in capsys.readouterr().err
+    assert main(["switch", "--data-dir", str(data_dir), "--to", str(tmp_path / "empty")]) == 2
+    assert "reprocess into it before switching" in capsys.readouterr().err
+    (data_dir / POINTER_FILE).parent.mkdir(parents=True)
+    (data_dir / POINTER_FILE).write_text("{not json")
+    assert main(["status", "--data-dir", str(data_dir)]) == 2
+    assert "not a valid raw pointer" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- Glue (moto)
+
+
+@pytest.fixture()
+def glue(monkeypatch):
+    moto = pytest.importorskip("moto")
+    boto3 = pytest.importorskip("boto3")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")  # moto's documented dummy credentials
+    with moto.mock_aws():
+        client = boto3.client("glue", region_name="eu-west-1")
+        client.create_database(DatabaseInput={"Name": "dynamodb_raw"})
+        for table in ("customers", "orders"):
+            location = f"s3://lake/raw/{table}"
+            client.create_table(DatabaseName="dynamodb_raw", TableInput={
+                "Name": table,
+                "TableType": "EXTERNAL_TABLE",
+                "Parameters": {"spark.sql.sources.provider": "hudi"},
+                "PartitionKeys": [{"Name": "customer_suffix", "Type": "string"}],
+                "StorageDescriptor": {
+                    "Columns": [{"Name": "order_id", "Type": "string"}],
+                    "Location": location,
+                    "SerdeInfo": {"Parameters": {"path": location}},
+                },
+            })
+            client.batch_create_partition(DatabaseName="dynamodb_raw", TableName=table, PartitionInputList=[
+                {"Values": [suffix], "StorageDescriptor": {"Location": f"{location}/customer_suffix={suffix}"}}
+                for suffix in "0123456789"
+            ])
+        yield client
+
+
+def _locations(glue, table: str) -> tuple[str, str, set[str]]:
+    described = glue.get_table(DatabaseName="dynamodb_raw", Name=table)["Table"]
+    partitions = glue.get_partitions(DatabaseName="dynamodb_raw", TableName=table)["Partitions"]
+    return (described["StorageDescriptor"]["Location"], described["StorageDescriptor"]["SerdeInfo"]["Parameters"]["path"],
+            {p["StorageDescriptor"]["Location"] for p in partitions})
+
+
+def test_glue_switch_moves_table_and_partitions_and_rolls_back(glue):
+    moved = switch_glue_table(glue, "dynamodb_raw", "orders", "s3://lake/raw_v2/orders")
+
+    assert moved.partitions_moved == 10 and moved.previous_location == "s3://lake/raw/orders"
+    location, path, partitions = _locations(glue, "orders")
+    assert location == path == "s3://lake/raw_v2/orders"
+    assert partitions == {f"s3://lake/raw_v2/orders/customer_suffix={s}" for s in "0123456789"}
+    table = glue.get_table(DatabaseName="dynamodb_raw", Name="orders")["Table"]
+    assert table["Parameters"][PREVIOUS_LOCATION_PARAMETER] == "s3://lake/raw/orders"
+    assert table["Parameters"]["spark.sql.sources.provider"] == "hudi"
+    assert _locations(glue, "customers")[0] == "s3://lake/raw/customers", "other tables untouched"
+
+    rollback_glue_table(glue, "dynamodb_raw", "orders")
+
+    location, path, partitions = _locations(glue, "orders")
+    assert location == path == "s3://lake/raw/orders"
+    assert partitions == {f"s3://lake/raw/orders/customer_suffix={s}" for s in "0123456789"}
+    with pytest.raises(SwitchError, match="already points"):
+        switch_glue_table(glue, "dynamodb_raw", "orders", "s3://lake/raw/orders/")
+
+
+def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
+    from streaming.cli import switch
+
+    switch(DataLayout(Path("unused")), "s3://lake/raw_v2", glue_database="dynamodb_raw", glue_client=glue)
+
+    assert _locations(glue, "customers")[0] == "s3://lake/raw_v2/customers"
+    assert _locations(glue, "orders")[0] == "s3://lake/raw_v2/orders"
+    assert "glue dynamodb_raw.orders: s3://lake/raw/orders -> s3://lake/raw_v2/orders (10 partitions)" \
+        in capsys.readouterr().out
+    switch(DataLayout(Path("unused")), None, rollback=True, glue_database="dynamodb_raw", table="orders",
+           glue_client=glue)
+    assert _locations(glue, "orders")[0] == "s3://lake/raw/orders"
+    assert _locations(glue, "customers")[0] == "s3://lake/raw_v2/customers"
