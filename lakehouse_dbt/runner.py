@@ -7,6 +7,8 @@ from pathlib import Path
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from streaming.reprocess import dbt_env
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -42,6 +44,8 @@ def run_dbt(
         "LAKEHOUSE_DATA_DIR": str(data_path),
         "LAKEHOUSE_DBT_TARGET": target,
         "DBT_PROFILES_DIR": str(PROJECT_DIR),
+        # Follow `lakehouse switch`: dbt reads the active raw location.
+        **dbt_env(data_path),
         **(extra_env or {}),
     }
     saved = {name: os.environ.get(name) for name in env}

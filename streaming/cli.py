@@ -93,6 +93,7 @@ class StatusReport:
 class DemoResult:
     generation: GenerationSummary
     status: StatusReport
+    marts_summary: str | None
 
 
 def default_data_dir() -> Path:
@@ -442,6 +443,20 @@ def clear_generated(layout: DataLayout) -> None:
     (layout.root / POINTER_FILE).unlink(missing_ok=True)
 
 
+def run_dbt_command(layout: DataLayout, dbt_args: Sequence[str], *, out: Printer = print) -> None:
+    """`dbt <args>` on this repository's project with the local data directory.
+
+    dbt writes its own progress; a failure ends with a pointer to its log.
+    """
+    from lakehouse_dbt import run_dbt
+
+    if not dbt_args:
+        raise CliError("name a dbt command, e.g. `lakehouse dbt build`")
+    result = run_dbt(list(dbt_args), layout.root)
+    if not result.success:
+        raise CliError(f"dbt {' '.join(dbt_args)} failed; details in {layout.root / 'dbt' / 'logs' / 'dbt.log'}")
+
+
 def run_demo(
     layout: DataLayout,
     *,
@@ -450,20 +465,30 @@ def run_demo(
     record_format: str = "mixed",
     sink: str = "auto",
     contracts_dir: str | None = None,
+    build_marts: bool = True,
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> DemoResult:
-    """Fresh sample data -> stream (available-now) -> counts. Later steps (dbt) extend this."""
-    out(f"[1/3] fresh data directory {layout.root}")
+    """Fresh sample data -> stream (available-now) -> counts -> dbt build -> mart summary."""
+    steps = 4 if build_marts else 3
+    out(f"[1/{steps}] fresh data directory {layout.root}")
     clear_generated(layout)
     generation = generate(layout, seed=seed, customers=customers, record_format=record_format, out=out)
-    out("[2/3] streaming landing files into the raw tables")
+    out(f"[2/{steps}] streaming landing files into the raw tables")
     stream(layout, sink=sink, contracts_dir=contracts_dir, spark=spark, out=out)
-    out("[3/3] raw tables and quarantine")
+    out(f"[3/{steps}] raw tables and quarantine")
     report = status(layout, contracts_dir=contracts_dir)
     for line in report.lines():
         out(line)
-    return DemoResult(generation, report)
+    marts_summary = None
+    if build_marts:
+        from lakehouse_dbt import summarize_marts
+
+        out(f"[4/{steps}] dbt build on the local DuckDB target (staging -> intermediate -> marts, with tests)")
+        run_dbt_command(layout, ["build"], out=out)
+        marts_summary = summarize_marts(layout.root)
+        out(marts_summary)
+    return DemoResult(generation, report, marts_summary)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -494,7 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("status", parents=[common], help="row counts of raw tables and quarantine reasons")
 
-    demo = commands.add_parser("demo", parents=[common], help="generate -> stream -> counts, from scratch")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="generate -> stream -> counts -> dbt build -> mart summary, from scratch"
+    )
+    demo.add_argument("--skip-dbt", action="store_true", help="stop after the raw layer")
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--customers", type=int, default=200)
     demo.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
@@ -524,6 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--target", required=True, help="raw folder or <file>.duckdb:<schema>.<table>")
     check.add_argument("--table", default=None, help="only this table")
     check.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the report as JSON")
+    dbt = commands.add_parser(
+        "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)"
+    )
+    dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and its options")
     return parser
 
 
@@ -569,8 +601,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "reconcile":
             reconcile(args.source, args.target, table=args.table, json_path=args.json_path,
                       contracts_dir=args.contracts_dir)
+        elif args.command == "dbt":
+            run_dbt_command(layout, args.dbt_args)
         else:
-            run_demo(layout, seed=args.seed, customers=args.customers, sink=args.sink, contracts_dir=args.contracts_dir)
+            run_demo(layout, seed=args.seed, customers=args.customers, sink=args.sink, contracts_dir=args.contracts_dir,
+                     build_marts=not args.skip_dbt)
     except CliError as exc:
         print(f"lakehouse {args.command}: {exc}", file=sys.stderr)
         return 2

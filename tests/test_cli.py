@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from lakehouse_dbt.summary import MARTS_SCHEMA
 from streaming.generator import generate_cdc
 from streaming.cli import DataLayout, default_data_dir, main, run_demo, status
 
@@ -58,7 +60,7 @@ def test_status_of_an_empty_data_dir(tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_demo_generates_streams_and_counts(spark, tmp_path):
+def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     layout = DataLayout(tmp_path / "data")
     stale = layout.raw / "customers" / "_batch_id=99"
     stale.mkdir(parents=True)
@@ -75,8 +77,17 @@ def test_demo_generates_streams_and_counts(spark, tmp_path):
     truth = generate_cdc(seed=9, customers=8, record_format="streams")
     assert result.status.raw_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
     assert result.status == status(layout)
-    assert printed[0].startswith("[1/3]") and any(line.startswith("[3/3]") for line in printed)
+    assert printed[0].startswith("[1/4]") and any(line.startswith("[4/4]") for line in printed)
     assert any(line.startswith("customers") for line in printed)
+    # dbt ran on what the stream wrote: the marts hold the live items of the truth.
+    live = {table: sum(item is not None for item in keys.values()) for table, keys in truth.expected_state.items()}
+    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
+        marts = {
+            table: con.execute(f"select count(*) from {MARTS_SCHEMA}.{mart}").fetchall()[0][0]
+            for table, mart in (("customers", "dim_customers"), ("orders", "fct_orders"))
+        }
+    assert marts == live
+    assert result.marts_summary is not None and "dim_customers" in result.marts_summary
 
 
 def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):

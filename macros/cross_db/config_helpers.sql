@@ -4,6 +4,12 @@
   {{ return(transforms if target.type == 'athena' else none) }}
 {% endmacro %}
 
+{# A config value only Athena gets: dbt-athena runs microbatch on Iceberg as a merge on
+   unique_key, while dbt-duckdb's microbatch (delete + insert of the batch) refuses one. #}
+{% macro athena_only(value) %}
+  {{ return(value if target.type == 'athena' else none) }}
+{% endmacro %}
+
 {# PII in the marts: hash (salted SHA-256), mask (first character + ***) or clear. #}
 {% macro protect_pii(expr) %}
   {%- set mode = var('pii_mode') -%}

@@ -19,6 +19,10 @@ INGESTED = {
     3: DAY_2 + timedelta(hours=20),
 }
 BATCHES = tuple(INGESTED)
+# The scenario's events lie years before the clock: a build without an event-time
+# range would run the microbatch model for the days before now and skip them. Builds
+# pass the range an orchestrator passes for the scenario's days (end exclusive).
+EVENT_WINDOW = ["--event-time-start", "2024-03-01", "--event-time-end", "2024-03-03"]
 
 
 def _at(day: datetime, hour: int, minute: int = 0) -> datetime:

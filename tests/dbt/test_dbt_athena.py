@@ -1,7 +1,9 @@
 """The Athena target, offline: `dbt compile --target athena` against a moto Glue
 Catalog, then every compiled model and data test is syntax-checked as
 Trino SQL (trino-sql-validator) and as Athena SQL (sqlglot), with no DuckDB-only
-syntax. moto runs no SQL, so `dbt run --target athena` is out of reach here."""
+syntax. moto accepts Athena queries without running them, so `dbt run --target
+athena --full-refresh` runs the materializations' control flow: the statements they
+submit and their Glue/S3 calls are checked, not query results."""
 
 from __future__ import annotations
 
@@ -204,3 +206,87 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
     assert "date_add('hour', -3, max(_ingested_at))" in customers
     assert "cleaned._ordering_value > existing._ordering_value" in customers
     assert "to_hex(sha256(to_utf8(" in compiled_sql[base + "marts/dim_customers.sql"]
+
+
+SWAPPED_MODELS = {"stg_dynamodb__customers": "lakehouse_staging", "dim_customers": "lakehouse_marts"}
+CURATED_BUCKET = "lakehouse-curated"
+
+
+@pytest.fixture(scope="module")
+def full_refresh_statements(
+    compiled_sql: dict[str, str], fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
+    """`dbt run --full-refresh` of an incremental and a table model whose Iceberg tables
+    exist, each with a data file; returns the Athena statements in submission order."""
+    import boto3
+
+    endpoint = fake_aws_env["AWS_ENDPOINT_URL"]
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    glue = boto3.client("glue", region_name=REGION, endpoint_url=endpoint)
+    athena = boto3.client("athena", region_name=REGION, endpoint_url=endpoint)
+    for bucket in (CURATED_BUCKET, "lakehouse-athena-results"):
+        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    for model, database in SWAPPED_MODELS.items():
+        location = f"s3://{CURATED_BUCKET}/dbt/{database}/{model}/live-version/"
+        data_file = f"dbt/{database}/{model}/live-version/data/part-0.parquet"
+        s3.put_object(Bucket=CURATED_BUCKET, Key=data_file, Body=b"rows")
+        if model == "dim_customers":
+            glue.create_table(
+                DatabaseName=database,
+                TableInput={
+                    "Name": model,
+                    "TableType": "EXTERNAL_TABLE",
+                    "Parameters": {"table_type": "ICEBERG"},
+                    "StorageDescriptor": {"Columns": [{"Name": "customer_id", "Type": "string"}], "Location": location},
+                },
+            )
+        else:
+            table = glue.get_table(DatabaseName=database, Name=model)["Table"]
+            glue.update_table(
+                DatabaseName=database,
+                TableInput={
+                    "Name": model,
+                    "TableType": "EXTERNAL_TABLE",
+                    "Parameters": table["Parameters"],
+                    "StorageDescriptor": {**table["StorageDescriptor"], "Location": location},
+                },
+            )
+    earlier = set(athena.list_query_executions()["QueryExecutionIds"])
+    data_dir = tmp_path_factory.mktemp("athena_full_refresh")
+    result = run_dbt(["run", "--full-refresh", "--select", *SWAPPED_MODELS], data_dir, target="athena")
+    assert result.success, result.exception
+    executions = [
+        athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]
+        for query_id in athena.list_query_executions()["QueryExecutionIds"]
+        if query_id not in earlier
+    ]
+    executions.sort(key=lambda execution: execution["Status"]["SubmissionDateTime"])
+    return [" ".join(execution["Query"].split()) for execution in executions]
+
+
+@pytest.mark.parametrize("model", SWAPPED_MODELS)
+def test_athena_full_refresh_builds_before_it_swaps_and_never_drops_the_live_table(
+    full_refresh_statements: list[str], fake_aws_env: dict[str, str], model: str
+) -> None:
+    import boto3
+
+    database = SWAPPED_MODELS[model]
+    quote = r'["`]?'
+    # The live table, not one of its __rebuild/__ha/__bkp siblings.
+    live = re.compile(rf"{quote}{database}{quote}\.{quote}{model}{quote}(?!_)", re.I)
+    sibling = rf"(\S+\.)?{quote}{database}{quote}\.{quote}{model}__\w+{quote}"
+    builds = [i for i, sql in enumerate(full_refresh_statements) if re.search(rf"create table {sibling} with \(", sql, re.I)]
+    swaps = [i for i, sql in enumerate(full_refresh_statements)
+             if re.search(rf"alter table {live.pattern} rename to", sql, re.I)]
+    assert builds and swaps, [sql[:300] for sql in full_refresh_statements]
+    assert max(builds) < min(swaps), "the live table was renamed away before its replacement was built"
+    drops = [sql for sql in full_refresh_statements if re.search(r"\bdrop table\b", sql, re.I) and live.search(sql)]
+    assert drops == []
+    # Neither dropped through the Glue API nor its data deleted: the rebuild wrote to a
+    # fresh location, not over the live table's files.
+    endpoint = fake_aws_env["AWS_ENDPOINT_URL"]
+    glue = boto3.client("glue", region_name=REGION, endpoint_url=endpoint)
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    assert glue.get_table(DatabaseName=database, Name=model)["Table"]["Name"] == model
+    live_files = s3.list_objects_v2(Bucket=CURATED_BUCKET, Prefix=f"dbt/{database}/{model}/live-version/")
+    assert live_files["KeyCount"] == 1

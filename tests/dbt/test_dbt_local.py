@@ -14,7 +14,7 @@ from dbt.cli.main import dbtRunnerResult
 
 from lakehouse_dbt import run_dbt, summarize_marts
 from lakehouse_dbt.raw_fixtures import write_raw_batch
-from dbt_scenario import BATCHES, CUSTOMERS, write_batch
+from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
 
 pytestmark = pytest.mark.dbt
 
@@ -55,7 +55,7 @@ def incremental_runs(tmp_path_factory: pytest.TempPathFactory) -> IncrementalRun
         if batch_id == BATCHES[-1]:
             staging_before_last = {model: _rows(data_dir, "lakehouse_staging", model) for model in MODELS["lakehouse_staging"]}
         write_batch(data_dir, batch_id)
-        results.append(run_dbt(["build"], data_dir))
+        results.append(run_dbt(["build", *EVENT_WINDOW], data_dir))
     return IncrementalRuns(data_dir, results, staging_before_last)
 
 
@@ -65,7 +65,7 @@ def full_refresh_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, db
     data_dir = tmp_path_factory.mktemp("full_refresh")
     for batch_id in BATCHES:
         write_batch(data_dir, batch_id)
-    return data_dir, run_dbt(["build", "--full-refresh"], data_dir)
+    return data_dir, run_dbt(["build", "--full-refresh", *EVENT_WINDOW], data_dir)
 
 
 def _query(data_dir: Path, sql: str) -> list[tuple]:
@@ -224,7 +224,7 @@ def test_table_without_files_builds_empty_and_fails_freshness(tmp_path: Path) ->
     """Before the first orders batch lands, orders is an empty typed view: everything
     builds; freshness passes for customers (ingested minutes ago) and errors for orders."""
     write_raw_batch(tmp_path, "customers", 0, CUSTOMERS[0], datetime.now(timezone.utc) - timedelta(minutes=5))
-    _assert_success(run_dbt(["build"], tmp_path))
+    _assert_success(run_dbt(["build", *EVENT_WINDOW], tmp_path))
     assert _query(tmp_path, "select count(*) from lakehouse_marts.fct_orders") == [(0,)]
     assert _query(tmp_path, "select count(*) from lakehouse_marts.dim_customers") == [(4,)]
     freshness = run_dbt(["source", "freshness"], tmp_path)

@@ -2,7 +2,10 @@
   Distinct customer change events (a redelivered event has the same _event_id).
   Locally the raw table is the full change log; on Athena the raw Hudi table is
   upserted and holds the latest change per key, so older events are not visible.
+  event_time: a microbatch model reading this one sees only the events of its batch.
 #}
+{{ config(event_time='event_ts') }}
+
 with events as (
     select
         _event_id,

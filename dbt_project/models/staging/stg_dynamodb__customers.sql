@@ -3,6 +3,10 @@
   Incremental: only raw rows ingested after the newest processed one (minus
   var raw_lookback_hours) are read, and a candidate replaces the stored row only if
   its ordering value is greater, so a late older event never overwrites a newer one.
+  Reprocessing (vars reprocess_from/reprocess_to, see reprocess_window): the raw rows
+  with _event_ts in the range are re-read instead, and one with the stored ordering
+  value replaces the stored row, so a corrected raw batch takes effect. Keys are not
+  time-sliced, so this is not a microbatch model.
 #}
 {{ config(
     unique_key=['id', 'cust_name'],
@@ -10,11 +14,15 @@
     on_schema_change='fail',
     partitioned_by=athena_partitioning(['bucket(id, 16)'])
 ) }}
+{% set reprocess = reprocess_window() %}
 
 with changes as (
     select *
     from {{ source('dynamodb', 'customers') }}
-    {% if is_incremental() %}
+    {% if is_incremental() and reprocess is not none %}
+        where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
+            and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    {% elif is_incremental() %}
         where _ingested_at > (
             select
                 coalesce(
@@ -84,5 +92,5 @@ from cleaned
     left join {{ this }} as existing
         on cleaned.id = existing.id and cleaned.cust_name = existing.cust_name
     where existing._ordering_value is null
-        or cleaned._ordering_value > existing._ordering_value
+        or cleaned._ordering_value {{ '>=' if reprocess is not none else '>' }} existing._ordering_value
 {% endif %}

@@ -1,7 +1,8 @@
 {#
   Current state per order key (customer_id, order_id) from the raw change log; same
-  incremental and ordering rules as stg_dynamodb__customers. Numbers are cast as the
-  contract says; a value that does not fit exactly becomes null and is flagged.
+  incremental, ordering and reprocessing rules as stg_dynamodb__customers. Numbers
+  are cast as the contract says; a value that does not fit exactly becomes null and
+  is flagged.
 #}
 {{ config(
     unique_key=['customer_id', 'order_id'],
@@ -9,11 +10,15 @@
     on_schema_change='fail',
     partitioned_by=athena_partitioning(['bucket(customer_id, 16)'])
 ) }}
+{% set reprocess = reprocess_window() %}
 
 with changes as (
     select *
     from {{ source('dynamodb', 'orders') }}
-    {% if is_incremental() %}
+    {% if is_incremental() and reprocess is not none %}
+        where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
+            and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    {% elif is_incremental() %}
         where _ingested_at > (
             select
                 coalesce(
@@ -100,5 +105,5 @@ from cleaned
     left join {{ this }} as existing
         on cleaned.customer_id = existing.customer_id and cleaned.order_id = existing.order_id
     where existing._ordering_value is null
-        or cleaned._ordering_value > existing._ordering_value
+        or cleaned._ordering_value {{ '>=' if reprocess is not none else '>' }} existing._ordering_value
 {% endif %}
