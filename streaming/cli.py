@@ -14,7 +14,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -138,14 +139,23 @@ def generate(layout: DataLayout, *, out: Printer = print, **generator_options: o
     return summary
 
 
-def _start_spark(out: Printer) -> SparkSession:
+@contextmanager
+def _spark_session(given: SparkSession | None, out: Printer) -> Iterator[SparkSession]:
+    """The caller's session (tests, the demo) as it is, or a local one stopped afterwards."""
+    if given is not None:
+        yield given
+        return
     from streaming.spark import JavaNotFoundError, local_session
 
     out("starting Spark (local) ...")
     try:
-        return local_session()
+        session = local_session()
     except JavaNotFoundError as exc:
         raise CliError(str(exc)) from exc
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 def stream(
@@ -163,13 +173,8 @@ def stream(
     if not landing_files(layout):
         raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
-    own_session = spark is None
-    spark = spark or _start_spark(out)
-    try:
-        _stream_with(spark, layout, contracts, trigger, interval, sink, max_files_per_trigger, out)
-    finally:
-        if own_session:
-            spark.stop()
+    with _spark_session(spark, out) as session:
+        _stream_with(session, layout, contracts, trigger, interval, sink, max_files_per_trigger, out)
 
 
 def _stream_with(
@@ -295,18 +300,13 @@ def backfill(
     if dry_run:
         out("dry run: nothing was written")
         return None
-    own_session = spark is None
-    spark = spark or _start_spark(out)
-    try:
-        pipeline = _pipeline(spark, target, contracts, sink)
+    with _spark_session(spark, out) as session:
+        pipeline = _pipeline(session, target, contracts, sink)
         try:
-            result = run_backfill(spark, plan, pipeline, out=out,
+            result = run_backfill(session, plan, pipeline, out=out,
                                   verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
         except (BackfillError, ExportValidationError) as exc:
             raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
-    finally:
-        if own_session:
-            spark.stop()
     out(result.summary())
     return result
 
@@ -339,17 +339,12 @@ def reprocess(
     if dry_run:
         out("dry run: nothing was written")
         return None
-    own_session = spark is None
-    spark = spark or _start_spark(out)
-    try:
-        pipeline = _pipeline(spark, DataLayout(plan.target), contracts, sink)
+    with _spark_session(spark, out) as session:
+        pipeline = _pipeline(session, DataLayout(plan.target), contracts, sink)
         try:
-            seconds = run_reprocess(spark, plan, pipeline, contracts, out=out)
+            seconds = run_reprocess(session, plan, pipeline, contracts, out=out)
         except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
             raise CliError(f"reprocess stopped (run it again to resume from its checkpoint): {exc}") from exc
-    finally:
-        if own_session:
-            spark.stop()
     rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)
     for line in rebuilt.lines():
         out(line)
