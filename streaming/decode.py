@@ -29,7 +29,7 @@ first that applies in this order:
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import reduce
 
 from pyspark.errors import AnalysisException
@@ -97,22 +97,27 @@ PAYLOAD_SCHEMA = T.StructType(
 
 
 def decode_batch(
-    envelope: DataFrame, contracts: Mapping[str, TableContract]
+    envelope: DataFrame,
+    contracts: Mapping[str, TableContract],
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> tuple[dict[str, DataFrame], DataFrame]:
     """Decode a micro-batch of change envelopes.
 
     Returns the decoded rows per DynamoDB table name (every contract has an entry,
     with the raw schema minus `_ingested_at`/`_batch_id`) and the quarantine rows
     (`_source_table`, `reason`, `payload`, `source_ref`). Every input row lands in
-    exactly one of them. The outputs are lazy and each one parses its records when
-    computed, so a caller using several should persist the envelope: the source is
-    then read once.
+    exactly one of them. The outputs are lazy and share the parsed records and each
+    table's decoded rows. `keep` is applied to those shared frames: a caller computing
+    several outputs passes persist, so the JSON is parsed and each table decoded once
+    per batch. The default only fences them, so that the filters on `reason` are not
+    pushed into the parsing (which would run `from_json` again for every reference).
     """
-    parsed = parse_records(envelope, contracts.keys())
+    keep = keep or _evaluate_once
+    parsed = keep(parse_records(envelope, contracts.keys()))
     tables: dict[str, DataFrame] = {}
     quarantined = [unroutable_records(parsed)]
     for table, contract in contracts.items():
-        decoded = decode_table(parsed, contract)
+        decoded = keep(decode_table(parsed, contract))
         tables[table] = valid_rows(decoded, contract)
         quarantined.append(invalid_rows(decoded))
     return tables, reduce(DataFrame.unionByName, quarantined)
@@ -174,7 +179,7 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         .otherwise(stream["NewImage"])
         .alias("_image"),
     )
-    return _evaluate_once(parsed)
+    return parsed
 
 
 def unroutable_records(parsed: DataFrame) -> DataFrame:
@@ -233,7 +238,7 @@ def decode_table(parsed: DataFrame, contract: TableContract) -> DataFrame:
             f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
             f"may use only the key columns {list(contract.key_columns)}: {exc}"
         ) from exc
-    return _evaluate_once(partitioned.select(*contract.key_columns, contract.partition_column, f"{_REST}.*"))
+    return partitioned.select(*contract.key_columns, contract.partition_column, f"{_REST}.*")
 
 
 def valid_rows(decoded: DataFrame, contract: TableContract) -> DataFrame:

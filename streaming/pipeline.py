@@ -99,9 +99,12 @@ class Pipeline:
         spark = envelope.sparkSession
         cached: list[DataFrame] = []
         try:
-            # decode re-reads its input once per output, so the source is read once here.
+            # Every output below reads the parsed records and each table's decoded rows:
+            # kept in memory, the source is read and its JSON parsed once per batch.
             envelope = _cache(envelope, cached)
-            decoded, quarantine_rows = decode_batch(envelope, self.contracts)
+            decoded, quarantine_rows = decode_batch(
+                envelope, self.contracts, keep=lambda frame: _cache(frame, cached)
+            )
             quarantine_rows = _cache(with_batch_metadata(quarantine_rows, ingested_at, batch_id), cached)
             raw_rows: dict[str, DataFrame] = {}
             stats = [_stat(envelope, "in"), _stat(quarantine_rows, "quarantined")]
@@ -109,7 +112,6 @@ class Pipeline:
                 frame = decoded.get(table)
                 if frame is None:
                     frame = spark.createDataFrame([], raw_schema(contract)).drop(*PIPELINE_COLUMNS)
-                frame = _cache(frame, cached)
                 raw_rows[contract.raw_table] = _cache(to_raw_rows(frame, contract, ingested_at, batch_id), cached)
                 stats += [
                     _stat(frame, f"decoded:{contract.raw_table}", with_max_event=True),

@@ -139,8 +139,8 @@ def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_p
 
     real_decode = pipeline_module.decode_batch
 
-    def lossy_decode(envelope, contracts):
-        tables, quarantine = real_decode(envelope, contracts)
+    def lossy_decode(envelope, contracts, keep=None):
+        tables, quarantine = real_decode(envelope, contracts, keep)
         return {**tables, "orders": tables["orders"].limit(0)}, quarantine
 
     monkeypatch.setattr(pipeline_module, "decode_batch", lossy_decode)
