@@ -1,0 +1,212 @@
+"""Benchmark and drill cases, each run in its own process: `python -m benchmarks.cases <case> <json>`.
+
+A case starts its own SparkSession (or dbt), does one measured piece of work and prints
+`RESULT <json>`. Timings taken here exclude the JVM start-up, so the job and the plain
+copy are compared on the work alone; the caller measures memory and wall time outside.
+
+`BENCH_KILL_AT=<batch_id>:<phase>` makes the `stream` case SIGKILL its own process group
+(the Python driver and its JVM) at a point of that micro-batch, for the kill drill:
+`before_write` (decoded, nothing written), `mid_write` (first raw table written, the
+other not), `after_write` (everything written, checkpoint commit not yet done).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from benchmarks.measure import RESULT_PREFIX
+from streaming.pipeline import BatchReport, Pipeline
+from streaming.sinks import QuarantineWriter, RawSink
+
+KILL_ENV = "BENCH_KILL_AT"
+KILL_PHASES = ("before_write", "mid_write", "after_write")
+QUERY_NAME = "landing_to_raw"
+
+
+def _session(params: dict[str, Any]) -> SparkSession:
+    from streaming.spark import local_session
+
+    extra = {"spark.driver.memory": params["driver_memory"]} if params.get("driver_memory") else {}
+    return local_session(
+        app_name=f"bench-{params.get('label', 'case')}",
+        master=params.get("master", "local[2]"),
+        shuffle_partitions=int(params.get("shuffle_partitions", 4)),
+        extra_conf=extra,
+    )
+
+
+def _kill_own_process_group() -> None:
+    sys.stdout.flush()
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+class KillPlan:
+    """Counts sink writes per batch and kills the process at the planned one."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.batch_id: int | None = None
+        self.phase: str | None = None
+        if spec:
+            batch, phase = spec.split(":")
+            if phase not in KILL_PHASES:
+                raise ValueError(f"{KILL_ENV} phase must be one of {KILL_PHASES}, got {phase!r}")
+            self.batch_id, self.phase = int(batch), phase
+        self._raw_writes: dict[int, int] = {}
+
+    def before_raw_write(self, batch_id: int) -> None:
+        writes = self._raw_writes.get(batch_id, 0)
+        if batch_id == self.batch_id and (
+            (self.phase == "before_write" and writes == 0) or (self.phase == "mid_write" and writes == 1)
+        ):
+            _kill_own_process_group()
+        self._raw_writes[batch_id] = writes + 1
+
+    def after_quarantine_write(self, batch_id: int) -> None:
+        if batch_id == self.batch_id and self.phase == "after_write":
+            _kill_own_process_group()
+
+
+class KillableSink:
+    def __init__(self, inner: RawSink, plan: KillPlan) -> None:
+        self.inner = inner
+        self.plan = plan
+
+    def write(self, df: DataFrame, raw_table: str, batch_id: int) -> None:
+        self.plan.before_raw_write(batch_id)
+        self.inner.write(df, raw_table, batch_id)
+
+
+class KillableQuarantine(QuarantineWriter):
+    def __init__(self, root: str, plan: KillPlan) -> None:
+        super().__init__(root)
+        self.plan = plan
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        super().write(df, batch_id)
+        self.plan.after_quarantine_write(batch_id)
+
+
+class RecordingPipeline(Pipeline):
+    """The production pipeline, keeping each batch's report for the benchmark."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reports: list[BatchReport] = []
+
+    def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
+        report = super().process_batch(envelope, batch_id)
+        self.reports.append(report)
+        return report
+
+
+def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    """landing -> decode -> order -> quarantine split -> local sink, as `lakehouse stream` runs it.
+
+    Params: `data_dir`, `landing_dir`, optional `max_files_per_trigger`, `trigger`
+    (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
+    `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
+    """
+    from streaming.contract import load_contracts
+    from streaming.runner import run_stream
+    from streaming.sinks import choose_sink
+    from streaming.sources import landing_files_stream
+
+    data_dir = params["data_dir"]
+    contracts = load_contracts()
+    plan = KillPlan(os.environ.get(KILL_ENV))
+    sink = KillableSink(choose_sink("local", spark, data_dir=data_dir, contracts=contracts), plan)
+    pipeline = RecordingPipeline(contracts, sink, KillableQuarantine(data_dir, plan))
+    source = landing_files_stream(spark, params["landing_dir"], params.get("max_files_per_trigger"))
+    trigger = params.get("trigger", "available-now")
+    query_name = params.get("query_name", QUERY_NAME)
+    started = time.monotonic()
+    query = run_stream(
+        spark,
+        pipeline,
+        source,
+        checkpoint_dir=f"{data_dir}/checkpoints/{query_name}",
+        trigger=trigger,
+        interval=params.get("interval", "10 seconds"),
+        query_name=query_name,
+    )
+    if trigger == "processing-time":
+        Path(params["ready_file"]).touch()
+        deadline = time.monotonic() + float(params.get("timeout_s", 600))
+        stop_file = Path(params["stop_file"])
+        while not stop_file.exists() and time.monotonic() < deadline:
+            query.awaitTermination(0.5)
+        query.stop()
+    return {
+        "seconds": time.monotonic() - started,
+        "records_in": sum(report.records_in for report in pipeline.reports),
+        "landed": sum(sum(report.landed.values()) for report in pipeline.reports),
+        "quarantined": sum(report.quarantined for report in pipeline.reports),
+        "batch_seconds": [report.seconds for report in pipeline.reports],
+        "batch_records": [report.records_in for report in pipeline.reports],
+    }
+
+
+def run_copy(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    """The baseline: read the same landing files (`format` text or json), write Parquet, nothing else."""
+    reader = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.jsonl")
+    started = time.monotonic()
+    if params["format"] == "json":
+        frame = reader.json(params["landing_dir"])
+    elif params["format"] == "text":
+        frame = reader.text(params["landing_dir"])
+    else:
+        raise ValueError(f"copy format must be text or json, not {params['format']!r}")
+    frame.write.mode("overwrite").parquet(params["out_dir"])
+    return {"seconds": time.monotonic() - started}
+
+
+def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def case(params: dict[str, Any]) -> dict[str, Any]:
+        spark = _session(params)
+        try:
+            return work(spark, params)
+        finally:
+            spark.stop()
+
+    return case
+
+
+def dbt_case(params: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.dbt_bench import incremental_vs_full_refresh
+
+    return incremental_vs_full_refresh(Path(params["data_dir"]), int(params["rows"]))
+
+
+def dbt_build_case(params: dict[str, Any]) -> dict[str, Any]:
+    """One dbt command on a data directory (the drill kills it midway)."""
+    from lakehouse_dbt import run_dbt
+
+    result = run_dbt(list(params["args"]), params["data_dir"])
+    return {"success": bool(result.success)}
+
+
+CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "stream": _with_session(run_stream_job),
+    "copy": _with_session(run_copy),
+    "dbt": dbt_case,
+    "dbt_build": dbt_build_case,
+}
+
+
+def main(argv: list[str]) -> int:
+    case, params = argv[0], json.loads(argv[1])
+    result = CASES[case](params)
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

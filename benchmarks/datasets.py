@@ -1,0 +1,112 @@
+"""Landing data sets for the benchmarks, generated once and shared between cases.
+
+The sample generator keeps a whole run in memory, so large sets are generated in
+chunks of at most `CHUNK_RECORDS` records, each chunk later in time than the previous
+one. Smaller sizes are prefixes of a larger set (hard links, no copies): a prefix of
+the landing files is what a stream delivered up to some moment.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from streaming.generator import write_landing_files
+
+# Measured: the generator's defaults yield about 14.5 records per customer.
+RECORDS_PER_CUSTOMER = 14.5
+CHUNK_RECORDS = 250_000
+_FIRST_START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+_CHUNK_SPACING = timedelta(days=60)
+# Spark's file source takes files oldest first; distinct modification times make the
+# files of each micro-batch the same in every run.
+_MTIME_BASE = 1_700_000_000
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    path: Path
+    records: int
+
+
+@dataclass(frozen=True)
+class LandingSet:
+    root: Path
+    files: tuple[LandingFile, ...]
+
+    @property
+    def records(self) -> int:
+        return sum(file.records for file in self.files)
+
+
+def customers_for(records: int) -> int:
+    return max(1, round(records / RECORDS_PER_CUSTOMER))
+
+
+def generate_landing(root: Path, records: int, *, records_per_file: int = 500, seed: int = 7) -> LandingSet:
+    """At least about `records` landing records under `root`, in files of `records_per_file`."""
+    root.mkdir(parents=True, exist_ok=True)
+    files: list[LandingFile] = []
+    produced = 0
+    chunk = 0
+    while produced < records * 0.98:
+        wanted = min(CHUNK_RECORDS, records - produced)
+        summary = write_landing_files(
+            root,
+            records_per_file=records_per_file,
+            seed=seed + chunk,
+            customers=customers_for(wanted),
+            start=_FIRST_START + chunk * _CHUNK_SPACING,
+        )
+        remaining = summary.records
+        for path in summary.files:
+            lines = min(records_per_file, remaining)
+            remaining -= lines
+            files.append(LandingFile(path, lines))
+        produced += summary.records
+        chunk += 1
+    for index, file in enumerate(files):
+        os.utime(file.path, (_MTIME_BASE + index, _MTIME_BASE + index))
+    return LandingSet(root, tuple(files))
+
+
+def link_files(files: tuple[LandingFile, ...] | list[LandingFile], source_root: Path, target_root: Path,
+               prefix: str = "") -> list[LandingFile]:
+    """Hard-link `files` below `target_root`, keeping their relative folders."""
+    linked = []
+    for file in files:
+        relative = file.path.relative_to(source_root)
+        target = target_root / prefix / relative if prefix else target_root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(file.path, target)
+        except OSError:
+            shutil.copy2(file.path, target)
+        linked.append(LandingFile(target, file.records))
+    return linked
+
+
+def prefix_set(source: LandingSet, records: int, target_root: Path) -> LandingSet:
+    """The first files of `source` holding about `records` records, linked under `target_root`."""
+    chosen: list[LandingFile] = []
+    total = 0
+    for file in source.files:
+        if total >= records:
+            break
+        chosen.append(file)
+        total += file.records
+    if total < records * 0.98:
+        raise ValueError(f"the source set holds {source.records} records, fewer than {records}")
+    shutil.rmtree(target_root, ignore_errors=True)
+    return LandingSet(target_root, tuple(link_files(chosen, source.root, target_root)))
+
+
+def replicated_set(source: LandingSet, copies: int, target_root: Path) -> LandingSet:
+    """`copies` copies of `source` (hard links), in folders copy-<n>: the same records re-delivered."""
+    shutil.rmtree(target_root, ignore_errors=True)
+    files: list[LandingFile] = []
+    for copy in range(copies):
+        files += link_files(source.files, source.root, target_root, prefix=f"copy-{copy:03d}")
+    return LandingSet(target_root, tuple(files))

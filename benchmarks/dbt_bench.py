@@ -1,0 +1,163 @@
+"""dbt incremental efficiency: raw change rows written straight into the raw layout
+with DuckDB SQL (millions of rows through Spark would take far longer than the dbt
+runs being measured), then an incremental `dbt build` after +1% new events timed
+against `dbt build --full-refresh` over the same final data.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+CUSTOMER_SHARE = 0.3
+EVENTS_PER_KEY = 3
+STAGING_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__orders")
+_FIRST_INGEST = datetime(2026, 1, 10, tzinfo=timezone.utc)
+# Further apart than the project's raw_lookback_hours, so the incremental run reads
+# only the new batch (plus its look-back window).
+_INGEST_GAP = timedelta(days=1)
+
+_EVENT_COLUMNS = """
+    case when {event_no} = 0 then 'INSERT' when i % 20 = 0 then 'REMOVE' else 'MODIFY' end as _event_name,
+    {event_no} > 0 and i % 20 = 0 as _is_deleted,
+    false as _is_ttl_delete,
+    timestamptz '2026-01-01 00:00:00+00' + to_seconds(i::bigint) as _event_ts,
+    lpad(i::varchar, 64, '0') as _sequence_number,
+    strftime(timestamptz '2026-01-01 00:00:00+00' + to_seconds(i::bigint), '%Y%m%d%H%M%S%f')
+        || lpad(i::varchar, 64, '0') as _ordering_value,
+    'evt-' || i as _event_id,
+    '{table}' as _source_table,
+    null::varchar as _extra_attributes,
+    timestamptz '{ingested_at}' as _ingested_at
+"""
+
+
+def _key_expression(first: int, keys: int, new_batch: bool) -> str:
+    # A new batch touches existing keys and about 10% more new ones, spread evenly.
+    if new_batch:
+        return f"(i * 7919) % {int(keys * 1.1) + 1}"
+    return f"(i - {first}) % {keys}"
+
+
+def _customers_sql(first: int, rows: int, keys: int, new_batch: bool, ingested_at: datetime) -> str:
+    key = _key_expression(first, keys, new_batch)
+    event_no = "1" if new_batch else f"(i - {first}) // {keys}"
+    deleted = f"({event_no} > 0 and i % 20 = 0)"
+    return f"""
+        select
+            'cust-' || lpad(({key})::varchar, 8, '0') as id,
+            'Name ' || (({key}) % 97) as cust_name,
+            case when not {deleted} then 'user' || i || '@example.com' end as email,
+            case when not {deleted} then '2025-06-01T10:00:00Z' end as registration_date,
+            right(lpad(({key})::varchar, 8, '0'), 1) as id_suffix,
+            {_EVENT_COLUMNS.format(event_no=event_no, table='customers', ingested_at=ingested_at.isoformat())}
+        from range({first}, {first + rows}) as r(i)
+    """
+
+
+def _orders_sql(first: int, rows: int, keys: int, new_batch: bool, ingested_at: datetime) -> str:
+    key = _key_expression(first, keys, new_batch)
+    event_no = "1" if new_batch else f"(i - {first}) // {keys}"
+    deleted = f"({event_no} > 0 and i % 20 = 0)"
+    statuses = "['PLACED', 'PAID', 'SHIPPED', 'DELIVERED', 'CANCELLED']"
+    return f"""
+        select
+            'cust-' || lpad((({key}) // 3)::varchar, 8, '0') as customer_id,
+            'ord-' || lpad(({key})::varchar, 10, '0') as order_id,
+            case when not {deleted} then '2026-01-01T00:00:00Z' end as created_at,
+            case when not {deleted} then {statuses}[1 + i % 5] end as status,
+            case when not {deleted} then ((i % 100000) / 100.0)::decimal(18, 2)::varchar end as amount,
+            case when not {deleted} then ['EUR', 'USD', 'GBP'][1 + i % 3] end as currency,
+            case when not {deleted} then i % 7 = 0 end as is_gift,
+            null::varchar as gift_message,
+            case when not {deleted} then ['web', 'promo'] end as tags,
+            case when not {deleted} then ['1.25', '0.40'] end as package_weights_kg,
+            case when not {deleted} then '\\x00\\xff\\x10'::blob end as receipt_digest,
+            null::blob[] as attachment_checksums,
+            case when not {deleted} then [
+                {{'sku': 'SKU-' || (i % 50), 'quantity': '2', 'unit_price': '10.50'}},
+                {{'sku': 'SKU-' || (i % 31), 'quantity': '1', 'unit_price': '3.99'}}
+            ] end as line_items,
+            case when not {deleted} then
+                {{'street': i || ' Main St', 'city': 'Berlin', 'postcode': '10115', 'country': 'DE'}}
+            end as shipping_address,
+            right(lpad((({key}) // 3)::varchar, 8, '0'), 1) as customer_suffix,
+            {_EVENT_COLUMNS.format(event_no=event_no, table='orders', ingested_at=ingested_at.isoformat())}
+        from range({first}, {first + rows}) as r(i)
+    """
+
+
+def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int, key_space: int,
+                      ingested_at: datetime, *, new_batch: bool) -> dict[str, int]:
+    """`rows` change rows of both tables as raw batch `batch_id` (event numbers from `first_event`)."""
+    customer_rows = int(rows * CUSTOMER_SHARE)
+    plan = {
+        "customers": (_customers_sql, first_event, customer_rows, max(1, int(key_space * CUSTOMER_SHARE))),
+        "orders": (_orders_sql, first_event + customer_rows, rows - customer_rows,
+                   max(1, key_space - int(key_space * CUSTOMER_SHARE))),
+    }
+    written = {}
+    with duckdb.connect() as con:
+        con.execute("set TimeZone = 'UTC'")
+        for table, (builder, first, count, keys) in plan.items():
+            folder = data_dir / "raw" / table / f"_batch_id={batch_id}"
+            folder.mkdir(parents=True, exist_ok=True)
+            sql = builder(first, count, keys, new_batch, ingested_at)
+            con.execute(f"copy ({sql}) to '{folder / 'part-00000.parquet'}' (format parquet)")
+            written[table] = count
+    return written
+
+
+def _timed_build(data_dir: Path, args: list[str]) -> dict[str, Any]:
+    from lakehouse_dbt import run_dbt
+
+    started = time.monotonic()
+    result = run_dbt(args, data_dir)
+    seconds = time.monotonic() - started
+    # A test of severity warn reports "warn": the build still succeeded.
+    failed = [str(node.node.unique_id) for node in (result.result or [])
+              if str(node.status) not in {"success", "pass", "warn"}]
+    if not result.success or failed:
+        raise RuntimeError(f"dbt {' '.join(args)} failed: {result.exception or failed}")
+    nodes = {str(node.node.name): float(node.execution_time) for node in result.result}
+    return {"seconds": seconds, "staging_seconds": sum(nodes.get(model, 0.0) for model in STAGING_MODELS),
+            "nodes": nodes}
+
+
+def staging_fingerprint(data_dir: Path) -> dict[str, list[int]]:
+    """Row count and an order-independent hash sum of each staging table."""
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        return {
+            model: [int(value) for value in con.execute(
+                f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from lakehouse_staging.{model} as t"
+            ).fetchone()]
+            for model in STAGING_MODELS
+        }
+
+
+def incremental_vs_full_refresh(data_dir: Path, rows: int) -> dict[str, Any]:
+    key_space = max(1, rows // EVENTS_PER_KEY)
+    started = time.monotonic()
+    write_raw_changes(data_dir, 0, 0, rows, key_space, _FIRST_INGEST, new_batch=False)
+    generate_seconds = time.monotonic() - started
+    initial = _timed_build(data_dir, ["build"])
+    new_rows = max(1, rows // 100)
+    write_raw_changes(data_dir, 1, rows, new_rows, key_space, _FIRST_INGEST + _INGEST_GAP, new_batch=True)
+    incremental = _timed_build(data_dir, ["build"])
+    after_incremental = staging_fingerprint(data_dir)
+    full_refresh = _timed_build(data_dir, ["build", "--full-refresh"])
+    after_full_refresh = staging_fingerprint(data_dir)
+    return {
+        "rows": rows,
+        "new_rows": new_rows,
+        "generate_seconds": generate_seconds,
+        "initial_build": initial,
+        "incremental_build": incremental,
+        "full_refresh_build": full_refresh,
+        "ratio": incremental["seconds"] / full_refresh["seconds"],
+        "staging_ratio": incremental["staging_seconds"] / full_refresh["staging_seconds"],
+        "incremental_equals_full_refresh": after_incremental == after_full_refresh,
+    }

@@ -1,0 +1,174 @@
+"""`make drills`: fault drills, each bounded in count and time and stopping by itself.
+
+    python -m benchmarks.drills [--trials 20] [--quick] [--only kill,fuzz,property,dbt]
+
+- kill:     SIGKILL the streaming job at random points, restart until done; the raw
+            tables and quarantine must equal a clean run's (no loss, no duplicates).
+- fuzz:     >= 1000 malformed and hostile records mixed with good ones: no batch fails,
+            every bad record quarantined with its reason, every good record lands.
+- property: hypothesis: any interleaving, duplication and batching of key histories
+            converges to the in-order final state, through raw and stg_ models.
+- dbt:      incremental == full refresh after random batch histories; a build killed
+            midway leaves the previous tables readable.
+
+Results: results/drills.json, results/drills.png and a table on stdout. Exit code 1
+when a drill failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.measure import REPO_ROOT, machine_info
+
+DRILLS = ("kill", "fuzz", "property", "dbt")
+
+
+@dataclass(frozen=True)
+class DrillPlan:
+    kill_trials: int
+    kill_files: int
+    kill_records_per_file: int
+    fuzz_bad: int
+    fuzz_good_customers: int
+    fuzz_batches: int
+    property_examples: int
+    property_staging_examples: int
+    dbt_histories: int
+    dbt_batches: int
+    dbt_keys: int
+    seed: int = 20261101
+
+
+def plan_from_args(args: argparse.Namespace) -> DrillPlan:
+    if args.quick:
+        plan = DrillPlan(kill_trials=2, kill_files=2, kill_records_per_file=200, fuzz_bad=1100,
+                         fuzz_good_customers=40, fuzz_batches=2, property_examples=4, property_staging_examples=1,
+                         dbt_histories=1, dbt_batches=3, dbt_keys=12)
+    else:
+        plan = DrillPlan(kill_trials=20, kill_files=4, kill_records_per_file=300, fuzz_bad=1500,
+                         fuzz_good_customers=150, fuzz_batches=4, property_examples=25, property_staging_examples=4,
+                         dbt_histories=3, dbt_batches=4, dbt_keys=25)
+    if args.trials is not None:
+        plan = DrillPlan(**{**asdict(plan), "kill_trials": args.trials})
+    return plan
+
+
+def progress(message: str) -> None:
+    print(f"[drills {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run_kill(plan: DrillPlan, work: Path) -> dict[str, Any]:
+    from benchmarks.datasets import generate_landing
+    from benchmarks.kill_drill import kill_drill
+
+    landing = generate_landing(work / "kill" / "landing", plan.kill_files * plan.kill_records_per_file,
+                               records_per_file=plan.kill_records_per_file, seed=plan.seed % 1000)
+    progress(f"kill drill: {plan.kill_trials} trials over {len(landing.files)} files ({landing.records} records)")
+    return kill_drill(landing, work / "kill", plan.kill_trials, plan.seed, progress)
+
+
+def run_dbt_drills(plan: DrillPlan, work: Path) -> dict[str, Any]:
+    from benchmarks.dbt_drills import incremental_equals_full_refresh, killed_build_keeps_previous_tables
+
+    progress(f"dbt drills: {plan.dbt_histories} random histories of {plan.dbt_batches} batches, then a killed build")
+    equal = incremental_equals_full_refresh(work / "dbt", plan.dbt_histories, plan.dbt_batches, plan.dbt_keys,
+                                            plan.seed, progress)
+    killed = killed_build_keeps_previous_tables(work / "dbt", plan.dbt_keys, plan.seed + 1)
+    progress(f"dbt killed build: {killed['summary']}")
+    return {"dbt_incremental_equals_full_refresh": equal, "dbt_killed_build": killed}
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    lines = ["", "drill summary", "-" * 72]
+    for name, section in results["drills"].items():
+        status = "PASS" if section.get("passed") else ("ERROR" if "error" in section else "FAIL")
+        detail = section.get("summary") or section.get("error", "")
+        lines.append(f"{name:<38} {status:<5} {detail}")
+    return lines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.drills", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few trials and examples (a few minutes)")
+    parser.add_argument("--trials", type=int, help="kill -9 trials (default 20)")
+    parser.add_argument("--only", help=f"comma-separated drills: {','.join(DRILLS)}")
+    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/drills-work, removed after)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    plan = plan_from_args(args)
+    selected = tuple(args.only.split(",")) if args.only else DRILLS
+    if set(selected) - set(DRILLS):
+        raise SystemExit(f"unknown drills: {sorted(set(selected) - set(DRILLS))}")
+    results_dir: Path = args.results_dir
+    work: Path = args.work_dir or results_dir / "drills-work"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "plan": asdict(plan),
+                               "machine": machine_info(), "drills": {}}
+    json_path = results_dir / "drills.json"
+
+    def save() -> None:
+        json_path.write_text(json.dumps(results, indent=2, default=str))
+
+    def attempt(name: str, drill: Any) -> None:
+        started = time.monotonic()
+        try:
+            outcome = drill()
+        except Exception as exc:  # a drill that cannot run is reported, the others still run
+            outcome = {name: {"passed": False, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}}
+        for key, section in outcome.items():
+            section.setdefault("seconds", time.monotonic() - started)
+            results["drills"][key] = section
+            progress(f"{key}: {'passed' if section.get('passed') else 'FAILED'} {section.get('summary', section.get('error', ''))}")
+        save()
+
+    started = time.monotonic()
+    # Subprocess drills first, before this process starts a JVM of its own.
+    if "kill" in selected:
+        attempt("kill_9", lambda: {"kill_9": run_kill(plan, work)})
+    if {"fuzz", "property"} & set(selected):
+        from streaming.spark import local_session
+
+        spark = local_session(app_name="lakehouse-drills", master="local[2]")
+        try:
+            from benchmarks.decoder_drills import fuzz_drill, property_drill
+
+            if "fuzz" in selected:
+                progress(f"decoder fuzz: {plan.fuzz_bad} hostile records in {plan.fuzz_batches} batches")
+                attempt("decoder_fuzz", lambda: {"decoder_fuzz": fuzz_drill(
+                    spark, work / "fuzz", plan.fuzz_bad, plan.fuzz_good_customers, plan.fuzz_batches, plan.seed % 1000)})
+            if "property" in selected:
+                progress(f"property test: {plan.property_examples} hypothesis examples")
+                attempt("ordering_property", lambda: {"ordering_property": property_drill(
+                    spark, work / "property", plan.property_examples, plan.property_staging_examples)})
+        finally:
+            spark.stop()
+    if "dbt" in selected:
+        attempt("dbt", lambda: run_dbt_drills(plan, work))
+    results["total_seconds"] = time.monotonic() - started
+    results["passed"] = all(section.get("passed") for section in results["drills"].values())
+    save()
+    from benchmarks.plots import plot_drills
+
+    plot_drills(results, results_dir / "drills.png")
+    shutil.rmtree(work, ignore_errors=True)
+    for line in summary_lines(results):
+        print(line)
+    progress(f"done in {results['total_seconds']:.0f}s: {json_path}, {results_dir / 'drills.png'}")
+    return 0 if results["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

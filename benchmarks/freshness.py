@@ -1,0 +1,122 @@
+"""Freshness: how long a landed file takes to become readable rows of the raw tables.
+
+The streaming job runs with a processing-time trigger in its own process; this side
+drops files into landing at a fixed interval (not a multiple of the trigger, so files
+land at every phase of it) and watches the raw folders for each file's rows. Each file
+carries its own key prefix, so its rows are recognisable whatever batch they land in.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from benchmarks.figures import percentile
+from benchmarks.measure import PeakRssSampler, kill_tree, start_case
+from streaming.generator import generate_cdc
+
+KEY_COLUMNS = {"customers": "id", "orders": "customer_id"}
+
+
+def file_prefix(index: int) -> str:
+    return f"f{index:03d}-"
+
+
+def freshness_lines(index: int, customers: int = 15) -> list[str]:
+    """A small, clean CDC file whose customer ids all start with `file_prefix(index)`."""
+    cdc = generate_cdc(seed=1000 + index, customers=customers, duplicate_rate=0.0, malformed_rate=0.0)
+    return [line.replace('"cust-', f'"{file_prefix(index)}cust-') for line in cdc.records]
+
+
+@dataclass
+class RawWatcher:
+    """Remembers when rows with each file prefix first became readable in each raw table."""
+
+    raw_dir: Path
+    first_seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    _read: set[Path] = field(default_factory=set)
+
+    def poll(self) -> None:
+        for table, column in KEY_COLUMNS.items():
+            for path in sorted((self.raw_dir / table).glob("_batch_id=*/*.parquet")):
+                if path in self._read:
+                    continue
+                try:
+                    keys = pq.read_table(path, columns=[column]).column(column).to_pylist()
+                except (OSError, ValueError):
+                    continue  # replaced while reading; picked up again next poll
+                now = time.time()
+                self._read.add(path)
+                for key in keys:
+                    prefix = (key or "")[:5]
+                    self.first_seen.setdefault((prefix, table), now)
+
+    def visible_at(self, index: int) -> float | None:
+        times = [self.first_seen.get((file_prefix(index), table)) for table in KEY_COLUMNS]
+        return None if None in times else max(times)  # type: ignore[type-var]
+
+
+def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger_s: int,
+                      timeout_s: float = 600) -> dict[str, Any]:
+    data_dir = work / "freshness"
+    landing = data_dir / "landing" / "fresh"
+    staged = work / "freshness-staged"
+    landing.mkdir(parents=True, exist_ok=True)
+    staged.mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        (staged / f"fresh-{index:03d}.jsonl").write_text("\n".join(freshness_lines(index)) + "\n", encoding="utf-8")
+    ready, stop = work / "freshness.ready", work / "freshness.stop"
+    params = {
+        "label": "freshness", "data_dir": str(data_dir), "landing_dir": str(data_dir / "landing"),
+        "trigger": "processing-time", "interval": f"{trigger_s} seconds",
+        "ready_file": str(ready), "stop_file": str(stop), "timeout_s": timeout_s,
+    }
+    log_path = work / "freshness.log"
+    process = start_case("stream", params, log_path=log_path)
+    watcher = RawWatcher(data_dir / "raw")
+    landed_at: dict[int, float] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        with PeakRssSampler(process.pid) as sampler:
+            while not ready.exists():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the freshness stream did not start:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.2)
+            next_drop = time.monotonic()
+            while time.monotonic() < deadline:
+                if len(landed_at) < files and time.monotonic() >= next_drop:
+                    index = len(landed_at)
+                    source = staged / f"fresh-{index:03d}.jsonl"
+                    now = time.time()
+                    os.utime(source, (now, now))
+                    os.replace(source, landing / source.name)
+                    landed_at[index] = now
+                    next_drop += drop_interval_s
+                watcher.poll()
+                if len(landed_at) == files and all(watcher.visible_at(i) is not None for i in range(files)):
+                    break
+                time.sleep(0.2)
+            stop.touch()
+            process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            kill_tree(process)
+            process.wait()
+    latencies = {i: watcher.visible_at(i) - landed for i, landed in landed_at.items()  # type: ignore[operator]
+                 if watcher.visible_at(i) is not None}
+    values = list(latencies.values())
+    return {
+        "files": files,
+        "trigger_s": trigger_s,
+        "drop_interval_s": drop_interval_s,
+        "visible_files": len(values),
+        "latencies_s": values,
+        "p50_s": percentile(values, 50),
+        "p95_s": percentile(values, 95),
+        "max_s": max(values) if values else None,
+        "peak_rss_bytes": sampler.peak,
+    }

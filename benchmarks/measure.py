@@ -1,0 +1,186 @@
+"""Run one benchmark case in a fresh subprocess and measure it from the outside.
+
+The case prints one line `RESULT <json>` on stdout; this module adds the peak resident
+memory of the whole process tree (Python driver plus the JVM it starts), sampled with
+psutil, and the wall time including JVM start-up.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+RESULT_PREFIX = "RESULT "
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class CaseFailedError(RuntimeError):
+    """A benchmark case exited non-zero or printed no result."""
+
+
+@dataclass
+class CaseRun:
+    case: str
+    params: dict[str, Any]
+    result: dict[str, Any]
+    peak_rss_bytes: int
+    wall_seconds: float
+    returncode: int
+    stderr_tail: str = field(repr=False, default="")
+
+
+def tree_rss(root: psutil.Process) -> int:
+    """Resident bytes of `root` and all its descendants (processes may vanish meanwhile)."""
+    total = 0
+    try:
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    for process in processes:
+        try:
+            total += process.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
+class PeakRssSampler:
+    """Samples the RSS of a process tree on a thread until stopped; keeps the maximum."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self._process = psutil.Process(pid)
+        self._interval = interval
+        self._stop = threading.Event()
+        self.peak = 0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss(self._process))
+            self._stop.wait(self._interval)
+
+    def __enter__(self) -> PeakRssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def case_command(case: str, params: dict[str, Any]) -> list[str]:
+    return [sys.executable, "-m", "benchmarks.cases", case, json.dumps(params)]
+
+
+def case_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # The package is run from the checkout, not installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.update(extra or {})
+    return env
+
+
+def kill_tree(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the case's whole session (driver and JVM), as a crash would."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def parse_result(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX):])
+    return None
+
+
+def start_case(case: str, params: dict[str, Any], env: dict[str, str] | None = None,
+               log_path: Path | None = None) -> subprocess.Popen[str]:
+    """Start `case` in a new process session (so that its whole tree can be killed at once).
+
+    With `log_path` its output goes to that file: a caller that does not read the
+    pipes while the case runs must not let them fill up and stall the case.
+    """
+    output: Any = open(log_path, "w") if log_path else subprocess.PIPE  # noqa: SIM115 (closed with the process)
+    try:
+        return subprocess.Popen(
+            case_command(case, params),
+            cwd=REPO_ROOT,
+            env=case_environment(env),
+            stdout=output,
+            stderr=subprocess.STDOUT if log_path else subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    finally:
+        if log_path:
+            output.close()
+
+
+def run_case(
+    case: str,
+    params: dict[str, Any],
+    *,
+    timeout: float = 3600,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> CaseRun:
+    """Run `case` with `params` in a fresh process; kill it after `timeout` seconds."""
+    started = time.monotonic()
+    process = start_case(case, params, env)
+    with PeakRssSampler(process.pid) as sampler:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(process)
+            stdout, stderr = process.communicate()
+            raise CaseFailedError(f"case {case} timed out after {timeout:.0f}s:\n{stderr[-3000:]}") from None
+    wall = time.monotonic() - started
+    result = parse_result(stdout)
+    if check and (process.returncode != 0 or result is None):
+        raise CaseFailedError(f"case {case} exited {process.returncode}:\n{stderr[-3000:]}")
+    return CaseRun(case, params, result or {}, sampler.peak, wall, process.returncode, stderr[-3000:])
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """What the figures were measured on, recorded next to them."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("pyspark", "dbt-core", "dbt-duckdb", "duckdb", "pyarrow", "hypothesis", "psutil"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    return {
+        "nproc": os.cpu_count(),
+        "ram_bytes": psutil.virtual_memory().total,
+        "cpu_model": _cpu_model(),
+        "load_average_at_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "java": (java.stderr or java.stdout).splitlines()[0] if (java.stderr or java.stdout) else None,
+        "versions": versions,
+    }

@@ -1,0 +1,299 @@
+"""`make bench`: throughput, scaling, micro-batch cost, dbt incremental, memory, freshness.
+
+    python -m benchmarks.run [--sizes 100000,1000000,2000000] [--quick] [--dbt-rows N] ...
+
+Every figure is a ratio of two measurements taken in this run on the same generated
+data, each Spark case in a fresh subprocess. Results: results/bench.json (rewritten
+after every section, so a long run keeps what it measured), results/bench.png and a
+table on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.datasets import LandingSet, generate_landing, prefix_set, replicated_set
+from benchmarks.figures import batch_growth, throughput_figures
+from benchmarks.freshness import measure_freshness
+from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, run_case
+
+TARGET_JOB_OVER_COPY = 0.8
+TARGET_INCREMENTAL_OVER_FULL = 0.2
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    sizes: tuple[int, ...]
+    copy_formats: tuple[str, ...]
+    microbatches: int
+    microbatch_records: int
+    dbt_rows: int
+    memory_events: int
+    memory_driver_memory: str
+    memory_files_per_trigger: int
+    freshness_files: int
+    freshness_trigger_s: int
+    freshness_drop_interval_s: float
+    microbatch_masters: tuple[str, ...] = ("local[2]", "local[1]")
+    records_per_file: int = 500
+
+
+def plan_from_args(args: argparse.Namespace) -> BenchPlan:
+    if args.quick:
+        plan = BenchPlan(sizes=(20_000,), copy_formats=("text",), microbatches=5, microbatch_records=500,
+                         dbt_rows=100_000, memory_events=20_000, memory_driver_memory="1g",
+                         memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
+                         freshness_drop_interval_s=2.3, microbatch_masters=("local[2]",))
+    else:
+        plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("text", "json"), microbatches=50,
+                         microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
+                         memory_driver_memory="1g", memory_files_per_trigger=1_000, freshness_files=10,
+                         freshness_trigger_s=10, freshness_drop_interval_s=7.0)
+    overrides = {
+        "sizes": tuple(int(size) for size in args.sizes.split(",")) if args.sizes else None,
+        "dbt_rows": args.dbt_rows,
+        "memory_events": args.memory_events,
+        "memory_driver_memory": args.driver_memory,
+        "microbatches": args.microbatches,
+        "freshness_files": args.freshness_files,
+    }
+    return BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
+
+
+def progress(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,
+               max_files_per_trigger: int | None = None, driver_memory: str | None = None) -> CaseRun:
+    shutil.rmtree(data_dir, ignore_errors=True)
+    params: dict[str, Any] = {"label": label, "data_dir": str(data_dir), "landing_dir": str(landing.root),
+                              "master": master, "max_files_per_trigger": max_files_per_trigger}
+    if driver_memory:
+        params["driver_memory"] = driver_memory
+    run = run_case("stream", params)
+    if run.result["records_in"] != landing.records:
+        raise RuntimeError(f"{label}: the job read {run.result['records_in']} records, the landing set holds {landing.records}")
+    return run
+
+
+def copy_run(landing: LandingSet, out_dir: Path, master: str, fmt: str) -> CaseRun:
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return run_case("copy", {"label": f"copy-{fmt}", "landing_dir": str(landing.root), "out_dir": str(out_dir),
+                             "master": master, "format": fmt})
+
+
+def measure_throughput(landing: LandingSet, work: Path, master: str, copy_formats: tuple[str, ...]) -> dict[str, Any]:
+    """The job and each plain copy over the same landing files, one fresh process each."""
+    job = stream_run(landing, work / "job", master, label=f"job-{master}")
+    copies = {fmt: copy_run(landing, work / f"copy-{fmt}", master, fmt) for fmt in copy_formats}
+    figures = throughput_figures(landing.records, job.result["seconds"],
+                                 {fmt: run.result["seconds"] for fmt, run in copies.items()})
+    figures.update({
+        "master": master,
+        "files": len(landing.files),
+        "job_peak_rss_bytes": job.peak_rss_bytes,
+        "copy_peak_rss_bytes": {fmt: run.peak_rss_bytes for fmt, run in copies.items()},
+        "landed": job.result["landed"],
+        "quarantined": job.result["quarantined"],
+    })
+    shutil.rmtree(work / "job", ignore_errors=True)
+    for fmt in copy_formats:
+        shutil.rmtree(work / f"copy-{fmt}", ignore_errors=True)
+    return figures
+
+
+def measure_microbatches(landing: LandingSet, work: Path, master: str) -> dict[str, Any]:
+    """One file per trigger over the whole set: does a batch's cost grow with the table?"""
+    run = stream_run(landing, work / f"microbatch-{master}", master, label=f"microbatch-{master}", max_files_per_trigger=1)
+    seconds = run.result["batch_seconds"]
+    shutil.rmtree(work / f"microbatch-{master}", ignore_errors=True)
+    return {"master": master, "batch_seconds": seconds, "batch_records": run.result["batch_records"],
+            "events_per_s": landing.records / run.result["seconds"], **batch_growth(seconds)}
+
+
+def measure_memory(base: LandingSet, work: Path, plan: BenchPlan) -> dict[str, Any]:
+    copies = max(1, round(plan.memory_events / base.records))
+    landing = replicated_set(base, copies, work / "landing-memory")
+    run = stream_run(landing, work / "memory", "local[2]", label="memory",
+                     max_files_per_trigger=plan.memory_files_per_trigger, driver_memory=plan.memory_driver_memory)
+    shutil.rmtree(work / "memory", ignore_errors=True)
+    shutil.rmtree(landing.root, ignore_errors=True)
+    return {"events": landing.records, "driver_memory": plan.memory_driver_memory,
+            "max_files_per_trigger": plan.memory_files_per_trigger, "batches": len(run.result["batch_seconds"]),
+            "peak_rss_bytes": run.peak_rss_bytes, "seconds": run.result["seconds"],
+            "events_per_s": landing.records / run.result["seconds"]}
+
+
+def measure_dbt(work: Path, rows: int) -> dict[str, Any]:
+    data_dir = work / "dbt"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    run = run_case("dbt", {"data_dir": str(data_dir), "rows": rows})
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return {**run.result, "peak_rss_bytes": run.peak_rss_bytes}
+
+
+def _fmt_ratio(value: float, target: float, *, at_most: bool = False) -> str:
+    ok = value <= target if at_most else value >= target
+    return f"{value:.2f} ({'meets' if ok else 'misses'} {'<=' if at_most else '>='} {target})"
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    lines = ["", "benchmark summary (ratios measured in this run)", "-" * 72]
+    for row in results.get("throughput", []):
+        ratios = "  ".join(f"job/{fmt} copy={ratio:.2f}" for fmt, ratio in row["ratio_to_copy"].items())
+        lines.append(f"throughput {row['master']:<8} {row['events']:>10,} events  job {row['job_events_per_s']:>10,.0f} ev/s  {ratios}")
+    if results.get("throughput"):
+        largest = max(results["throughput"], key=lambda row: (row["master"] == "local[2]", row["events"]))
+        lines.append(f"  job/text copy at {largest['events']:,} events: {_fmt_ratio(largest['ratio_to_copy']['text'], TARGET_JOB_OVER_COPY)}")
+    scaling = results.get("scaling")
+    if scaling:
+        lines.append(f"scaling    local[2]/local[1] job speed-up {scaling['job_speedup']:.2f}, copy speed-up {scaling['copy_speedup']:.2f}")
+    for row in results.get("microbatches", []):
+        lines.append(f"micro-batches {row['master']:<8} {row['batches']} batches  first-{row['window']} mean {row['first_mean_s']:.2f}s"
+                     f"  last-{row['window']} mean {row['last_mean_s']:.2f}s  last/first {row['last_over_first']:.2f}"
+                     f"  slope {row['slope_s_per_batch'] * 1000:+.1f} ms/batch")
+    dbt = results.get("dbt")
+    if dbt:
+        lines.append(f"dbt        {dbt['rows']:,} raw rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
+                     f" full-refresh {dbt['full_refresh_build']['seconds']:.1f}s  ratio {_fmt_ratio(dbt['ratio'], TARGET_INCREMENTAL_OVER_FULL, at_most=True)}")
+        lines.append(f"           staging models only: ratio {dbt['staging_ratio']:.2f}; incremental == full refresh: {dbt['incremental_equals_full_refresh']}")
+    memory = results.get("memory")
+    if memory:
+        lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
+                     f"{memory['peak_rss_bytes'] / GiB:.2f} GiB ({memory['batches']} batches)")
+    fresh = results.get("freshness")
+    if fresh:
+        lines.append(f"freshness  trigger {fresh['trigger_s']}s, {fresh['visible_files']}/{fresh['files']} files: "
+                     f"p50 {fresh['p50_s']:.1f}s  p95 {fresh['p95_s']:.1f}s")
+    return lines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes and few batches (~2-3 minutes)")
+    parser.add_argument("--sizes", help="comma-separated event counts (default 100000,1000000,2000000)")
+    parser.add_argument("--dbt-rows", type=int, help="raw change rows for the dbt benchmark (default 10M)")
+    parser.add_argument("--memory-events", type=int, help="events for the memory run (default 10M)")
+    parser.add_argument("--driver-memory", help="spark.driver.memory of the memory run (default 1g)")
+    parser.add_argument("--microbatches", type=int, help="micro-batches of the scaling series (default 50)")
+    parser.add_argument("--freshness-files", type=int, help="files dropped in the freshness run (default 10)")
+    parser.add_argument("--only", help="comma-separated sections: throughput,scaling,microbatches,dbt,memory,freshness")
+    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
+    return parser
+
+
+SECTIONS = ("throughput", "scaling", "microbatches", "dbt", "memory", "freshness")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    plan = plan_from_args(args)
+    sections = tuple(args.only.split(",")) if args.only else SECTIONS
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown sections: {sorted(unknown)}")
+    results_dir: Path = args.results_dir
+    work: Path = args.work_dir or results_dir / "bench-work"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "plan": asdict(plan),
+                               "machine": machine_info(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    json_path = results_dir / "bench.json"
+
+    def save() -> None:
+        json_path.write_text(json.dumps(results, indent=2, default=str))
+
+    def section(name: str, measure: Any) -> None:
+        """Run one section; a failure is recorded and the other sections still run."""
+        try:
+            results[name] = measure()
+        except Exception as exc:  # report, not crash: a long run keeps what it measured
+            progress(f"{name} FAILED: {type(exc).__name__}: {str(exc)[:1500]}")
+            results.setdefault("errors", {})[name] = f"{type(exc).__name__}: {str(exc)[:3000]}"
+        save()
+
+    started = time.monotonic()
+    base: LandingSet | None = None
+    if {"throughput", "scaling", "memory"} & set(sections):
+        largest = max(plan.sizes)
+        progress(f"generating {largest:,} landing records")
+        base = generate_landing(work / "landing-base", largest, records_per_file=plan.records_per_file)
+        progress(f"generated {base.records:,} records in {len(base.files)} files")
+    if "throughput" in sections and base:
+        def throughput() -> list[dict[str, Any]]:
+            rows = results.setdefault("throughput", [])
+            for size in plan.sizes:
+                landing = prefix_set(base, size, work / f"landing-{size}")
+                progress(f"throughput at {landing.records:,} events (job, {'/'.join(plan.copy_formats)} copy) ...")
+                rows.append(measure_throughput(landing, work, "local[2]", plan.copy_formats))
+                save()
+            return rows
+
+        section("throughput", throughput)
+    if "scaling" in sections and base:
+        def scaling() -> dict[str, Any]:
+            progress(f"scaling: job and text copy at local[1] over {base.records:,} events ...")
+            one_core = measure_throughput(base, work, "local[1]", ("text",))
+            two_cores = next((row for row in results.get("throughput", [])
+                              if row["events"] == base.records and row["master"] == "local[2]"), None)
+            if two_cores is None:
+                two_cores = measure_throughput(base, work, "local[2]", ("text",))
+            return {
+                "local[1]": one_core, "local[2]": two_cores,
+                "job_speedup": two_cores["job_events_per_s"] / one_core["job_events_per_s"],
+                "copy_speedup": two_cores["copy_events_per_s"]["text"] / one_core["copy_events_per_s"]["text"],
+            }
+
+        section("scaling", scaling)
+    if "microbatches" in sections:
+        def microbatches() -> list[dict[str, Any]]:
+            records = plan.microbatches * plan.microbatch_records
+            progress(f"micro-batch series: {plan.microbatches} files of {plan.microbatch_records:,} records")
+            series = generate_landing(work / "landing-microbatches", records,
+                                      records_per_file=plan.microbatch_records, seed=11)
+            rows = results.setdefault("microbatches", [])
+            for master in plan.microbatch_masters:
+                progress(f"micro-batch series at {master} ...")
+                rows.append(measure_microbatches(series, work, master))
+                save()
+            shutil.rmtree(series.root, ignore_errors=True)
+            return rows
+
+        section("microbatches", microbatches)
+    if "dbt" in sections:
+        progress(f"dbt: {plan.dbt_rows:,} raw rows, build, +1%, incremental build, full refresh ...")
+        section("dbt", lambda: measure_dbt(work, plan.dbt_rows))
+    if "memory" in sections and base:
+        progress(f"memory: {plan.memory_events:,} events with spark.driver.memory={plan.memory_driver_memory} ...")
+        section("memory", lambda: measure_memory(base, work, plan))
+    if "freshness" in sections:
+        progress(f"freshness: {plan.freshness_files} files, trigger {plan.freshness_trigger_s}s ...")
+        section("freshness", lambda: measure_freshness(work, files=plan.freshness_files,
+                                                       drop_interval_s=plan.freshness_drop_interval_s,
+                                                       trigger_s=plan.freshness_trigger_s))
+    results["total_seconds"] = time.monotonic() - started
+    save()
+    from benchmarks.plots import plot_bench
+
+    plot_bench(results, results_dir / "bench.png")
+    shutil.rmtree(work, ignore_errors=True)
+    for line in summary_lines(results):
+        print(line)
+    for name, error in results.get("errors", {}).items():
+        print(f"{name}: ERROR {error.splitlines()[0]}")
+    progress(f"done in {results['total_seconds']:.0f}s: {json_path}, {results_dir / 'bench.png'}")
+    return 1 if results.get("errors") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

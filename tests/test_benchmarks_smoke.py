@@ -1,0 +1,168 @@
+"""The benchmark and drill harness computes what it claims (no timings asserted).
+
+Pure checks run in well under a second each; the one Spark check (marked `spark`, the
+slow path, ~10-30 s on a loaded 2-core machine) runs the real job and plain copy
+in-process on the session's SparkSession.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks import cases
+from benchmarks.cases import KillPlan, run_copy, run_stream_job
+from benchmarks.datasets import generate_landing, prefix_set
+from benchmarks.dbt_bench import write_raw_changes
+from benchmarks.figures import batch_growth, percentile, throughput_figures
+from benchmarks.freshness import RawWatcher, file_prefix
+from benchmarks.fuzz import BAD_PREFIX, hostile_records
+from benchmarks.rows import compare_data_dirs, data_dir_rows
+from lakehouse_dbt.raw_schema import raw_schema as arrow_raw_schema
+
+
+@pytest.mark.spark
+def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path: Path) -> None:
+    landing = generate_landing(tmp_path / "landing", 150, records_per_file=500, seed=3)
+    job = run_stream_job(spark, {"data_dir": str(tmp_path / "job"), "landing_dir": str(landing.root),
+                                 "query_name": "bench_smoke"})
+    copy = run_copy(spark, {"landing_dir": str(landing.root), "out_dir": str(tmp_path / "copy"), "format": "text"})
+
+    # The job read every landed record and accounted for each one.
+    assert job["records_in"] == landing.records == spark.read.parquet(str(tmp_path / "copy")).count()
+    assert job["quarantined"] + job["landed"] <= job["records_in"]
+    figures = throughput_figures(landing.records, job["seconds"], {"text": copy["seconds"]})
+    assert figures["job_events_per_s"] > 0 and figures["copy_events_per_s"]["text"] > 0
+    assert figures["ratio_to_copy"]["text"] == pytest.approx(
+        figures["job_events_per_s"] / figures["copy_events_per_s"]["text"])
+    assert figures["ratio_to_copy"]["text"] == pytest.approx(copy["seconds"] / job["seconds"])
+
+
+def test_prefix_sets_hold_the_requested_records(tmp_path: Path) -> None:
+    base = generate_landing(tmp_path / "base", 2_000, records_per_file=250, seed=4)
+    counted = sum(len([line for line in f.path.read_text().splitlines() if line.strip()]) for f in base.files)
+    assert base.records == counted
+    prefix = prefix_set(base, 1_000, tmp_path / "prefix")
+    assert 1_000 <= prefix.records < 1_250
+    assert [f.path.read_bytes() for f in prefix.files] == [f.path.read_bytes() for f in base.files[:len(prefix.files)]]
+
+
+def test_batch_growth_separates_flat_from_growing_cost() -> None:
+    flat = [9.0] + [1.0, 1.1, 0.9, 1.0] * 5  # batch 0 pays the warm-up and is left out
+    growing = [9.0] + [1.0 + 0.1 * n for n in range(20)]
+    assert batch_growth(flat, window=5)["last_over_first"] == pytest.approx(1.0)
+    assert abs(batch_growth(flat, window=5)["slope_s_per_batch"]) < 0.01
+    grown = batch_growth(growing, window=5)
+    assert grown["slope_s_per_batch"] == pytest.approx(0.1)
+    assert grown["last_over_first"] == pytest.approx((sum(2.5 + 0.1 * n for n in range(5)) / 5) / 1.2)
+
+
+def test_percentile_agrees_with_the_standard_library() -> None:
+    values = [3.2, 0.5, 7.7, 1.1, 4.0, 9.9, 2.2, 5.5, 6.1, 8.3]
+    cuts = statistics.quantiles(values, n=20, method="inclusive")
+    assert percentile(values, 50) == pytest.approx(statistics.median(values))
+    assert percentile(values, 95) == pytest.approx(cuts[18])
+
+
+def _write_raw(data_dir: Path, batch_id: int, rows: list[dict]) -> None:
+    folder = data_dir / "raw" / "customers" / f"_batch_id={batch_id}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "part-00000.parquet")
+
+
+def test_kill_drill_comparison_detects_a_duplicated_and_a_lost_row(tmp_path: Path) -> None:
+    first = {"id": "c1", "email": "a@x", "_ingested_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    second = {"id": "c2", "email": "b@x", "_ingested_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    rerun = {**first, "_ingested_at": datetime(2026, 1, 2, tzinfo=timezone.utc)}
+    _write_raw(tmp_path / "clean", 0, [first, second])
+    _write_raw(tmp_path / "same", 0, [rerun, second])  # replayed later: only _ingested_at differs
+    _write_raw(tmp_path / "broken", 0, [first, first])  # c1 written twice, c2 lost
+
+    reference = data_dir_rows(tmp_path / "clean")
+    assert all(diff.equal for diff in compare_data_dirs(reference, data_dir_rows(tmp_path / "same")).values())
+    broken = compare_data_dirs(reference, data_dir_rows(tmp_path / "broken"))["raw/customers"]
+    assert (broken.lost, broken.duplicated, broken.unexpected) == (1, 1, 0)
+
+    _write_raw(tmp_path / "moved", 1, [first, second])  # same rows, other batch: not the same output
+    moved = compare_data_dirs(reference, data_dir_rows(tmp_path / "moved"))["raw/customers"]
+    assert (moved.lost, moved.unexpected) == (2, 2)
+
+
+def test_kill_hook_fires_at_the_planned_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Killed(Exception):
+        pass
+
+    def kill() -> None:
+        raise Killed
+
+    monkeypatch.setattr(cases, "_kill_own_process_group", kill)
+    mid = KillPlan("1:mid_write")
+    mid.before_raw_write(0)
+    mid.before_raw_write(0)  # other batches pass
+    mid.before_raw_write(1)  # first table of batch 1 is written
+    with pytest.raises(Killed):
+        mid.before_raw_write(1)
+    after = KillPlan("0:after_write")
+    after.before_raw_write(0)
+    after.before_raw_write(0)
+    with pytest.raises(Killed):
+        after.after_quarantine_write(0)
+    with pytest.raises(ValueError):
+        KillPlan("0:sometime")
+
+
+def test_fuzz_generator_yields_many_distinct_malformed_kinds() -> None:
+    records = hostile_records(1_000)
+    malformed = [r for r in records if r.expect == "quarantine"]
+    assert len(malformed) >= 900
+    assert len({r.kind for r in malformed}) >= 30
+    assert len({r.line for r in records}) == len(records)
+    assert all(r.marker.encode() in r.line and b"\n" not in r.line for r in records)
+
+    def parses(line: bytes) -> bool:
+        try:
+            return isinstance(json.loads(line.decode("utf-8")), dict)
+        except (UnicodeDecodeError, ValueError):
+            return False
+
+    kinds = {r.kind: r for r in records}
+    assert not parses(kinds["truncated_json"].line)
+    assert not parses(kinds["invalid_utf8_structural"].line)
+    # Items of malformed records are told apart from good ones by their key prefix.
+    assert BAD_PREFIX.encode() in kinds["string_as_number"].line
+    assert '"N":"' + "1" * 39 + '"' in kinds["number_39_digits"].line.decode()
+
+
+def test_dbt_benchmark_rows_have_the_raw_layout(tmp_path: Path) -> None:
+    ingested = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    written = write_raw_changes(tmp_path, 0, 0, 3_000, 1_000, ingested, new_batch=False)
+    assert sum(written.values()) == 3_000
+    for table in ("customers", "orders"):
+        path = tmp_path / "raw" / table / "_batch_id=0" / "part-00000.parquet"
+        assert pq.read_schema(path).names == arrow_raw_schema(table).names
+        with duckdb.connect() as con:
+            rows, events, winners = con.execute(
+                f"select count(*), count(distinct _event_id), count(distinct _ordering_value) from '{path}'").fetchone()
+        assert rows == events == winners == written[table]
+
+
+def test_freshness_watcher_needs_rows_in_both_tables(tmp_path: Path) -> None:
+    watcher = RawWatcher(tmp_path)
+    folder = tmp_path / "customers" / "_batch_id=0"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [f"{file_prefix(2)}cust-000001"]}), folder / "part-0.parquet")
+    watcher.poll()
+    assert watcher.visible_at(2) is None
+    folder = tmp_path / "orders" / "_batch_id=0"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"customer_id": [f"{file_prefix(2)}cust-000001"]}), folder / "part-0.parquet")
+    watcher.poll()
+    assert watcher.visible_at(2) is not None and watcher.visible_at(3) is None
+    assert Counter(prefix for prefix, _ in watcher.first_seen) == {file_prefix(2): 2}
