@@ -8,20 +8,22 @@ inferred from the data, so an unexpected descriptor is reported, never guessed.
 A record that cannot be decoded goes to quarantine with exactly one reason, the
 first that applies in this order:
 
-1. `invalid_json`            payload null, not JSON, not an object, or an envelope
+1. `invalid_utf8`            the payload's bytes are not valid UTF-8 (quarantined with
+                             each bad sequence replaced by U+FFFD)
+2. `invalid_json`            payload null, not JSON, not an object, or an envelope
                              field of the wrong JSON shape (e.g. `"dynamodb": "x"`)
-2. `unknown_table`           no table name, or no contract for it
-3. `unknown_event_name`      eventName is not INSERT, MODIFY or REMOVE
-4. `missing_event_time`      ApproximateCreationDateTime absent, not a number, out
+3. `unknown_table`           no table name, or no contract for it
+4. `unknown_event_name`      eventName is not INSERT, MODIFY or REMOVE
+5. `missing_event_time`      ApproximateCreationDateTime absent, not a number, out
                              of range, or with an unknown precision
-5. `invalid_sequence_number` a sequence number with non-digits or more than 64 digits
+6. `invalid_sequence_number` a sequence number with non-digits or more than 64 digits
                              (a record with none at all, as Kinesis Data Streams for
                              DynamoDB delivers them through Firehose, orders by event
                              time alone: its sequence number is all zeros)
-6. `missing_new_image`       INSERT/MODIFY without NewImage
-7. `missing_key:<attr>`      a key attribute absent or NULL (REMOVE: in Keys, else
+7. `missing_new_image`       INSERT/MODIFY without NewImage
+8. `missing_key:<attr>`      a key attribute absent or NULL (REMOVE: in Keys, else
                              OldImage); partition key first
-8. per attribute, in contract order:
+9. per attribute, in contract order:
    `type_mismatch:<path>:<type>` the descriptor is not the declared type (B also
                                  when the text is not base64)
    `invalid_number:<path>`       an N (or NS element) that is not a DynamoDB number
@@ -61,6 +63,7 @@ MILLIS_BELOW = 10**14
 MICROS_BELOW = 10**17
 
 _CORRUPT = "_corrupt_record"
+_INVALID_UTF8 = "_invalid_utf8"
 _IMAGE = T.MapType(T.StringType(), T.StringType())
 _RECORD = "_record"
 _REST = "__rest"
@@ -130,10 +133,17 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     record can be routed to its table); `_image` is the map the item's attribute
     values are read from (NewImage, or the key attributes for a REMOVE).
     """
+    # Spark's text source passes bytes through unchecked. Invalid UTF-8 that reached
+    # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
+    # replaced by its readable form (U+FFFD for each bad sequence) and quarantined.
+    readable = F.decode(F.encode("payload", "UTF-8"), "UTF-8")
     with_record = envelope.select(
-        "payload",
+        readable.alias("payload"),
+        F.coalesce(F.col("payload") != readable, F.lit(False)).alias(_INVALID_UTF8),
         "source_ref",
         "kinesis_sequence_number",
+    ).select(
+        "*",
         F.from_json("payload", PAYLOAD_SCHEMA, {"columnNameOfCorruptRecord": _CORRUPT}).alias(_RECORD),
     )
     record = F.col(_RECORD)
@@ -156,7 +166,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         (identity["type"] == "Service") & (identity["principalId"] == TTL_PRINCIPAL), F.lit(False)
     )
     record_error = (
-        F.when(record.isNull() | record[_CORRUPT].isNotNull(), "invalid_json")
+        F.when(F.col(_INVALID_UTF8), "invalid_utf8")
+        .when(record.isNull() | record[_CORRUPT].isNotNull(), "invalid_json")
         .when(~F.coalesce(table.isin(list(table_names)), F.lit(False)), "unknown_table")
         .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), "unknown_event_name")
         .when(micros.isNull(), "missing_event_time")

@@ -692,3 +692,23 @@ def test_partition_expression_reading_a_non_key_column_is_a_contract_error(spark
 
     with pytest.raises(ContractError, match="may use only the key columns"):
         decode_batch(envelope(spark, customer()), {"customers": broken})
+
+
+def test_invalid_utf8_in_a_value_is_quarantined_readably_while_valid_records_land(spark, contracts, tmp_path):
+    from streaming.sources import landing_files_batch
+
+    bad = json.dumps(customer(customer_id="cust-bad", email="x@example.com")).encode()
+    bad = bad.replace(b"x@example.com", b"x\xff\xfe@example.com")
+    good = json.dumps(customer(customer_id="cust-good", event_id="event-2")).encode()
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "part.jsonl").write_bytes(bad + b"\n" + good + b"\n")
+
+    tables, quarantine = decode_batch(landing_files_batch(spark, str(landing)), contracts)
+
+    assert [row["id"] for row in tables["customers"].collect()] == ["cust-good"]
+    (row,) = quarantine.collect()
+    assert row["reason"] == "invalid_utf8"
+    # What is kept is valid text (the bad bytes replaced), so the quarantine stays readable.
+    assert "x\ufffd\ufffd@example.com" in row["payload"]
+    row["payload"].encode("utf-8")
