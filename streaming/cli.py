@@ -510,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now")
     run.add_argument("--interval", default="100 seconds", help="micro-batch interval for processing-time")
     run.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
-    run.add_argument("--max-files-per-trigger", type=int, default=None)
+    run.add_argument("--max-files-per-trigger", type=int, default=None,
+                     help="landing files per micro-batch (default 100)")
 
     commands.add_parser("status", parents=[common], help="row counts of raw tables and quarantine reasons")
 

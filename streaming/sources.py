@@ -41,19 +41,24 @@ def lines_to_envelope(lines: DataFrame) -> DataFrame:
     )
 
 
+# A catch-up run (availableNow after downtime) splits the backlog into batches of
+# this many files, so one batch never has to hold an unbounded backlog in memory.
+DEFAULT_MAX_FILES_PER_TRIGGER = 100
+
+
 def landing_files_stream(
     spark: SparkSession, landing_dir: str, max_files_per_trigger: int | None = None
 ) -> DataFrame:
     """Streaming envelope over every `*.jsonl` below `landing_dir` (yyyy/mm/dd/hh folders)."""
+    files_per_trigger = DEFAULT_MAX_FILES_PER_TRIGGER if max_files_per_trigger is None else max_files_per_trigger
+    if files_per_trigger < 1:
+        raise ValueError("max_files_per_trigger must be at least 1")
     reader = (
         spark.readStream.format("text")
         .option("recursiveFileLookup", "true")
         .option("pathGlobFilter", LANDING_FILE_GLOB)
+        .option("maxFilesPerTrigger", str(files_per_trigger))
     )
-    if max_files_per_trigger is not None:
-        if max_files_per_trigger < 1:
-            raise ValueError("max_files_per_trigger must be at least 1")
-        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     return lines_to_envelope(reader.load(landing_dir))
 
 
