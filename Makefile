@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else "Python 3.10-3.12 is required (Glue 5.1 runs 3.11); found " + sys.version.split()[0])'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 12) else "Python 3.11 or 3.12 is required (Glue 5.1 runs 3.11; choose one with make PYTHON=python3.11); found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
