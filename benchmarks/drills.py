@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import REPO_ROOT, machine_info
+from benchmarks.measure import REPO_ROOT, machine_info, prepare_run
 
 DRILLS = ("kill", "fuzz", "property", "dbt")
 
@@ -107,14 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = plan_from_args(args)
-    selected = tuple(args.only.split(",")) if args.only else DRILLS
-    if set(selected) - set(DRILLS):
-        raise SystemExit(f"unknown drills: {sorted(set(selected) - set(DRILLS))}")
     results_dir: Path = args.results_dir
     work: Path = args.work_dir or results_dir / "drills-work"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    selected = prepare_run(args.only, DRILLS, results_dir, work)
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "plan": asdict(plan),
                                "machine": machine_info(), "drills": {}}
     json_path = results_dir / "drills.json"

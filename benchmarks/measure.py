@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+
+def prepare_run(only: str | None, known: tuple[str, ...], results_dir: Path, work: Path) -> tuple[str, ...]:
+    """The parts `--only` selects (all when absent), with results/ ready and an empty work folder."""
+    selected = tuple(only.split(",")) if only else known
+    unknown = set(selected) - set(known)
+    if unknown:
+        raise SystemExit(f"unknown parts {sorted(unknown)}; choose from {', '.join(known)}")
+    results_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return selected
 
 RESULT_PREFIX = "RESULT "
 REPO_ROOT = Path(__file__).resolve().parent.parent

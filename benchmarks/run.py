@@ -21,7 +21,7 @@ from typing import Any
 from benchmarks.datasets import LandingSet, generate_landing, prefix_set, replicated_set
 from benchmarks.figures import batch_growth, throughput_figures
 from benchmarks.freshness import measure_freshness
-from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, run_case
+from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case
 
 TARGET_JOB_OVER_COPY = 0.8
 TARGET_INCREMENTAL_OVER_FULL = 0.2
@@ -197,15 +197,9 @@ SECTIONS = ("throughput", "scaling", "microbatches", "dbt", "memory", "freshness
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = plan_from_args(args)
-    sections = tuple(args.only.split(",")) if args.only else SECTIONS
-    unknown = set(sections) - set(SECTIONS)
-    if unknown:
-        raise SystemExit(f"unknown sections: {sorted(unknown)}")
     results_dir: Path = args.results_dir
     work: Path = args.work_dir or results_dir / "bench-work"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    sections = prepare_run(args.only, SECTIONS, results_dir, work)
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "plan": asdict(plan),
                                "machine": machine_info(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     json_path = results_dir / "bench.json"
