@@ -218,10 +218,7 @@ def _parse_contract(document: Any, source: str) -> TableContract:
     if not _COLUMN_NAME.match(raw_table):
         raise ContractError(f"{source}: raw_table {raw_table!r} must be lower snake_case")
 
-    key = document.get("key")
-    if not isinstance(key, Mapping):
-        raise ContractError(f"{source}: key: must be a mapping with partition_key (and optional sort_key)")
-    _reject_unknown(key, _KEY_KEYS, source, "key.")
+    key = _section(document, "key", _KEY_KEYS, source, "partition_key (and optional sort_key)")
     partition_key = _required_text(key, "partition_key", source, "key.")
     sort_key = key.get("sort_key")
     if sort_key is not None and (not isinstance(sort_key, str) or not sort_key):
@@ -245,10 +242,7 @@ def _parse_contract(document: Any, source: str) -> TableContract:
                 f"key attributes must be one of {sorted(KEY_TYPES)}"
             )
 
-    partitioning = document.get("partitioning")
-    if not isinstance(partitioning, Mapping):
-        raise ContractError(f"{source}: partitioning: must be a mapping with column and expression")
-    _reject_unknown(partitioning, _PARTITIONING_KEYS, source, "partitioning.")
+    partitioning = _section(document, "partitioning", _PARTITIONING_KEYS, source, "column and expression")
     partition_column = _required_text(partitioning, "column", source, "partitioning.")
     partition_expression = partitioning.get("expression")
     if not isinstance(partition_expression, str) or not partition_expression.strip():
@@ -340,6 +334,17 @@ def _check_unique(columns: list[str], source: str, where: str) -> None:
         if column in seen:
             raise ContractError(f"{source}: {where}: duplicate column name {column!r}")
         seen.add(column)
+
+
+def _section(
+    document: Mapping[str, Any], name: str, allowed: frozenset[str], source: str, expected: str
+) -> Mapping[str, Any]:
+    """A nested mapping of the contract (`key`, `partitioning`), with unknown keys rejected."""
+    section = document.get(name)
+    if not isinstance(section, Mapping):
+        raise ContractError(f"{source}: {name}: must be a mapping with {expected}")
+    _reject_unknown(section, allowed, source, f"{name}.")
+    return section
 
 
 def _reject_unknown(mapping: Mapping[str, Any], allowed: frozenset[str], source: str, prefix: str) -> None:
