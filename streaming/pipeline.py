@@ -76,7 +76,14 @@ def with_batch_metadata(df: DataFrame, ingested_at: datetime, batch_id: int) -> 
 
 def to_raw_rows(decoded: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int) -> DataFrame:
     """Decoded rows of one table -> the rows its raw table receives for this batch."""
-    winners = latest_per_key(drop_duplicate_events(decoded), contract)
+    return winners_as_raw_rows(drop_duplicate_events(decoded), contract, ingested_at, batch_id)
+
+
+def winners_as_raw_rows(
+    unique_events: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int
+) -> DataFrame:
+    """De-duplicated events of one table -> the latest per key, in the raw table's columns."""
+    winners = latest_per_key(unique_events, contract)
     return with_batch_metadata(winners, ingested_at, batch_id).select(*raw_schema(contract).fieldNames())
 
 
@@ -112,10 +119,14 @@ class Pipeline:
                 frame = decoded.get(table)
                 if frame is None:
                     frame = spark.createDataFrame([], raw_schema(contract)).drop(*PIPELINE_COLUMNS)
-                raw_rows[contract.raw_table] = _cache(to_raw_rows(frame, contract, ingested_at, batch_id), cached)
+                # Counted and ordered from one de-duplication: its shuffle runs once.
+                unique_events = _cache(drop_duplicate_events(frame), cached)
+                raw_rows[contract.raw_table] = _cache(
+                    winners_as_raw_rows(unique_events, contract, ingested_at, batch_id), cached
+                )
                 stats += [
                     _stat(frame, f"decoded:{contract.raw_table}", with_max_event=True),
-                    _stat(drop_duplicate_events(frame), f"unique:{contract.raw_table}"),
+                    _stat(unique_events, f"unique:{contract.raw_table}"),
                     _stat(raw_rows[contract.raw_table], f"landed:{contract.raw_table}"),
                 ]
             # One job computes every count (and fills the caches the writes read),
