@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 from pyspark.sql import SparkSession
 
@@ -52,7 +51,6 @@ def local_session(
     """A small local SparkSession: few shuffle partitions, UTC, no UI."""
     ensure_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    derby_home = os.environ.setdefault("DERBY_HOME_DIR", tempfile.mkdtemp(prefix="derby-"))
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -65,7 +63,6 @@ def local_session(
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         # DuckDB, Athena and hudi-rs all read INT64 micros; Spark's default is INT96.
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={derby_home}")
     )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
