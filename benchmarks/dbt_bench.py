@@ -15,9 +15,23 @@ import duckdb
 CUSTOMER_SHARE = 0.3
 EVENTS_PER_KEY = 3
 STAGING_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__orders")
+# Every incremental table the comparison of an incremental build with a full refresh
+# covers: the staging merges and the merges downstream of them.
+COMPARED_TABLES = (
+    *(f"lakehouse_staging.{model}" for model in STAGING_MODELS),
+    "lakehouse_intermediate.int_orders__lines_unnested",
+    "lakehouse_marts.fct_orders",
+    "lakehouse_marts.fct_order_lines",
+    "lakehouse_marts.dim_customers",
+)
 _FIRST_INGEST = datetime(2026, 1, 10, tzinfo=timezone.utc)
+# The history arrives as this many raw batches, one a day, as a stream's history
+# does: an incremental run re-reads the batches of its look-back window (the
+# project's raw_lookback_hours before the newest processed row), and with the whole
+# history in one batch that window would be the whole history.
+HISTORY_BATCHES = 20
 # Further apart than the project's raw_lookback_hours, so the incremental run reads
-# only the new batch (plus its look-back window).
+# only the new batch plus the last history batch (its look-back window).
 _INGEST_GAP = timedelta(days=1)
 
 _EVENT_COLUMNS = """
@@ -29,6 +43,7 @@ _EVENT_COLUMNS = """
     strftime(timestamptz '2026-01-01 00:00:00+00' + to_seconds(i::bigint), '%Y%m%d%H%M%S%f')
         || lpad(i::varchar, 64, '0') as _ordering_value,
     'evt-' || i as _event_id,
+    i as _event_no,
     '{table}' as _source_table,
     null::varchar as _extra_attributes,
     timestamptz '{ingested_at}' as _ingested_at
@@ -91,8 +106,12 @@ def _orders_sql(first: int, rows: int, keys: int, new_batch: bool, ingested_at: 
 
 
 def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int, key_space: int,
-                      ingested_at: datetime, *, new_batch: bool) -> dict[str, int]:
-    """`rows` change rows of both tables as raw batch `batch_id` (event numbers from `first_event`)."""
+                      ingested_at: datetime, *, new_batch: bool, batches: int = 1) -> dict[str, int]:
+    """`rows` change rows of both tables as raw batch `batch_id` (event numbers from `first_event`).
+
+    With `batches` > 1 the rows of each table are split in event order into that many
+    raw batches `batch_id`, `batch_id` + 1, ..., ingested one day apart from `ingested_at`.
+    """
     customer_rows = int(rows * CUSTOMER_SHARE)
     plan = {
         "customers": (_customers_sql, first_event, customer_rows, max(1, int(key_space * CUSTOMER_SHARE))),
@@ -103,10 +122,19 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
         for table, (builder, first, count, keys) in plan.items():
-            folder = data_dir / "raw" / table / f"_batch_id={batch_id}"
-            folder.mkdir(parents=True, exist_ok=True)
             sql = builder(first, count, keys, new_batch, ingested_at)
-            con.execute(f"copy ({sql}) to '{folder / 'part-00000.parquet'}' (format parquet)")
+            if batches == 1:
+                folder = data_dir / "raw" / table / f"_batch_id={batch_id}"
+                folder.mkdir(parents=True, exist_ok=True)
+                con.execute(f"copy (select * exclude (_event_no) from ({sql})) "
+                            f"to '{folder / 'part-00000.parquet'}' (format parquet)")
+            else:
+                (data_dir / "raw" / table).mkdir(parents=True, exist_ok=True)
+                chunk = f"((_event_no - {first}) * {batches} // {max(1, count)})"
+                split = (f"select * exclude (_event_no) replace (_ingested_at + to_days({chunk}::integer) as _ingested_at), "
+                         f"{batch_id} + {chunk} as _batch_id from ({sql})")
+                con.execute(f"copy ({split}) to '{data_dir / 'raw' / table}' "
+                            "(format parquet, partition_by (_batch_id), filename_pattern 'part-{i}', overwrite_or_ignore)")
             written[table] = count
     return written
 
@@ -127,32 +155,35 @@ def _timed_build(data_dir: Path, args: list[str]) -> dict[str, Any]:
             "nodes": nodes}
 
 
-def staging_fingerprint(data_dir: Path) -> dict[str, list[int]]:
-    """Row count and an order-independent hash sum of each staging table."""
+def table_fingerprint(data_dir: Path) -> dict[str, list[int]]:
+    """Row count and an order-independent hash sum of each compared table."""
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
         return {
-            model: [int(value) for value in con.execute(
-                f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from lakehouse_staging.{model} as t"
+            table: [int(value) for value in con.execute(
+                f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from {table} as t"
             ).fetchone()]
-            for model in STAGING_MODELS
+            for table in COMPARED_TABLES
         }
 
 
 def incremental_vs_full_refresh(data_dir: Path, rows: int) -> dict[str, Any]:
     key_space = max(1, rows // EVENTS_PER_KEY)
     started = time.monotonic()
-    write_raw_changes(data_dir, 0, 0, rows, key_space, _FIRST_INGEST, new_batch=False)
+    write_raw_changes(data_dir, 0, 0, rows, key_space, _FIRST_INGEST, new_batch=False, batches=HISTORY_BATCHES)
     generate_seconds = time.monotonic() - started
     initial = _timed_build(data_dir, ["build"])
     new_rows = max(1, rows // 100)
-    write_raw_changes(data_dir, 1, rows, new_rows, key_space, _FIRST_INGEST + _INGEST_GAP, new_batch=True)
+    last_history_ingest = _FIRST_INGEST + timedelta(days=HISTORY_BATCHES - 1)
+    write_raw_changes(data_dir, HISTORY_BATCHES, rows, new_rows, key_space, last_history_ingest + _INGEST_GAP,
+                      new_batch=True)
     incremental = _timed_build(data_dir, ["build"])
-    after_incremental = staging_fingerprint(data_dir)
+    after_incremental = table_fingerprint(data_dir)
     full_refresh = _timed_build(data_dir, ["build", "--full-refresh"])
-    after_full_refresh = staging_fingerprint(data_dir)
+    after_full_refresh = table_fingerprint(data_dir)
     return {
         "rows": rows,
         "new_rows": new_rows,
+        "history_batches": HISTORY_BATCHES,
         "generate_seconds": generate_seconds,
         "initial_build": initial,
         "incremental_build": incremental,

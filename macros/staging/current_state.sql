@@ -50,14 +50,7 @@ changes as (
         where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
             and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
     {%- elif is_incremental() %}
-        where _ingested_at > (
-            select
-                coalesce(
-                    {{ dbt.dateadd('hour', -var('raw_lookback_hours'), 'max(_ingested_at)') }},
-                    timestamp '1970-01-01 00:00:00'
-                )
-            from {{ this }}
-        )
+        where _ingested_at > {{ lookback_cutoff() }}
     {%- endif %}
 ),
 
@@ -97,3 +90,43 @@ latest as (
         or {{ candidates }}._ordering_value {{ '>=' if reprocess is not none else '>' }} existing._ordering_value
   {%- endif -%}
 {% endmacro %}
+
+{#
+  The ingestion time an incremental run reads after: the newest _ingested_at in
+  {{ this }} minus var raw_lookback_hours (1970-01-01 when the table is empty), as an
+  SQL expression. Shared by the staging models and the incremental marts
+  (macros/marts/incremental_marts.sql).
+#}
+{% macro lookback_cutoff() %}
+  {{ return(adapter.dispatch('lookback_cutoff', 'dynamodb_lakehouse')()) }}
+{% endmacro %}
+
+{% macro default__lookback_cutoff() -%}
+(
+            select
+                coalesce(
+                    {{ dbt.dateadd('hour', -var('raw_lookback_hours'), 'max(_ingested_at)') }},
+                    timestamp '1970-01-01 00:00:00'
+                )
+            from {{ this }}
+        )
+{%- endmacro %}
+
+{#
+  DuckDB: the cutoff as a literal, looked up before the model's query runs. DuckDB
+  skips the Parquet row groups (and table row groups) that cannot match a comparison
+  with a constant, but not with a subquery's result: measured on 2M raw rows, the
+  incremental staging query took a third of the time. Unit tests keep the subquery:
+  their {{ this }} is a fixture that exists only inside the test's query.
+#}
+{% macro duckdb__lookback_cutoff() -%}
+  {%- if not execute or model.resource_type == 'unit_test' -%}
+    {{ return(default__lookback_cutoff()) }}
+  {%- endif -%}
+  {%- set newest = run_query('select max(_ingested_at) from ' ~ this).columns[0].values()[0] -%}
+  {%- if newest is none -%}
+    timestamp '1970-01-01 00:00:00'
+  {%- else -%}
+    {{ dbt.dateadd('hour', -var('raw_lookback_hours'), "timestamp '" ~ newest ~ "'") }}
+  {%- endif -%}
+{%- endmacro %}

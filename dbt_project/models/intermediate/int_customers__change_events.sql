@@ -12,7 +12,11 @@ with events as (
         _event_name,
         coalesce(_is_ttl_delete, false) as is_ttl_delete,
         cast(_event_ts as {{ type_timestamp() }}) as event_ts,
-        row_number() over (partition by _event_id order by _ingested_at asc) as delivery_rank
+        -- Every delivery of an event carries the event's own time, so adding _event_ts
+        -- to the partition changes no result; it lets a filter on event_ts (each
+        -- microbatch of agg_daily_customer_activity) reach the raw scan instead of
+        -- ranking the whole change log first.
+        row_number() over (partition by _event_id, _event_ts order by _ingested_at asc) as delivery_rank
     from {{ source('dynamodb', 'customers') }}
 )
 

@@ -1,9 +1,14 @@
-{# Current, non-deleted customers; PII columns protected per var pii_mode. #}
-{{ config(partitioned_by=athena_partitioning(['month(registration_date)'])) }}
+{#
+  Current, non-deleted customers; PII columns protected per var pii_mode.
+  Incremental: a run recomputes only the customers whose staged row changed and
+  deletes the deleted ones (macros/marts/incremental_marts.sql). A change of pii_mode,
+  pii_hash_salt or seed free_mail_domains needs a --full-refresh.
+#}
+{{ incremental_mart_config('customer_key', athena_partitioning(['month(registration_date)'])) }}
 
 with customers as (
     select * from {{ ref('stg_dynamodb__customers') }}
-    where not is_deleted
+    {{ staged_changes_since_last_build() }}
 ),
 
 free_mail_domains as (
@@ -20,7 +25,9 @@ select
     (free_mail_domains.domain is not null) as is_free_mail,
     customers.registration_date,
     cast(customers.registration_date as date) as registration_day,
-    customers._event_ts as last_changed_at
+    customers._event_ts as last_changed_at,
+    {{ ingested_at_unless_deleted('customers') }} as _ingested_at
 from customers
 left join free_mail_domains
     on customers.email_domain = free_mail_domains.domain
+{{ live_rows_unless_incremental('customers') }}

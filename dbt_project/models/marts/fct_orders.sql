@@ -1,9 +1,13 @@
-{# Current, non-deleted orders with their status attributes and line totals. #}
-{{ config(partitioned_by=athena_partitioning(['month(order_date)'])) }}
+{#
+  Current, non-deleted orders with their status attributes and line totals.
+  Incremental: a run recomputes only the orders whose staged row changed and deletes
+  the deleted ones (macros/marts/incremental_marts.sql).
+#}
+{{ incremental_mart_config('order_key', athena_partitioning(['month(order_date)'])) }}
 
 with orders as (
     select * from {{ ref('stg_dynamodb__orders') }}
-    where not is_deleted
+    {{ staged_changes_since_last_build() }}
 ),
 
 statuses as (
@@ -16,6 +20,9 @@ line_totals as (
         count(*) as line_count,
         sum(line_total) as lines_total
     from {{ ref('int_orders__lines_unnested') }}
+    {%- if is_incremental() %}
+        where order_key in (select order_key from orders)
+    {%- endif %}
     group by order_key
 )
 
@@ -38,9 +45,11 @@ select
     coalesce(statuses.counts_as_revenue, false) as counts_as_revenue,
     coalesce(orders.is_gift, false) as is_gift,
     coalesce(line_totals.line_count, 0) as line_count,
-    coalesce(orders.amount = line_totals.lines_total, false) as amount_matches_lines
+    coalesce(orders.amount = line_totals.lines_total, false) as amount_matches_lines,
+    {{ ingested_at_unless_deleted('orders') }} as _ingested_at
 from orders
 left join statuses
     on orders.status = statuses.code
 left join line_totals
     on orders.order_key = line_totals.order_key
+{{ live_rows_unless_incremental('orders') }}
