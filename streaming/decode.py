@@ -1,9 +1,18 @@
 """Change envelope -> typed raw rows per table + quarantine rows (Spark expressions only).
 
-The payload is parsed once with `from_json`; the item images are read as
-`map<string,string>` so each attribute keeps its DynamoDB JSON descriptor as text
-(`{"N":"12.50"}`), which is then parsed against the contract's type. Nothing is
-inferred from the data, so an unexpected descriptor is reported, never guessed.
+Each payload is parsed once with `from_json`, keeping the item image as JSON text.
+The image is then parsed once more, against a schema built from its table's
+contract: every attribute becomes a struct holding its declared type's key and
+`NULL` (`{"N": "12.50"}` -> `N = "12.50"`). Nothing is inferred from the data, so
+an unexpected descriptor is reported, never guessed. An image that does not fit
+that schema (a wrong JSON shape somewhere inside) is decoded again one attribute at
+a time, from a `map<string,string>` of its descriptors, to name the attribute at
+fault; only such rows pay for it.
+
+Everything a batch needs is computed in one projection, one row out per record in:
+its table, its quarantine reason, and one struct of raw columns per contract
+(filled only for the record's own table). `decode_batch` keeps that frame once and
+reads every output from it.
 
 A record that cannot be decoded goes to quarantine with exactly one reason, the
 first that applies in this order:
@@ -35,11 +44,19 @@ from collections.abc import Callable, Collection, Mapping
 from functools import reduce
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from streaming.contract import PIPELINE_COLUMNS, AttributeSpec, ContractError, TableContract, raw_schema
+from streaming.contract import (
+    METADATA_COLUMNS,
+    PIPELINE_COLUMNS,
+    AttributeSpec,
+    ContractError,
+    TableContract,
+    raw_schema,
+    spark_type,
+)
 
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
@@ -63,10 +80,17 @@ MILLIS_BELOW = 10**14
 MICROS_BELOW = 10**17
 
 _CORRUPT = "_corrupt_record"
+# The corrupt-record field of an image's typed schema; an attribute is unlikely to
+# carry this name, and one that did would only send its rows down the slow path.
+_IMAGE_MISFIT = "__image_does_not_fit"
 _INVALID_UTF8 = "_invalid_utf8"
-_IMAGE = T.MapType(T.StringType(), T.StringType())
+_DESCRIPTORS = T.MapType(T.StringType(), T.StringType())
+_IMAGES = ("Keys", "NewImage", "OldImage")
 _RECORD = "_record"
-_REST = "__rest"
+# Metadata columns every table shares, straight from the parsed record.
+_SHARED_METADATA = tuple(
+    name for name in METADATA_COLUMNS if name not in PIPELINE_COLUMNS and name != "_extra_attributes"
+)
 
 PAYLOAD_SCHEMA = T.StructType(
     [
@@ -88,9 +112,9 @@ PAYLOAD_SCHEMA = T.StructType(
                     T.StructField("ApproximateCreationDateTime", T.StringType()),
                     T.StructField("ApproximateCreationDateTimePrecision", T.StringType()),
                     T.StructField("SequenceNumber", T.StringType()),
-                    T.StructField("Keys", _IMAGE),
-                    T.StructField("NewImage", _IMAGE),
-                    T.StructField("OldImage", _IMAGE),
+                    # Kept as JSON text: which schema an image is read with depends on
+                    # its table, known only once this parse is done.
+                    *[T.StructField(image, T.StringType()) for image in _IMAGES],
                 ]
             ),
         ),
@@ -109,29 +133,86 @@ def decode_batch(
     Returns the decoded rows per DynamoDB table name (every contract has an entry,
     with the raw schema minus `_ingested_at`/`_batch_id`) and the quarantine rows
     (`_source_table`, `reason`, `payload`, `source_ref`). Every input row lands in
-    exactly one of them. The outputs are lazy and share the parsed records and each
-    table's decoded rows. `keep` is applied to those shared frames: a caller computing
-    several outputs passes persist, so the JSON is parsed and each table decoded once
-    per batch. The default only fences them, so that the filters on `reason` are not
-    pushed into the parsing (which would run `from_json` again for every reference).
+    exactly one of them. All outputs read one decoded frame, and `keep` is applied
+    to it: a caller computing several outputs passes persist, so each record is
+    parsed and decoded once per batch. The default only fences it, so that the
+    filters on `reason` are not pushed into the parsing (which would run `from_json`
+    again for every reference).
     """
     keep = keep or _evaluate_once
-    parsed = keep(parse_records(envelope, contracts.keys()))
-    tables: dict[str, DataFrame] = {}
-    quarantined = [unroutable_records(parsed)]
-    for table, contract in contracts.items():
-        decoded = keep(decode_table(parsed, contract))
-        tables[table] = valid_rows(decoded, contract)
-        quarantined.append(invalid_rows(decoded))
-    return tables, reduce(DataFrame.unionByName, quarantined)
+    for contract in contracts.values():
+        _check_partition_scope(envelope.sparkSession, contract)
+    decoded = keep(decode_records(envelope, contracts))
+    tables = {
+        table: valid_rows(decoded, contract, _table_column(index))
+        for index, (table, contract) in enumerate(contracts.items())
+    }
+    return tables, invalid_rows(decoded)
+
+
+def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) -> DataFrame:
+    """One row per envelope row: `_source_table`, `reason` (null when the record is
+    valid), `payload` and `source_ref` (only when it is not), and for the i-th
+    contract a struct column `_table_column(i)` with the record's raw columns (null
+    unless the record belongs to that table). The partition column is added later,
+    per table, by `valid_rows`.
+    """
+    parsed = parse_records(envelope, contracts.keys())
+    tables = list(contracts.values())
+    owned = [_belongs_to(contract) for contract in tables]
+    # Three projections, each reading the previous one's columns: referenced twice in
+    # one projection, a parse would run twice.
+    typed = parsed.select(
+        "*",
+        *[
+            F.when(own, F.from_json("_image", _image_schema(contract), {"columnNameOfCorruptRecord": _IMAGE_MISFIT}))
+            .alias(_typed_column(index))
+            for index, (contract, own) in enumerate(zip(tables, owned))
+        ],
+    )
+    keys = [set(contract.key_attributes) for contract in tables]
+    is_deleted = F.col("_is_deleted")
+    descriptors = typed.select(
+        "_source_table",
+        "_record_error",
+        "payload",
+        "source_ref",
+        *_SHARED_METADATA,
+        *[
+            _descriptor(F.col(_typed_column(index)), spec, own if spec.name in keys[index] else own & ~is_deleted)
+            .alias(_descriptor_column(index, position))
+            for index, (contract, own) in enumerate(zip(tables, owned))
+            for position, spec in enumerate(contract.attributes)
+        ],
+        *[
+            _extra_attributes(contract, own & ~is_deleted).alias(_extras_column(index))
+            for index, (contract, own) in enumerate(zip(tables, owned))
+        ],
+    )
+    reason = F.coalesce(
+        F.col("_record_error"),
+        *[F.when(own, _table_reason(contract, index)) for index, (contract, own) in enumerate(zip(tables, owned))],
+    )
+    return descriptors.select(
+        "_source_table",
+        reason.alias("reason"),
+        # Only the quarantine needs the payload; valid rows do not carry it further.
+        F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
+        F.when(reason.isNotNull(), F.col("source_ref")).alias("source_ref"),
+        *[
+            F.when(own, _table_row(contract, index)).alias(_table_column(index))
+            for index, (contract, own) in enumerate(zip(tables, owned))
+        ],
+    )
 
 
 def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFrame:
     """Parse each payload once into the table-independent metadata of the change.
 
     `_record_error` holds the first record-level quarantine reason (null when the
-    record can be routed to its table); `_image` is the map the item's attribute
-    values are read from (NewImage, or the key attributes for a REMOVE).
+    record can be routed to its table); `_image` is the JSON text of the image the
+    item's attribute values are read from (NewImage, or the key attributes for a
+    REMOVE).
     """
     # Spark's text source passes bytes through unchecked. Invalid UTF-8 that reached
     # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
@@ -148,33 +229,49 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     )
     record = F.col(_RECORD)
     stream = record["dynamodb"]
-    table = F.coalesce(
-        record["tableName"],
-        F.nullif(F.regexp_extract(record["eventSourceARN"], r":table/([^/]+)", 1), F.lit("")),
-    )
-    event_name = record["eventName"]
-    is_deleted = F.coalesce(event_name == "REMOVE", F.lit(False))
+    # The values below are each read several times, partly inside CASE branches where
+    # Spark does not share common subexpressions, so each gets a column of its own.
     # try_cast has no Column method in PySpark 3.5; with ANSI mode a plain cast would
     # fail the whole batch on one malformed time.
     event_time = F.expr(f"try_cast({_RECORD}.dynamodb.ApproximateCreationDateTime AS decimal(38,9))")
-    micros = _event_micros(event_time, stream["ApproximateCreationDateTimePrecision"])
-    sequence_number = _padded_sequence_number(
-        F.coalesce(stream["SequenceNumber"], F.col("kinesis_sequence_number"), F.lit("0"))
+    with_time = with_record.select(
+        "*",
+        F.coalesce(
+            record["tableName"],
+            F.nullif(F.regexp_extract(record["eventSourceARN"], r":table/([^/]+)", 1), F.lit("")),
+        ).alias("_source_table"),
+        _padded_sequence_number(
+            F.coalesce(stream["SequenceNumber"], F.col("kinesis_sequence_number"), F.lit("0"))
+        ).alias("_sequence_number"),
+        event_time.alias("_event_time"),
     )
+    with_micros = with_time.select(
+        "*", _event_micros(F.col("_event_time"), stream["ApproximateCreationDateTimePrecision"]).alias("_micros")
+    )
+    table = F.col("_source_table")
+    sequence_number = F.col("_sequence_number")
+    micros = F.col("_micros")
+    event_name = record["eventName"]
+    is_deleted = F.coalesce(event_name == "REMOVE", F.lit(False))
     identity = record["userIdentity"]
     is_ttl_delete = is_deleted & F.coalesce(
         (identity["type"] == "Service") & (identity["principalId"] == TTL_PRINCIPAL), F.lit(False)
     )
+    # Spark writes an object read as text back out as JSON, so it starts with `{`; a
+    # JSON string holding such text would pass too, and is then decoded as the image.
+    images_are_objects = reduce(
+        Column.__and__, [F.coalesce(stream[image].startswith("{"), F.lit(True)) for image in _IMAGES]
+    )
     record_error = (
         F.when(F.col(_INVALID_UTF8), "invalid_utf8")
-        .when(record.isNull() | record[_CORRUPT].isNotNull(), "invalid_json")
+        .when(record.isNull() | record[_CORRUPT].isNotNull() | ~images_are_objects, "invalid_json")
         .when(~F.coalesce(table.isin(list(table_names)), F.lit(False)), "unknown_table")
         .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), "unknown_event_name")
         .when(micros.isNull(), "missing_event_time")
         .when(sequence_number.isNull(), "invalid_sequence_number")
         .when(~is_deleted & stream["NewImage"].isNull(), "missing_new_image")
     )
-    parsed = with_record.select(
+    parsed = with_micros.select(
         "payload",
         "source_ref",
         record_error.alias("_record_error"),
@@ -193,79 +290,72 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     return parsed
 
 
-def unroutable_records(parsed: DataFrame) -> DataFrame:
-    """Quarantine rows for records that fail before any table contract applies."""
-    return parsed.where(F.col("_record_error").isNotNull()).select(
-        "_source_table", F.col("_record_error").alias("reason"), "payload", "source_ref"
+def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -> DataFrame:
+    """The table's decoded rows without a reason, in the raw schema minus the pipeline columns."""
+    rows = decoded.where((F.col("_source_table") == contract.table) & F.col("reason").isNull()).select(
+        f"{table_column}.*"
     )
-
-
-def decode_table(parsed: DataFrame, contract: TableContract) -> DataFrame:
-    """Decode the records of one table: raw columns plus `reason` (null when valid),
-    `payload` and `source_ref` (kept for the quarantine).
-    """
-    own = parsed.where((F.col("_source_table") == contract.table) & F.col("_record_error").isNull())
-    keys = set(contract.key_attributes)
-    image = F.col("_image")
-    is_deleted = F.col("_is_deleted")
-    descriptors = own.select(
-        "*",
-        *[
-            _parse_descriptor(image, spec, read=F.lit(True) if spec.name in keys else ~is_deleted).alias(
-                _descriptor_column(index)
-            )
-            for index, spec in enumerate(contract.attributes)
-        ],
-        _extra_attributes(image, [spec.name for spec in contract.attributes], is_deleted).alias(
-            "_extra_attributes"
-        ),
+    partitioned = rows.select(
+        "*", F.expr(contract.partition_expression).cast("string").alias(contract.partition_column)
     )
-    specs = list(enumerate(contract.attributes))
-    position = {spec.name: index for index, spec in specs}
-    missing_keys = [
-        F.when(_is_missing(F.col(_descriptor_column(position[name])), contract.attribute(name)), f"missing_key:{name}")
-        for name in contract.key_attributes
-    ]
-    attribute_errors = [_attribute_error(F.col(_descriptor_column(index)), spec, spec.name) for index, spec in specs]
-    reason = F.coalesce(*missing_keys, *attribute_errors)
-    metadata = [field.name for field in raw_schema(contract) if field.name.startswith("_")]
-    values = {spec.column: _attribute_value(F.col(_descriptor_column(index)), spec) for index, spec in specs}
-    rest = F.struct(
-        *[values[column].alias(column) for column in contract.business_columns if column not in contract.key_columns],
-        *[column for column in metadata if column not in PIPELINE_COLUMNS],
-        reason.alias("reason"),
-        "payload",
-        "source_ref",
-    )
-    typed = descriptors.select(*[values[column].alias(column) for column in contract.key_columns], rest.alias(_REST))
-    # Only the key columns are in scope here, so an expression that reads any other
-    # column fails at once instead of scattering tombstones across partitions.
-    try:
-        partitioned = typed.select(
-            "*", F.expr(contract.partition_expression).cast("string").alias(contract.partition_column)
-        )
-    except AnalysisException as exc:
-        raise ContractError(
-            f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
-            f"may use only the key columns {list(contract.key_columns)}: {exc}"
-        ) from exc
-    return partitioned.select(*contract.key_columns, contract.partition_column, f"{_REST}.*")
-
-
-def valid_rows(decoded: DataFrame, contract: TableContract) -> DataFrame:
-    """The decoded rows without a reason, in the raw schema minus the pipeline columns."""
     fields = [field for field in raw_schema(contract) if field.name not in PIPELINE_COLUMNS]
-    return decoded.where(F.col("reason").isNull()).select(
-        *[F.col(field.name).cast(field.dataType).alias(field.name) for field in fields]
-    )
+    return partitioned.select(*[F.col(field.name).cast(field.dataType).alias(field.name) for field in fields])
 
 
 def invalid_rows(decoded: DataFrame) -> DataFrame:
     return decoded.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
 
 
+def _belongs_to(contract: TableContract) -> Column:
+    return (F.col("_source_table") == contract.table) & F.col("_record_error").isNull()
+
+
+def _check_partition_scope(spark: SparkSession, contract: TableContract) -> None:
+    """The partition expression must resolve with only the key columns in scope: a
+    tombstone carries nothing else, so reading another column would scatter
+    tombstones across partitions. Analysis only; no job runs."""
+    key_specs = [contract.attribute(name) for name in contract.key_attributes]
+    keys_only = spark.range(0).select(*[F.lit(None).cast(spark_type(spec)).alias(spec.column) for spec in key_specs])
+    try:
+        keys_only.select(F.expr(contract.partition_expression))
+    except AnalysisException as exc:
+        raise ContractError(
+            f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
+            f"may use only the key columns {list(contract.key_columns)}: {exc}"
+        ) from exc
+
+
+def _table_reason(contract: TableContract, index: int) -> Column:
+    """The first attribute-level problem of a record of this table, or null."""
+    position = {spec.name: number for number, spec in enumerate(contract.attributes)}
+    missing_keys = [
+        F.when(
+            _is_missing(F.col(_descriptor_column(index, position[name])), contract.attribute(name)),
+            f"missing_key:{name}",
+        )
+        for name in contract.key_attributes
+    ]
+    attribute_errors = [
+        _attribute_error(F.col(_descriptor_column(index, number)), spec, spec.name)
+        for number, spec in enumerate(contract.attributes)
+    ]
+    return F.coalesce(*missing_keys, *attribute_errors)
+
+
+def _table_row(contract: TableContract, index: int) -> Column:
+    """The raw columns of one record of this table, but the partition column."""
+    return F.struct(
+        *[
+            _attribute_value(F.col(_descriptor_column(index, number)), spec).alias(spec.column)
+            for number, spec in enumerate(contract.attributes)
+        ],
+        *_SHARED_METADATA,
+        F.col(_extras_column(index)).alias("_extra_attributes"),
+    )
+
+
 def _evaluate_once(df: DataFrame) -> DataFrame:
-    """Keep later filters (on `reason`, `_record_error`) from being pushed into `df`.
+    """Keep later filters (on `reason`, `_source_table`) from being pushed into `df`.
 
     Pushing a filter through a projection inlines the projected expressions, so each
     reference to a parsed column would run its `from_json` again, per row. The
@@ -304,27 +394,52 @@ def _utc_digits(micros: Column) -> Column:
     """`yyyyMMddHHmmssSSSSSS` of epoch microseconds, always in UTC.
 
     Computed arithmetically because `date_format` follows the session time zone,
-    where a daylight-saving fall-back would make the text go backwards.
+    where a daylight-saving fall-back would make the text go backwards. The time of
+    day is built as one number (`HHmmssSSSSSS` < 2.4e11) and padded once.
     """
     micros_of_day = F.pmod(micros, F.lit(MICROS_PER_DAY))
     day = F.date_from_unix_date(((micros - micros_of_day) / MICROS_PER_DAY).cast("int"))
     hours = F.floor(micros_of_day / (3_600 * MICROS_PER_SECOND))
     minutes = F.floor(F.pmod(micros_of_day, F.lit(3_600 * MICROS_PER_SECOND)) / (60 * MICROS_PER_SECOND))
-    seconds = F.floor(F.pmod(micros_of_day, F.lit(60 * MICROS_PER_SECOND)) / MICROS_PER_SECOND)
-    fraction = F.pmod(micros_of_day, F.lit(MICROS_PER_SECOND))
-    return F.concat(
-        F.date_format(day, "yyyyMMdd"), F.format_string("%02d%02d%02d%06d", hours, minutes, seconds, fraction)
+    seconds_and_fraction = F.pmod(micros_of_day, F.lit(60 * MICROS_PER_SECOND))
+    time_of_day = hours * 10**10 + minutes * 10**8 + seconds_and_fraction
+    return F.concat(F.date_format(day, "yyyyMMdd"), F.lpad(time_of_day.cast("string"), 12, "0"))
+
+
+def _table_column(table_index: int) -> str:
+    return f"__table_{table_index}"
+
+
+def _typed_column(table_index: int) -> str:
+    return f"__typed_image_{table_index}"
+
+
+def _descriptor_column(table_index: int, attribute_index: int) -> str:
+    return f"__descriptor_{table_index}_{attribute_index}"
+
+
+def _extras_column(table_index: int) -> str:
+    return f"__extra_attributes_{table_index}"
+
+
+def _image_schema(contract: TableContract) -> T.StructType:
+    """from_json schema of a whole image of this table: one descriptor per attribute."""
+    return T.StructType(
+        [T.StructField(spec.name, _descriptor_schema(spec)) for spec in contract.attributes]
+        + [T.StructField(_IMAGE_MISFIT, T.StringType())]
     )
 
 
-def _descriptor_column(index: int) -> str:
-    return f"__descriptor_{index}"
-
-
-def _parse_descriptor(image: Column, spec: AttributeSpec, read: Column) -> Column:
+def _descriptor(typed_image: Column, spec: AttributeSpec, read: Column) -> Column:
     """The attribute's descriptor parsed for its declared type; null unless `read`
-    (a tombstone carries only its key: OldImage values would be stale)."""
-    return F.when(read, F.from_json(image[spec.name], _descriptor_schema(spec)))
+    (a tombstone carries only its key: OldImage values would be stale).
+
+    Taken from the typed image when the whole image fitted its schema. Otherwise
+    this attribute's descriptor is parsed alone, so that one misfit cannot hide
+    the others and the first one in contract order is the one reported.
+    """
+    alone = F.from_json(F.from_json("_image", _DESCRIPTORS)[spec.name], _descriptor_schema(spec))
+    return F.when(read, F.when(typed_image[_IMAGE_MISFIT].isNull(), typed_image[spec.name]).otherwise(alone))
 
 
 def _descriptor_schema(spec: AttributeSpec) -> T.StructType:
@@ -407,22 +522,26 @@ def _content_error(value: Column, spec: AttributeSpec, path: str) -> Column:
 def _is_number(text: Column) -> Column:
     mantissa = F.regexp_replace(text, "[eE].*$", "")
     significant = F.regexp_replace(F.regexp_replace(mantissa, "[^0-9]", ""), "^0+|0+$", "")
-    return text.rlike(NUMBER_PATTERN) & (F.length(significant) <= MAX_SIGNIFICANT_DIGITS)
+    # Text this short cannot hold too many digits; counting them is most of the cost.
+    few_digits = F.length(text) <= MAX_SIGNIFICANT_DIGITS
+    return text.rlike(NUMBER_PATTERN) & (few_digits | (F.length(significant) <= MAX_SIGNIFICANT_DIGITS))
 
 
 def _is_base64(text: Column) -> Column:
     return text.rlike(BASE64_PATTERN) & (F.length(text) % 4 == 0)
 
 
-def _extra_attributes(image: Column, named: list[str], is_deleted: Column) -> Column:
+def _extra_attributes(contract: TableContract, read: Column) -> Column:
     """A JSON object (DynamoDB JSON) of the image's attributes the contract does not name."""
-    names = F.array(*[F.lit(name) for name in named])
-    extras = F.map_filter(image, lambda name, _: ~F.array_contains(names, name))
+    names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
+    # Listing the keys is cheaper than building the map, which most images never need.
+    has_extras = F.exists(F.json_object_keys("_image"), lambda name: ~F.array_contains(names, name))
+    extras = F.map_filter(F.from_json("_image", _DESCRIPTORS), lambda name, _: ~F.array_contains(names, name))
     members = F.transform(
         F.array_sort(F.map_entries(extras)),
         lambda entry: F.concat(_json_string(entry["key"]), F.lit(":"), F.coalesce(entry["value"], F.lit("null"))),
     )
-    return F.when(~is_deleted & (F.size(extras) > 0), F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")))
+    return F.when(read & has_extras, F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")))
 
 
 def _json_string(text: Column) -> Column:

@@ -60,7 +60,7 @@ def decoded_events(spark, contract: TableContract, records: list[tuple[dict[str,
 
 
 def winners(df: DataFrame, contract: TableContract) -> dict[tuple[str, str], dict[str, Any]]:
-    rows = latest_per_key(drop_duplicate_events(df), contract).collect()
+    rows = latest_per_key(drop_duplicate_events(df, contract), contract).collect()
     result = {(row["id"], row["cust_name"]): row.asDict() for row in rows}
     assert len(result) == len(rows), "latest_per_key returned a key twice"
     return result
@@ -150,7 +150,7 @@ def test_duplicates_collapse_to_the_first_delivery(spark, customers):
         spark, customers, [(change, kinesis_sequence(9)), (change, kinesis_sequence(3)), (change, kinesis_sequence(5))]
     )
 
-    rows = drop_duplicate_events(events).collect()
+    rows = drop_duplicate_events(events, customers).collect()
 
     first_delivery = kinesis_sequence(3).rjust(64, "0")
     assert [(row["_event_id"], row["_sequence_number"]) for row in rows] == [("gus-1", first_delivery)]
@@ -166,7 +166,7 @@ def test_events_without_an_id_are_never_merged(spark, customers):
         ],
     ).withColumn("_event_id", F.lit(None).cast("string"))
 
-    assert drop_duplicate_events(events).count() == 2
+    assert drop_duplicate_events(events, customers).count() == 2
 
 
 def test_latest_per_key_shuffles_once_and_uses_no_window(spark, customers):
@@ -176,3 +176,12 @@ def test_latest_per_key_shuffles_once_and_uses_no_window(spark, customers):
 
     assert plan.count("Exchange hashpartitioning") == 1
     assert "Window" not in plan
+
+
+def test_deduplicating_then_picking_the_latest_shuffles_once(spark, customers):
+    events = decoded_events(spark, customers, [(HISTORY[0], kinesis_sequence(0))])
+
+    winners_plan = latest_per_key(drop_duplicate_events(events, customers), customers)
+    plan = winners_plan._jdf.queryExecution().executedPlan().toString()
+
+    assert plan.count("Exchange") == 1
