@@ -41,18 +41,20 @@ class BenchPlan:
     freshness_files: int
     freshness_trigger_s: int
     freshness_drop_interval_s: float
+    scaling_events: int = 1_000_000
     microbatch_masters: tuple[str, ...] = ("local[2]", "local[1]")
     records_per_file: int = 500
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     if args.quick:
-        plan = BenchPlan(sizes=(20_000,), copy_formats=("text",), microbatches=5, microbatch_records=500,
+        plan = BenchPlan(sizes=(20_000,), copy_formats=("json", "text"), microbatches=5, microbatch_records=500,
                          dbt_rows=100_000, memory_events=20_000, memory_driver_memory="1g",
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
-                         freshness_drop_interval_s=2.3, microbatch_masters=("local[2]",))
+                         freshness_drop_interval_s=2.3, scaling_events=20_000,
+                         microbatch_masters=("local[2]",))
     else:
-        plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("text", "json"), microbatches=50,
+        plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
                          memory_driver_memory="1g", memory_files_per_trigger=1_000, freshness_files=10,
                          freshness_trigger_s=10, freshness_drop_interval_s=7.0)
@@ -62,6 +64,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "memory_events": args.memory_events,
         "memory_driver_memory": args.driver_memory,
         "microbatches": args.microbatches,
+        "scaling_events": args.scaling_events,
         "freshness_files": args.freshness_files,
     }
     return BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
@@ -152,7 +155,10 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         lines.append(f"throughput {row['master']:<8} {row['events']:>10,} events  job {row['job_events_per_s']:>10,.0f} ev/s  {ratios}")
     if results.get("throughput"):
         largest = max(results["throughput"], key=lambda row: (row["master"] == "local[2]", row["events"]))
-        lines.append(f"  job/text copy at {largest['events']:,} events: {_fmt_ratio(largest['ratio_to_copy']['text'], TARGET_JOB_OVER_COPY)}")
+        # The target is set against read.json + write Parquet; the text copy is a lower floor.
+        floor = "json" if "json" in largest["ratio_to_copy"] else "text"
+        lines.append(f"  job/{floor} copy at {largest['events']:,} events: "
+                     f"{_fmt_ratio(largest['ratio_to_copy'][floor], TARGET_JOB_OVER_COPY)}")
     scaling = results.get("scaling")
     if scaling:
         lines.append(f"scaling    local[2]/local[1] job speed-up {scaling['job_speedup']:.2f}, copy speed-up {scaling['copy_speedup']:.2f}")
@@ -183,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dbt-rows", type=int, help="raw change rows for the dbt benchmark (default 10M)")
     parser.add_argument("--memory-events", type=int, help="events for the memory run (default 10M)")
     parser.add_argument("--driver-memory", help="spark.driver.memory of the memory run (default 1g)")
+    parser.add_argument("--scaling-events", type=int, help="events of the local[1] vs local[2] run (default 1M)")
     parser.add_argument("--microbatches", type=int, help="micro-batches of the scaling series (default 50)")
     parser.add_argument("--freshness-files", type=int, help="files dropped in the freshness run (default 10)")
     parser.add_argument("--only", help="comma-separated sections: throughput,scaling,microbatches,dbt,memory,freshness")
@@ -236,16 +243,19 @@ def main(argv: list[str] | None = None) -> int:
         section("throughput", throughput)
     if "scaling" in sections and base:
         def scaling() -> dict[str, Any]:
-            progress(f"scaling: job and text copy at local[1] over {base.records:,} events ...")
-            one_core = measure_throughput(base, work, "local[1]", ("text",))
+            landing = prefix_set(base, min(plan.scaling_events, base.records), work / "landing-scaling")
+            copy_formats = plan.copy_formats[:1]
+            progress(f"scaling: job and {copy_formats[0]} copy at local[1] over {landing.records:,} events ...")
+            one_core = measure_throughput(landing, work, "local[1]", copy_formats)
             two_cores = next((row for row in results.get("throughput", [])
-                              if row["events"] == base.records and row["master"] == "local[2]"), None)
+                              if row["events"] == landing.records and row["master"] == "local[2]"), None)
             if two_cores is None:
-                two_cores = measure_throughput(base, work, "local[2]", ("text",))
+                two_cores = measure_throughput(landing, work, "local[2]", copy_formats)
             return {
                 "local[1]": one_core, "local[2]": two_cores,
                 "job_speedup": two_cores["job_events_per_s"] / one_core["job_events_per_s"],
-                "copy_speedup": two_cores["copy_events_per_s"]["text"] / one_core["copy_events_per_s"]["text"],
+                "copy_speedup": (two_cores["copy_events_per_s"][copy_formats[0]]
+                                 / one_core["copy_events_per_s"][copy_formats[0]]),
             }
 
         section("scaling", scaling)
