@@ -27,7 +27,8 @@
   The model config of such a model: rows of unique_key replace the stored ones, and
   the keys the run emits with a null _ingested_at are deleted (see above); how
   depends on the engine. partitioned_by: Iceberg transforms on Athena
-  (athena_partitioning), none on DuckDB.
+  (athena_partitioning), none on DuckDB. meta changed_rows_tests: an incremental
+  build tests only the rows it could have written (macros/tests/changed_rows_only.sql).
 #}
 {% macro incremental_mart_config(unique_key, partitioned_by=none) %}
   {%- do config(
@@ -35,6 +36,7 @@
       unique_key=unique_key,
       on_schema_change='fail',
       partitioned_by=partitioned_by,
+      meta={'changed_rows_tests': true},
       **adapter.dispatch('replace_live_rows_strategy', 'dynamodb_lakehouse')()
   ) -%}
 {% endmacro %}

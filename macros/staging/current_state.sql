@@ -23,14 +23,17 @@
   macros: the rows keep_only_newer_than_existing lets through are merged on exactly
   that key. A schema change stops the run rather than silently dropping or adding a
   column. On Athena, Iceberg buckets on the first key column (DynamoDB's partition
-  key) keep a merge's writes under Athena's 100-partition limit.
+  key) keep a merge's writes under Athena's 100-partition limit. meta
+  changed_rows_tests: an incremental build tests only the rows it could have written
+  (macros/tests/changed_rows_only.sql).
 #}
 {% macro current_state_config(key_columns) %}
   {%- do config(
       unique_key=key_columns,
       incremental_strategy='merge',
       on_schema_change='fail',
-      partitioned_by=athena_partitioning(['bucket(' ~ key_columns[0] ~ ', 16)'])
+      partitioned_by=athena_partitioning(['bucket(' ~ key_columns[0] ~ ', 16)']),
+      meta={'changed_rows_tests': true}
   ) -%}
 {% endmacro %}
 

@@ -1,0 +1,122 @@
+"""Data tests on incremental builds check only the rows the build could have written
+(macros/tests/changed_rows_only.sql): a bad row an incremental build writes is still
+caught, an old bad row is not looked at, and var full_data_tests (like --full-refresh)
+checks every row again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from dbt.cli.main import dbtRunnerResult
+
+from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW, INGESTED
+from lakehouse_dbt import run_dbt
+from lakehouse_dbt.raw_fixtures import write_raw_batch
+
+pytestmark = pytest.mark.dbt
+
+DAY_3 = DAY_2 + timedelta(days=1)
+FULL_CHECK = ["--vars", "{full_data_tests: true}"]
+# The scenario's batches end at INGESTED[3]; these land a day apart, further than the
+# lookback, so each incremental build reads only its own batch and the one before.
+CLEAN_BATCH, BAD_BATCH = 4, 5
+INGESTED_CLEAN = INGESTED[3] + timedelta(days=1)
+INGESTED_BAD = INGESTED_CLEAN + timedelta(days=1)
+
+
+def _execute(data_dir: Path, sql: str) -> None:
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
+        con.execute(sql)
+
+
+def _failed_tests(result: dbtRunnerResult) -> set[str]:
+    assert result.exception is None, result.exception
+    # A failed test skips the models downstream of its model (dbt build), nothing else.
+    other = [r.node.unique_id for r in result.result
+             if r.node.resource_type != "test" and str(r.status) not in {"success", "pass", "skipped"}]
+    assert other == [], "only data tests may fail"
+    return {r.node.name for r in result.result if str(r.status) in {"fail", "error"}}
+
+
+def _compiled_test(data_dir: Path, name: str) -> str:
+    compiled = data_dir / "dbt" / "target" / "compiled" / "dynamodb_lakehouse" / "dbt_project" / "models"
+    return next(compiled.rglob(f"{name}.sql")).read_text()
+
+
+@dataclass
+class Builds:
+    data_dir: Path
+    scoped: dbtRunnerResult
+    scoped_sql: str
+    full: dbtRunnerResult
+    full_sql: str
+    bad: dbtRunnerResult
+
+
+@pytest.fixture(scope="module")
+def builds(scenario_copy: Path) -> Builds:
+    data_dir = scenario_copy
+    # An old row gone bad outside any run: o1 was last written by batch 1's build.
+    _execute(data_dir, "update lakehouse_marts.fct_orders set currency = 'euro' where order_id = 'o1'")
+    write_raw_batch(data_dir, "customers", CLEAN_BATCH, [
+        {"id": "c9", "cust_name": "Ida", "email": "ida@example.com", "registration_date": "2024-03-02T12:00:00Z",
+         "_event_ts": DAY_2 + timedelta(hours=12), "sequence": 60},
+    ], INGESTED_CLEAN)
+    write_raw_batch(data_dir, "orders", CLEAN_BATCH, [
+        {"customer_id": "c9", "order_id": "o9", "created_at": "2024-03-02T12:05:00Z", "status": "PAID",
+         "amount": "4.00", "currency": "EUR", "_event_ts": DAY_2 + timedelta(hours=12, minutes=5), "sequence": 61},
+    ], INGESTED_CLEAN)
+    scoped = run_dbt(["build", *EVENT_WINDOW], data_dir)
+    scoped_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
+    full = run_dbt(["build", *EVENT_WINDOW, *FULL_CHECK], data_dir)
+    full_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
+
+    # Bad rows written by the next incremental build itself: an order with a negative
+    # amount, and c5's stored change overwritten by one the raw log never had (so that
+    # only the late, older raw change of c5 in the batch touches that key).
+    _execute(data_dir, "update lakehouse_staging.stg_dynamodb__customers set _ordering_value = 'z' where id = 'c5'")
+    write_raw_batch(data_dir, "customers", BAD_BATCH, [
+        {"id": "c5", "cust_name": "Eve", "email": "eve@late.example.com", "registration_date": "2024-03-01T09:50:00Z",
+         "_event_name": "MODIFY", "_event_ts": DAY_1 + timedelta(hours=9, minutes=55), "sequence": 14},
+    ], INGESTED_BAD)
+    write_raw_batch(data_dir, "orders", BAD_BATCH, [
+        {"customer_id": "c9", "order_id": "o10", "created_at": "2024-03-02T13:00:00Z", "status": "PAID",
+         "amount": "-5.00", "currency": "USD", "_event_ts": DAY_2 + timedelta(hours=13), "sequence": 62},
+    ], INGESTED_BAD)
+    bad = run_dbt(["build", *EVENT_WINDOW], data_dir)
+    return Builds(data_dir, scoped, scoped_sql, full, full_sql, bad)
+
+
+def test_incremental_build_skips_the_old_bad_row(builds: Builds) -> None:
+    assert _failed_tests(builds.scoped) == set()
+    # The window of the build: the newest _ingested_at before it, minus the 3 h lookback.
+    window = f"_ingested_at > timestamp '{(INGESTED[3] - timedelta(hours=3)).strftime('%Y-%m-%d %H:%M:%S')}'"
+    assert window in builds.scoped_sql
+
+
+def test_full_check_var_finds_the_old_bad_row(builds: Builds) -> None:
+    assert _failed_tests(builds.full) == {"is_valid_iso_currency_fct_orders_currency"}
+    assert "_ingested_at" not in builds.full_sql
+
+
+def test_incremental_build_catches_the_bad_rows_it_writes(builds: Builds) -> None:
+    failed = _failed_tests(builds.bad)
+    # c5's key is touched only through the raw change the build read. The marts are
+    # skipped: their staging model failed a test.
+    assert failed == {"not_negative_stg_dynamodb__orders_amount",
+                      "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers"}
+    skipped = {r.node.name for r in builds.bad.result if str(r.status) == "skipped"}
+    assert {"fct_orders", "is_valid_iso_currency_fct_orders_currency"} <= skipped
+
+
+def test_full_refresh_checks_every_row(builds: Builds) -> None:
+    """A --full-refresh rewrites every row, so its tests read the whole tables."""
+    result = run_dbt(["build", *EVENT_WINDOW, "--full-refresh", "--select", "stg_dynamodb__orders+"],
+                     builds.data_dir)
+    failed = _failed_tests(result)
+    assert "not_negative_stg_dynamodb__orders_amount" in failed
+    assert "_ingested_at" not in _compiled_test(builds.data_dir, "not_negative_stg_dynamodb__orders_amount")
