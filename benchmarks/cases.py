@@ -79,9 +79,9 @@ class KillableSink:
         self.inner = inner
         self.plan = plan
 
-    def write(self, df: DataFrame, raw_table: str, batch_id: int) -> None:
+    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)
-        self.inner.write(df, raw_table, batch_id)
+        self.inner.write(df, raw_table, batch_id, rows)
 
 
 class KillableQuarantine(QuarantineWriter):
@@ -89,8 +89,8 @@ class KillableQuarantine(QuarantineWriter):
         super().__init__(root)
         self.plan = plan
 
-    def write(self, df: DataFrame, batch_id: int) -> None:
-        super().write(df, batch_id)
+    def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
+        super().write(df, batch_id, rows)
         self.plan.after_quarantine_write(batch_id)
 
 

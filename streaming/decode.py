@@ -535,7 +535,7 @@ def _extra_attributes(contract: TableContract, read: Column) -> Column:
     """A JSON object (DynamoDB JSON) of the image's attributes the contract does not name."""
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
     # Listing the keys is cheaper than building the map, which most images never need.
-    has_extras = F.exists(F.json_object_keys("_image"), lambda name: ~F.array_contains(names, name))
+    has_extras = F.size(F.array_except(F.json_object_keys("_image"), names)) > 0
     extras = F.map_filter(F.from_json("_image", _DESCRIPTORS), lambda name, _: ~F.array_contains(names, name))
     members = F.transform(
         F.array_sort(F.map_entries(extras)),

@@ -146,9 +146,9 @@ class Pipeline:
                     f"batch {batch_id}: {records_in} records in, but {decoded_rows} decoded + "
                     f"{quarantined} quarantined; every record must land or be quarantined"
                 )
-            for raw_table, rows in raw_rows.items():
-                self.sink.write(rows, raw_table, batch_id)
-            self.quarantine.write(quarantine_rows, batch_id)
+            for raw_table, frame in raw_rows.items():
+                self.sink.write(frame, raw_table, batch_id, rows=counts[f"landed:{raw_table}"]["rows"])
+            self.quarantine.write(quarantine_rows, batch_id, rows=quarantined)
         finally:
             for frame in cached:
                 frame.unpersist()

@@ -24,7 +24,9 @@ SinkName = Literal["auto", "local", "hudi"]
 
 
 class RawSink(Protocol):
-    def write(self, df: DataFrame, raw_table: str, batch_id: int) -> None: ...
+    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
+        """Land `df` as this batch's rows of `raw_table`. `rows`: the row count of `df`
+        when the caller knows it, which spares a Spark job to find out whether it is empty."""
 
 
 def batch_folder(parent: str, batch_id: int) -> str:
@@ -40,13 +42,17 @@ def _delete_path(spark: SparkSession, path: str) -> None:
         filesystem.delete(hadoop_path, True)
 
 
-def overwrite_batch_folder(df: DataFrame, folder: str) -> bool:
+def _is_empty(df: DataFrame, rows: int | None) -> bool:
+    return df.isEmpty() if rows is None else rows == 0
+
+
+def overwrite_batch_folder(df: DataFrame, folder: str, rows: int | None = None) -> bool:
     """Replace `folder` with the rows of `df`; an empty frame leaves no folder at all.
 
     Returns whether anything was written. Removing the folder of an empty replay matters:
     a first attempt of the batch may have written rows that the replay no longer has.
     """
-    if df.isEmpty():
+    if _is_empty(df, rows):
         _delete_path(df.sparkSession, folder)
         return False
     df.write.mode("overwrite").parquet(folder)
@@ -62,8 +68,8 @@ class LocalParquetSink:
     def table_path(self, raw_table: str) -> str:
         return f"{self.root}/raw/{raw_table}"
 
-    def write(self, df: DataFrame, raw_table: str, batch_id: int) -> None:
-        overwrite_batch_folder(df, batch_folder(self.table_path(raw_table), batch_id))
+    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
+        overwrite_batch_folder(df, batch_folder(self.table_path(raw_table), batch_id), rows)
 
 
 class QuarantineWriter:
@@ -76,8 +82,8 @@ class QuarantineWriter:
     def path(self) -> str:
         return f"{self.root}/quarantine"
 
-    def write(self, df: DataFrame, batch_id: int) -> None:
-        overwrite_batch_folder(df, batch_folder(self.path, batch_id))
+    def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
+        overwrite_batch_folder(df, batch_folder(self.path, batch_id), rows)
 
 
 OptionsBuilder = Callable[..., dict[str, str]]
@@ -122,10 +128,10 @@ class HudiSink:
         except KeyError:
             raise KeyError(f"no table contract has raw_table {raw_table!r}") from None
 
-    def write(self, df: DataFrame, raw_table: str, batch_id: int) -> None:
+    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
         options = self.options_for(raw_table)
         # An empty upsert would still add a commit (and a catalog sync) for nothing.
-        if df.isEmpty():
+        if _is_empty(df, rows):
             return
         log.debug("hudi upsert table=%s batch=%d", raw_table, batch_id)
         (

@@ -41,8 +41,8 @@ class CrashAfterFirstTableWrite:
         self.sink = sink
         self.crash_batch = crash_batch
 
-    def write(self, df, raw_table, batch_id):
-        self.sink.write(df, raw_table, batch_id)
+    def write(self, df, raw_table, batch_id, rows=None):
+        self.sink.write(df, raw_table, batch_id, rows)
         if batch_id == self.crash_batch:
             raise Crash(f"killed after writing {raw_table} of batch {batch_id}")
 
