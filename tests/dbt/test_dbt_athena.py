@@ -136,10 +136,13 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
                 "StorageDescriptor": {"Columns": columns, "Location": f"s3://raw-bucket/{table}/"},
             },
         )
-    # Existing staging tables make is_incremental() true, so the merge branch is compiled.
-    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders"):
+    # Existing tables make is_incremental() true, so the merge branch is compiled (the
+    # staging models and the order line models, whose deletions differ by engine).
+    for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
+                            ("lakehouse_intermediate", "int_orders__lines_unnested"),
+                            ("lakehouse_marts", "fct_order_lines")):
         glue.create_table(
-            DatabaseName="lakehouse_staging",
+            DatabaseName=database,
             TableInput={
                 "Name": model,
                 "TableType": "EXTERNAL_TABLE",
@@ -210,6 +213,12 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
     assert "date_add('hour', -3, max(_ingested_at))" in customers
     assert "cleaned._ordering_value > existing._ordering_value" in customers
     assert "to_hex(sha256(to_utf8(" in compiled_sql[base + "marts/dim_customers.sql"]
+    # The Iceberg MERGE matches on order_line_key: each stored line a changed order lost
+    # is emitted to be deleted (DuckDB deletes by order_key instead, without this scan).
+    for model in ("intermediate/int_orders__lines_unnested.sql", "marts/fct_order_lines.sql"):
+        assert re.search(r'from "\w+"\."lakehouse_\w+"\."\w+" as stored\s+inner join changed_orders', compiled_sql[base + model])
+    # fct_order_lines reads only the recent rows of the upstream marts.
+    assert "and _ingested_at >" in compiled_sql[base + "marts/fct_order_lines.sql"]
 
 
 SWAPPED_MODELS = {"stg_dynamodb__customers": "lakehouse_staging", "dim_customers": "lakehouse_marts"}

@@ -22,6 +22,7 @@ line_totals as (
     from {{ ref('int_orders__lines_unnested') }}
     {%- if is_incremental() %}
         where order_key in (select order_key from orders)
+            {{ and_ingested_since_last_build() }}
     {%- endif %}
     group by order_key
 )
