@@ -161,3 +161,38 @@
     and {{ column }} > {{ lookback_cutoff() }}
   {%- endif -%}
 {% endmacro %}
+
+{#
+  The tail of an order-line model's final select on an incremental run, after
+  `select * from current_lines`: the rows through which the run drops the stored lines
+  a changed order no longer has (its CTEs changed_orders and current_lines). On
+  DuckDB (emits_each_deleted_row false), one row per changed order, never inserted:
+  replaced_by='order_key' deletes all its stored lines. Elsewhere, each stored line
+  of a changed order that is not among its current lines, with a null _ingested_at,
+  for the merge to delete.
+  columns: the model's columns in output order, as [name, SQL type] pairs.
+#}
+{% macro lines_lost_by_changed_orders(columns) %}
+  {%- if is_incremental() and not emits_each_deleted_row() %}
+union all
+select
+    {%- for name, type in columns %}
+    {% if name == 'order_key' %}changed_orders.order_key{% else %}cast(null as {{ type }}) as {{ name }}{% endif %}
+    {{- ',' if not loop.last }}
+    {%- endfor %}
+from changed_orders
+  {%- elif is_incremental() %}
+union all
+select
+    {%- for name, type in columns %}
+    {% if name == '_ingested_at' %}cast(null as {{ type }}) as _ingested_at{% else %}stored.{{ name }}{% endif %}
+    {{- ',' if not loop.last }}
+    {%- endfor %}
+from {{ this }} as stored
+inner join changed_orders
+    on stored.order_key = changed_orders.order_key
+left join current_lines
+    on stored.order_line_key = current_lines.order_line_key
+where current_lines.order_line_key is null
+  {%- endif %}
+{% endmacro %}

@@ -60,48 +60,17 @@ current_lines as (
 )
 
 select * from current_lines
-{%- if is_incremental() and not emits_each_deleted_row() %}
-
-union all
-
--- DuckDB: one row per changed order, never inserted; the run deletes all stored lines
--- of each order it emits (replaced_by), so the lines an order lost need no lookup.
-select
-    customer_id,
-    order_id,
-    order_key,
-    cast(null as bigint) as line_number,
-    cast(null as varchar) as sku,
-    cast(null as bigint) as quantity,
-    cast(null as decimal(18, 2)) as unit_price,
-    cast(null as varchar) as quantity_text,
-    cast(null as varchar) as unit_price_text,
-    cast(null as {{ type_timestamp() }}) as _ingested_at,
-    cast(null as decimal(38, 2)) as line_total,
-    cast(null as varchar) as order_line_key
-from changed_orders
-{%- elif is_incremental() %}
-
-union all
-
--- Stored lines of a changed order that it no longer has: deleted by the merge.
-select
-    stored.customer_id,
-    stored.order_id,
-    stored.order_key,
-    stored.line_number,
-    stored.sku,
-    stored.quantity,
-    stored.unit_price,
-    stored.quantity_text,
-    stored.unit_price_text,
-    cast(null as {{ type_timestamp() }}) as _ingested_at,
-    stored.line_total,
-    stored.order_line_key
-from {{ this }} as stored
-inner join changed_orders
-    on stored.order_key = changed_orders.order_key
-left join current_lines
-    on stored.order_line_key = current_lines.order_line_key
-where current_lines.order_line_key is null
-{%- endif %}
+{{ lines_lost_by_changed_orders([
+    ['customer_id', 'varchar'],
+    ['order_id', 'varchar'],
+    ['order_key', 'varchar'],
+    ['line_number', 'bigint'],
+    ['sku', 'varchar'],
+    ['quantity', 'bigint'],
+    ['unit_price', 'decimal(18, 2)'],
+    ['quantity_text', 'varchar'],
+    ['unit_price_text', 'varchar'],
+    ['_ingested_at', type_timestamp()],
+    ['line_total', 'decimal(38, 2)'],
+    ['order_line_key', 'varchar']
+]) }}

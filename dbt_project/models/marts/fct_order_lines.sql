@@ -55,50 +55,18 @@ current_lines as (
 )
 
 select * from current_lines
-{%- if is_incremental() and not emits_each_deleted_row() %}
-
-union all
-
--- DuckDB: one row per changed order, never inserted; the run deletes all stored lines
--- of each order it emits (replaced_by), so the lines an order lost need no lookup.
-select
-    cast(null as varchar) as order_line_key,
-    changed_orders.order_key,
-    cast(null as varchar) as customer_id,
-    cast(null as varchar) as order_id,
-    cast(null as bigint) as line_number,
-    cast(null as varchar) as sku,
-    cast(null as bigint) as quantity,
-    cast(null as decimal(18, 2)) as unit_price,
-    cast(null as decimal(38, 2)) as line_total,
-    cast(null as date) as order_date,
-    cast(null as varchar) as status,
-    cast(null as varchar) as currency,
-    cast(null as {{ type_timestamp() }}) as _ingested_at
-from changed_orders
-{%- elif is_incremental() %}
-
-union all
-
--- Stored lines of a changed order that it no longer has: deleted by the merge.
-select
-    stored.order_line_key,
-    stored.order_key,
-    stored.customer_id,
-    stored.order_id,
-    stored.line_number,
-    stored.sku,
-    stored.quantity,
-    stored.unit_price,
-    stored.line_total,
-    stored.order_date,
-    stored.status,
-    stored.currency,
-    cast(null as {{ type_timestamp() }}) as _ingested_at
-from {{ this }} as stored
-inner join changed_orders
-    on stored.order_key = changed_orders.order_key
-left join current_lines
-    on stored.order_line_key = current_lines.order_line_key
-where current_lines.order_line_key is null
-{%- endif %}
+{{ lines_lost_by_changed_orders([
+    ['order_line_key', 'varchar'],
+    ['order_key', 'varchar'],
+    ['customer_id', 'varchar'],
+    ['order_id', 'varchar'],
+    ['line_number', 'bigint'],
+    ['sku', 'varchar'],
+    ['quantity', 'bigint'],
+    ['unit_price', 'decimal(18, 2)'],
+    ['line_total', 'decimal(38, 2)'],
+    ['order_date', 'date'],
+    ['status', 'varchar'],
+    ['currency', 'varchar'],
+    ['_ingested_at', type_timestamp()]
+]) }}
