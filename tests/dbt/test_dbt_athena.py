@@ -116,6 +116,19 @@ def fake_aws_env(moto_endpoint: str) -> Iterator[dict[str, str]]:
             os.environ[name] = value
 
 
+def _create_external_table(glue, database: str, name: str, columns: list[tuple[str, str]], location: str,
+                           parameters: dict[str, str]) -> None:
+    glue.create_table(
+        DatabaseName=database,
+        TableInput={
+            "Name": name,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": parameters,
+            "StorageDescriptor": {"Columns": [{"Name": n, "Type": t} for n, t in columns], "Location": location},
+        },
+    )
+
+
 @pytest.fixture(scope="module")
 def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     import boto3
@@ -125,34 +138,15 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
         glue.create_database(DatabaseInput={"Name": database})
     for table in ("customers", "orders"):
         schema = raw_schema(table)
-        columns = [{"Name": field.name, "Type": _hive_type(field.type)} for field in schema]
-        columns.append({"Name": "_batch_id", "Type": "bigint"})
-        glue.create_table(
-            DatabaseName=RAW_DATABASE,
-            TableInput={
-                "Name": table,
-                "TableType": "EXTERNAL_TABLE",
-                "Parameters": {"classification": "hudi"},
-                "StorageDescriptor": {"Columns": columns, "Location": f"s3://raw-bucket/{table}/"},
-            },
-        )
+        columns = [(field.name, _hive_type(field.type)) for field in schema] + [("_batch_id", "bigint")]
+        _create_external_table(glue, RAW_DATABASE, table, columns, f"s3://raw-bucket/{table}/", {"classification": "hudi"})
     # Existing tables make is_incremental() true, so the merge branch is compiled (the
     # staging models and the order line models, whose deletions differ by engine).
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
                             ("lakehouse_intermediate", "int_orders__lines_unnested"),
                             ("lakehouse_marts", "fct_order_lines")):
-        glue.create_table(
-            DatabaseName=database,
-            TableInput={
-                "Name": model,
-                "TableType": "EXTERNAL_TABLE",
-                "Parameters": {"table_type": "ICEBERG"},
-                "StorageDescriptor": {
-                    "Columns": [{"Name": "_ordering_value", "Type": "string"}, {"Name": "_ingested_at", "Type": "timestamp"}],
-                    "Location": f"s3://curated-bucket/{model}/",
-                },
-            },
-        )
+        _create_external_table(glue, database, model, [("_ordering_value", "string"), ("_ingested_at", "timestamp")],
+                               f"s3://curated-bucket/{model}/", {"table_type": "ICEBERG"})
     data_dir = tmp_path_factory.mktemp("athena")
     result = run_dbt(["compile", "--exclude", "resource_type:unit_test"], data_dir, target="athena")
     assert result.success, result.exception
@@ -244,15 +238,7 @@ def full_refresh_statements(
         data_file = f"dbt/{database}/{model}/live-version/data/part-0.parquet"
         s3.put_object(Bucket=CURATED_BUCKET, Key=data_file, Body=b"rows")
         if model == "dim_customers":
-            glue.create_table(
-                DatabaseName=database,
-                TableInput={
-                    "Name": model,
-                    "TableType": "EXTERNAL_TABLE",
-                    "Parameters": {"table_type": "ICEBERG"},
-                    "StorageDescriptor": {"Columns": [{"Name": "customer_id", "Type": "string"}], "Location": location},
-                },
-            )
+            _create_external_table(glue, database, model, [("customer_id", "string")], location, {"table_type": "ICEBERG"})
         else:
             table = glue.get_table(DatabaseName=database, Name=model)["Table"]
             glue.update_table(
