@@ -11,8 +11,8 @@ fault; only such rows pay for it.
 
 Everything a batch needs is computed in one projection, one row out per record in:
 its table, its quarantine reason, and one struct of raw columns per contract
-(filled only for the record's own table). `decode_batch` keeps that frame once and
-reads every output from it.
+(filled only for the record's own table). `split_records` reads every output from
+that one frame.
 
 A record that cannot be decoded goes to quarantine with exactly one reason, the
 first that applies in this order:
@@ -40,7 +40,7 @@ first that applies in this order:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from functools import reduce
 
 from pyspark.errors import AnalysisException
@@ -123,26 +123,25 @@ PAYLOAD_SCHEMA = T.StructType(
 )
 
 
-def decode_batch(
-    envelope: DataFrame,
-    contracts: Mapping[str, TableContract],
-    keep: Callable[[DataFrame], DataFrame] | None = None,
-) -> tuple[dict[str, DataFrame], DataFrame]:
-    """Decode a micro-batch of change envelopes.
+def decode_batch(envelope: DataFrame, contracts: Mapping[str, TableContract]) -> tuple[dict[str, DataFrame], DataFrame]:
+    """Decode a micro-batch of change envelopes: `split_records` of `decode_records`.
 
-    Returns the decoded rows per DynamoDB table name (every contract has an entry,
-    with the raw schema minus `_ingested_at`/`_batch_id`) and the quarantine rows
-    (`_source_table`, `reason`, `payload`, `source_ref`). Every input row lands in
-    exactly one of them. All outputs read one decoded frame, and `keep` is applied
-    to it: a caller computing several outputs passes persist, so each record is
-    parsed and decoded once per batch. The default only fences it, so that the
-    filters on `reason` are not pushed into the parsing (which would run `from_json`
-    again for every reference).
+    The decoded frame is only fenced here, so that the filters on `reason` are not
+    pushed into the parsing (which would run `from_json` again for every reference).
+    A caller computing several outputs per batch persists `decode_records` itself
+    instead, so each record is parsed and decoded once.
     """
-    keep = keep or _evaluate_once
-    for contract in contracts.values():
-        _check_partition_scope(envelope.sparkSession, contract)
-    decoded = keep(decode_records(envelope, contracts))
+    return split_records(_evaluate_once(decode_records(envelope, contracts)), contracts)
+
+
+def split_records(
+    decoded: DataFrame, contracts: Mapping[str, TableContract]
+) -> tuple[dict[str, DataFrame], DataFrame]:
+    """The decoded rows per DynamoDB table name (every contract has an entry, with the
+    raw schema minus `_ingested_at`/`_batch_id`) and the quarantine rows
+    (`_source_table`, `reason`, `payload`, `source_ref`) of a `decode_records` frame.
+    Every record lands in exactly one of them.
+    """
     tables = {
         table: valid_rows(decoded, contract, _table_column(index))
         for index, (table, contract) in enumerate(contracts.items())
@@ -157,6 +156,8 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     unless the record belongs to that table). The partition column is added later,
     per table, by `valid_rows`.
     """
+    for contract in contracts.values():
+        _check_partition_scope(envelope.sparkSession, contract)
     parsed = parse_records(envelope, contracts.keys())
     tables = list(contracts.values())
     owned = [_belongs_to(contract) for contract in tables]

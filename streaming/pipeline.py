@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streaming.contract import TableContract, raw_schema
-from streaming.decode import decode_batch
+from streaming.decode import decode_records, split_records
 from streaming.order import drop_duplicate_events, latest_per_key
 from streaming.sinks import QuarantineWriter, RawSink
 
@@ -111,18 +111,13 @@ class Pipeline:
         try:
             # Every output below reads one decoded frame: kept (in memory, spilling to
             # disk), the source is read and each record parsed and decoded once per batch.
-            records: list[DataFrame] = []
-
-            def keep(frame: DataFrame) -> DataFrame:
-                records.append(_cache(frame, cached))
-                return records[-1]
-
-            decoded, quarantine_rows = decode_batch(envelope, self.contracts, keep=keep)
+            records = _cache(decode_records(envelope, self.contracts), cached)
+            decoded, quarantine_rows = split_records(records, self.contracts)
             quarantine_rows = with_batch_metadata(quarantine_rows, ingested_at, batch_id)
             raw_rows: dict[str, DataFrame] = {}
             # The decoded frame has one row per input record, so it counts the input
             # without reading the source again.
-            stats = [_stat(records[0], "in"), _stat(quarantine_rows, "quarantined")]
+            stats = [_stat(records, "in"), _stat(quarantine_rows, "quarantined")]
             for table, contract in self.contracts.items():
                 frame = decoded[table]
                 winners = _cache(
