@@ -620,6 +620,11 @@ RECORD_PROBLEMS = [
             (without(customer(sequence_number="x"), "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
             (without(customer(sequence_number="x"), "dynamodb", "NewImage"), "invalid_sequence_number"),
             (with_value(full_order(), {"customerId": {"N": "1"}}, "dynamodb", "NewImage"), "missing_key:orderId"),
+            # An image that is not a JSON object, even one this event does not read.
+            (with_value(customer(), "x", "dynamodb", "NewImage"), "invalid_json"),
+            (with_value(customer(), [{"id": {"S": "cust-1"}}], "dynamodb", "NewImage"), "invalid_json"),
+            (with_value(customer("MODIFY"), 5, "dynamodb", "OldImage"), "invalid_json"),
+            (with_value(customer("REMOVE"), "x", "dynamodb", "Keys"), "invalid_json"),
         ]
     )
 ]
@@ -628,9 +633,22 @@ RECORD_PROBLEMS = [
 @pytest.mark.parametrize(("name", "expected"), RECORD_PROBLEMS)
 def test_record_level_problems_are_quarantined_with_their_reason(outcomes, name, expected):
     assert reason(outcomes, name) == expected
+
     record, _ = CASES[name]
     assert outcomes[name].row["payload"] == payload_text(record)  # as received
     assert outcomes[name].row["source_ref"] == name
+
+
+# Images are read as JSON text, so one sent as a string holding an object's text is
+# indistinguishable from the object: it decodes as the image (documented leniency).
+case(
+    "image-as-json-text",
+    with_value(customer(name="Bea"), json.dumps(customer(name="Bea")["dynamodb"]["NewImage"]), "dynamodb", "NewImage"),
+)
+
+
+def test_an_image_sent_as_json_text_decodes_as_the_image(outcomes):
+    assert decoded(outcomes, "image-as-json-text")["cust_name"] == "Bea"
 
 
 def test_quarantine_names_the_table_when_it_is_known(outcomes):
