@@ -57,6 +57,13 @@ METADATA_FIELDS: tuple[T.StructField, ...] = (
 PIPELINE_COLUMNS = ("_ingested_at", "_batch_id")
 METADATA_COLUMNS = tuple(field.name for field in METADATA_FIELDS)
 
+# The change log `<raw_table>_changes` is partitioned by the UTC hour its batch was
+# ingested (`yyyy-MM-dd-HH`, fixed width so text order is time order): a reader of
+# "changes ingested since T" touches only the partitions from T's hour on.
+CHANGES_SUFFIX = "_changes"
+INGEST_HOUR_COLUMN = "_ingest_hour"
+INGEST_HOUR_FORMAT = "yyyy-MM-dd-HH"
+
 
 class ContractError(ValueError):
     """A table contract is invalid; the message names the file and the field."""
@@ -91,6 +98,11 @@ class TableContract:
     def key_attributes(self) -> tuple[str, ...]:
         """DynamoDB names of the primary key: partition key, then sort key."""
         return (self.partition_key,) if self.sort_key is None else (self.partition_key, self.sort_key)
+
+    @property
+    def changes_table(self) -> str:
+        """The change log's name: every distinct change, beside the current state `raw_table`."""
+        return self.raw_table + CHANGES_SUFFIX
 
     @property
     def key_columns(self) -> tuple[str, ...]:
@@ -147,6 +159,11 @@ def raw_schema(contract: TableContract) -> T.StructType:
     return T.StructType([*business, partition, *METADATA_FIELDS])
 
 
+def change_log_schema(contract: TableContract) -> T.StructType:
+    """The change log's schema: the raw table's columns plus the ingest-hour partition."""
+    return T.StructType([*raw_schema(contract).fields, T.StructField(INGEST_HOUR_COLUMN, T.StringType())])
+
+
 def load_contract(path: str | Path) -> TableContract:
     path = Path(path)
     try:
@@ -182,6 +199,12 @@ def load_contracts(directory: str | Path | None = None) -> dict[str, TableContra
         contracts[contract.table] = contract
         origin[contract.table] = path
         raw_origin[contract.raw_table] = path
+    for contract in contracts.values():
+        if contract.changes_table in raw_origin:
+            raise ContractError(
+                f"{raw_origin[contract.changes_table]}: raw_table {contract.changes_table!r} is the name of the "
+                f"change log of {contract.raw_table!r} ({raw_origin[contract.raw_table]}); choose another name"
+            )
     return contracts
 
 
