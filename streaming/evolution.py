@@ -25,9 +25,10 @@ changes raw columns does.
 Registry. `<raw root>/_contracts/<raw_table>/<version>.json` holds the schema document,
 the version, its sequence number within the table and `registered_at`. Raw readers never
 look there: they read `<raw root>/<raw_table>...` folders named by the contracts, and a
-raw_table name must start with a letter. Files are written through `RegistryFileSystem`
-(read_text / write_text / list), atomically, so a store other than local files (Hadoop,
-S3) only needs another implementation of those three calls.
+raw_table name must start with a letter. Files go through `RegistryFileSystem`
+(read_text / write_text / list) and every write replaces a file atomically:
+`LocalFileSystem` writes a temporary file and renames it, `S3FileSystem` puts one object.
+Another store (Hadoop) needs only those three calls.
 """
 from __future__ import annotations
 
@@ -325,12 +326,60 @@ class LocalFileSystem:
         return sorted(child.name for child in folder.iterdir()) if folder.is_dir() else []
 
 
+class S3FileSystem:
+    """RegistryFileSystem on S3 objects (`s3://bucket/key`), as under the Glue job's raw_base_path.
+
+    S3 stores an object whole or not at all ("Amazon S3 never adds partial objects", PutObject in
+    https://boto3.amazonaws.com/v1/documentation/api/latest/reference/services/s3/client/put_object.html),
+    so one put is the atomic replace LocalFileSystem builds from a temporary file and a rename.
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        self._client = client
+
+    def read_text(self, path: str) -> str:
+        bucket, key = _s3_location(path)
+        return self._client.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        bucket, key = _s3_location(path)
+        self._client.put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"))
+
+    def list(self, directory: str) -> list[str]:
+        bucket, key = _s3_location(directory)
+        prefix = key.rstrip("/") + "/"
+        names: set[str] = set()
+        # With a delimiter, S3 answers the direct children: objects, and one common prefix per folder.
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+            names.update(folder["Prefix"][len(prefix):].rstrip("/") for folder in page.get("CommonPrefixes", []))
+            names.update(item["Key"][len(prefix):] for item in page.get("Contents", []))
+        return sorted(name for name in names if name)
+
+
+def _s3_location(path: str) -> tuple[str, str]:
+    if not path.startswith("s3://"):
+        raise ValueError(f"{path!r} is not an s3:// location")
+    bucket, _, key = path[len("s3://"):].partition("/")
+    return bucket, key
+
+
 class ContractRegistry:
-    """Registered contract versions under `<raw root>/_contracts/<raw_table>/<version>.json`."""
+    """Registered contract versions under `<raw root>/_contracts/<raw_table>/<version>.json`.
+
+    An `s3://` raw root is read and written with S3FileSystem, any other with LocalFileSystem,
+    unless a filesystem is given.
+    """
 
     def __init__(self, raw_root: str | Path, filesystem: RegistryFileSystem | None = None) -> None:
-        self.location = f"{str(raw_root).rstrip('/')}/{REGISTRY_FOLDER}"
-        self._files = filesystem if filesystem is not None else LocalFileSystem()
+        root = str(raw_root).rstrip("/")
+        self.location = f"{root}/{REGISTRY_FOLDER}"
+        if filesystem is None:
+            filesystem = S3FileSystem() if root.startswith("s3://") else LocalFileSystem()
+        self._files = filesystem
 
     def raw_tables(self) -> list[str]:
         """Raw tables with at least one registered version."""
@@ -386,8 +435,10 @@ def guard_contracts(
 
     `contracts` is what `load_contracts` returns. Nothing is registered unless every
     contract passes; otherwise one ContractEvolutionError lists every refused table.
-    Allowed changes are passed to `report`, one line each. Returns each raw table's
-    current contract version.
+    Allowed changes are passed to `report`, one line each. An edit of descriptions, pii or
+    casts alone keeps the version, so the registered document keeps the old text and the
+    edit is reported again at every start until a column is added. Returns each raw
+    table's current contract version.
     """
     claimed = {contract.raw_table for contract in contracts.values()}
     reports = []

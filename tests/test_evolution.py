@@ -31,6 +31,7 @@ from streaming.evolution import (
     ContractEvolutionError,
     ContractRegistry,
     LocalFileSystem,
+    S3FileSystem,
     check_evolution,
     contract_version,
     evolution_changes,
@@ -237,7 +238,7 @@ REFUSED = [
     pytest.param("customers", _set("partitioning.column", "id_bucket"),
                  "partitioning.column: 'id_suffix' -> 'id_bucket'", id="partition-column"),
     pytest.param("customers", _delete("key.sort_key"), "key.sort_key: 'custName' -> none", id="sort-key"),
-    pytest.param("orders", _set("key.partition_key", "orderId") ,
+    pytest.param("orders", _set("key.partition_key", "orderId"),
                  "key.partition_key: 'customerId' -> 'orderId'", id="partition-key"),
     pytest.param("customers", _set("raw_table", "clients"), "raw_table: 'customers' -> 'clients'", id="raw-table"),
     pytest.param("customers", _set("table", "clients"), "table: 'customers' -> 'clients'", id="dynamodb-table"),
@@ -537,3 +538,52 @@ def test_guard_registers_a_new_table_beside_registered_ones(tmp_path: Path) -> N
 
     assert versions["orders"] == contract_version(both["orders"])
     assert registry.latest("orders")["sequence"] == 1  # type: ignore[index]
+
+
+# --------------------------------------------------------------------------- S3 (moto)
+
+
+@pytest.fixture()
+def s3(monkeypatch: pytest.MonkeyPatch) -> Any:
+    moto = pytest.importorskip("moto")
+    boto3 = pytest.importorskip("boto3")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")  # moto's documented dummy credentials
+    with moto.mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(Bucket="lake", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        yield client
+
+
+def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> None:
+    # A Hudi table's own files under the same raw root must not be taken for registry entries.
+    s3.put_object(Bucket="lake", Key="raw/customers/.hoodie/hoodie.properties", Body=b"hoodie.table.name=customers\n")
+    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    registry = ContractRegistry("s3://lake/raw/")
+
+    versions = guard_contracts(registry, contracts, NOW)
+    again = guard_contracts(registry, contracts, NOW + timedelta(hours=1))
+
+    keys = sorted(item["Key"] for item in s3.list_objects_v2(Bucket="lake", Prefix="raw/_contracts/")["Contents"])
+    assert keys == [f"raw/_contracts/{table}/{versions[table]}.json" for table in ("customers", "orders")]
+    assert again == versions
+    assert sorted(registry.raw_tables()) == ["customers", "orders"]
+    stored = json.loads(s3.get_object(Bucket="lake", Key=keys[0])["Body"].read())
+    assert stored == {**schema_document(contracts["customers"]), "version": versions["customers"], "sequence": 1,
+                      "registered_at": NOW.isoformat()}
+
+
+def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> None:
+    registry = ContractRegistry("s3://lake/raw")
+    guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    changed = contracts_dir(tmp_path, "changed", customers=edited("customers", _delete("attributes.email")),
+                            orders=packaged("orders"))
+
+    with pytest.raises(ContractEvolutionError, match="attribute 'email': column 'email' \\(S\\) -> removed"):
+        guard_contracts(registry, changed, NOW)
+
+
+def test_s3_paths_must_be_s3_locations() -> None:
+    with pytest.raises(ValueError, match="not an s3:// location"):
+        S3FileSystem(client=object()).read_text("/tmp/raw/_contracts")
