@@ -1,5 +1,6 @@
 """Writes raw change-log batches exactly as the local streaming sink lays them out:
-`<data>/raw/<table>/_batch_id=<n>/part-00000.parquet`, for dbt tests and demos."""
+`<data>/raw/<table>_changes/_ingest_hour=<h>/_batch_id=<n>/part-00000.parquet`, for dbt
+tests and demos."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakehouse_dbt.raw_schema import load_contract, raw_schema
+from streaming import raw_layout
 from streaming.contract import TableContract
+from streaming.evolution import contract_version
 
 SEQUENCE_DIGITS = 64
 
@@ -36,6 +39,7 @@ def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: 
     full.setdefault("_event_id", f"{contract.table}-{key}-{full['_ordering_value']}")
     full.setdefault("_source_table", contract.table)
     full.setdefault("_ingested_at", ingested_at)
+    full.setdefault("_contract_version", contract_version(contract))
     # Both contracts partition on the last character of the partition key.
     partition_key_column = contract.attribute(contract.partition_key).column
     full.setdefault(contract.partition_column, str(full[partition_key_column])[-1:])
@@ -49,7 +53,8 @@ def write_raw_batch(
     rows: Iterable[Mapping[str, Any]],
     ingested_at: datetime,
 ) -> Path:
-    """Writes one micro-batch of change rows of raw table `table`; returns its folder.
+    """Writes one micro-batch of change rows into the change log of raw table `table`;
+    returns its folder (under the hour of `ingested_at`).
 
     Each row gives business columns plus `_event_ts` (aware datetime) and optionally
     `_event_name` (default INSERT), `sequence` (an int, padded like the sink does) or
@@ -65,9 +70,10 @@ def write_raw_batch(
     arrow_table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in completed], schema=schema
     )
-    batch_dir = Path(data_dir) / "raw" / table / f"_batch_id={batch_id}"
-    if batch_dir.exists():
-        shutil.rmtree(batch_dir)
+    table_dir = raw_layout.change_log_dir(Path(data_dir) / "raw", contract)
+    for earlier in table_dir.glob(f"*/{raw_layout.batch_folder(batch_id)}"):
+        shutil.rmtree(earlier)
+    batch_dir = table_dir / raw_layout.hour_folder(raw_layout.ingest_hour(ingested_at)) / raw_layout.batch_folder(batch_id)
     batch_dir.mkdir(parents=True)
     pq.write_table(arrow_table, batch_dir / "part-00000.parquet", coerce_timestamps="us")
     return batch_dir

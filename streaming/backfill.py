@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streaming import raw_layout
 from streaming.contract import TableContract
 from streaming.export import (
     INCREMENTAL_EXPORT,
@@ -71,7 +72,8 @@ class BackfillPlan:
 
     @property
     def raw_path(self) -> Path:
-        return self.data_root / "raw" / self.contract.raw_table
+        """The table's change log, where the backfill lands its items as changes."""
+        return raw_layout.change_log_dir(self.data_root / "raw", self.contract)
 
     @property
     def run_log(self) -> Path:
@@ -95,7 +97,7 @@ class BackfillPlan:
         ]
         lines += [f"      {f.path}  items={f.item_count}  bytes={_size(f.path)}" for f in manifest.data_files]
         lines += [
-            f"write raw table {self.contract.raw_table} at {self.raw_path}/_batch_id={self.batch_id}",
+            f"write raw table {self.contract.raw_table} at {self.raw_path}/<ingest hour>/_batch_id={self.batch_id}",
             f"      quarantine {self.data_root / 'quarantine'}/_batch_id={self.batch_id}",
             f"      run log {self.run_log}",
         ]
@@ -255,17 +257,18 @@ def _check_report(plan: BackfillPlan, report: BatchReport, verify_local_folder: 
             f"backfill of {items} items landed {landed} and quarantined {report.quarantined}; "
             "an export has one line per item, so some rows were merged or lost"
         )
-    folder = plan.raw_path / f"_batch_id={plan.batch_id}"
-    if verify_local_folder and (landed or folder.exists()):
-        written = _parquet_rows(folder)
+    folders = sorted(plan.raw_path.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}"))
+    if verify_local_folder and (landed or folders):
+        written = _parquet_rows(folders)
         if written != landed:
-            raise BackfillError(f"{folder} holds {written} rows after the write, expected {landed}")
+            raise BackfillError(f"{plan.raw_path} holds {written} rows of batch {plan.batch_id} after the write, "
+                                f"expected {landed}")
 
 
-def _parquet_rows(folder: Path) -> int:
+def _parquet_rows(folders: list[Path]) -> int:
     import pyarrow.parquet as pq
 
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("*.parquet"))
+    return sum(pq.ParquetFile(path).metadata.num_rows for folder in folders for path in folder.glob("*.parquet"))
 
 
 def _write_json(path: Path, document: Mapping[str, Any]) -> None:

@@ -71,18 +71,22 @@ class DataLayout:
 
 @dataclass(frozen=True)
 class StatusReport:
-    raw_rows: dict[str, int]
+    # Per raw table: rows of its change log, rows of its current state (keys, tombstones
+    # included), and batch folders of the change log.
+    change_rows: dict[str, int]
+    current_rows: dict[str, int]
     raw_batches: dict[str, int]
     quarantine_by_reason: dict[str, int]
     # Set when `lakehouse switch` pointed readers away from the data directory.
     active_root: str | None = None
 
     def lines(self) -> list[str]:
-        width = max([len(table) for table in self.raw_rows] + [len("raw table")])
+        width = max([len(table) for table in self.change_rows] + [len("raw table")])
         out = [f"active data root: {self.active_root}"] if self.active_root else []
-        out += [f"{'raw table':<{width}}  {'rows':>8}  {'batches':>7}"]
+        out += [f"{'raw table':<{width}}  {'change log':>10}  {'current':>8}  {'batches':>7}"]
         out += [
-            f"{table:<{width}}  {rows:>8}  {self.raw_batches[table]:>7}" for table, rows in self.raw_rows.items()
+            f"{table:<{width}}  {rows:>10}  {self.current_rows[table]:>8}  {self.raw_batches[table]:>7}"
+            for table, rows in self.change_rows.items()
         ]
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
@@ -193,7 +197,9 @@ def _stream_with(
     from streaming.sources import landing_files_stream
 
     target = active_layout(layout)
-    pipeline = _pipeline(spark, target, contracts, sink)
+    checkpoint = target.checkpoint(QUERY_NAME)
+    stream_id = _claim_stream_identity(target.root, checkpoint, layout.landing, contracts)
+    pipeline = _pipeline(spark, target, contracts, sink, stream_id=stream_id, out=out)
     source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
@@ -202,7 +208,7 @@ def _stream_with(
             spark,
             pipeline,
             source,
-            checkpoint_dir=str(target.checkpoint(QUERY_NAME)),
+            checkpoint_dir=str(checkpoint),
             trigger=trigger,  # type: ignore[arg-type]
             interval=interval,
             query_name=QUERY_NAME,
@@ -219,37 +225,67 @@ def _stream_with(
     out(f"stream finished in {time.monotonic() - started:.1f}s")
 
 
-def _pipeline(spark: SparkSession, target: DataLayout, contracts: dict[str, TableContract], sink: str) -> Pipeline:
-    """The pipeline writing raw tables and quarantine under `target` (stream, backfill, reprocess)."""
+def _claim_stream_identity(
+    data_root: Path, checkpoint: Path, landing: Path, contracts: dict[str, TableContract]
+) -> str:
+    from streaming.stream_identity import StreamIdentityError, claim_stream_identity
+
+    try:
+        return claim_stream_identity(data_root, checkpoint, landing, contracts)
+    except StreamIdentityError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _pipeline(
+    spark: SparkSession,
+    target: DataLayout,
+    contracts: dict[str, TableContract],
+    sink: str,
+    *,
+    stream_id: str | None = None,
+    out: Printer = print,
+) -> Pipeline:
+    """The pipeline writing raw tables and quarantine under `target` (stream, backfill, reprocess),
+    after checking the contracts against the versions the raw tables were written with."""
+    from datetime import datetime, timezone
+
     from streaming.contract import check_partition_expression
+    from streaming.evolution import ContractEvolutionError, ContractRegistry, guard_contracts
     from streaming.pipeline import Pipeline
     from streaming.sinks import QuarantineWriter, choose_sink
 
     try:
         for contract in contracts.values():
             check_partition_expression(spark, contract)
-        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts)  # type: ignore[arg-type]
-    except (ContractError, RuntimeError, ValueError) as exc:
+        guard_contracts(ContractRegistry(target.raw), contracts, datetime.now(timezone.utc), report=out)
+        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts,  # type: ignore[arg-type]
+                               stream_id=stream_id)
+    except (ContractError, ContractEvolutionError, RuntimeError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     return Pipeline(contracts, raw_sink, QuarantineWriter(str(target.root)))
 
 
 def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusReport:
-    """Row counts of the local raw change log and of the quarantine, read with DuckDB."""
+    """Row counts of the local raw change logs, their current state and the quarantine, read with DuckDB."""
     import duckdb
+
+    from streaming import raw_layout
 
     contracts = _contracts(contracts_dir)
     data_dir = layout.root
     layout = active_layout(layout)
-    raw_rows: dict[str, int] = {}
+    change_rows: dict[str, int] = {}
+    current_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
     with duckdb.connect() as connection:
         for contract in contracts.values():
-            table_dir = layout.raw / contract.raw_table
+            table_dir = raw_layout.change_log_dir(layout.raw, contract)
             if (table_dir / ".hoodie").is_dir():
                 raise CliError(f"{table_dir} is a Hudi table; `status` counts the local Parquet change log only")
-            files = sorted(table_dir.glob("_batch_id=*/*.parquet"))
-            raw_rows[contract.raw_table] = _count_rows(connection, files)
+            files = raw_layout.change_log_files(table_dir)
+            change_rows[contract.raw_table], current_rows[contract.raw_table] = _count_rows_and_keys(
+                connection, files, contract.key_columns
+            )
             raw_batches[contract.raw_table] = len({path.parent for path in files})
         quarantine_files = sorted(layout.quarantine.glob("_batch_id=*/*.parquet"))
         by_reason: dict[str, int] = {}
@@ -260,16 +296,18 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
     switched = (data_dir / POINTER_FILE).is_file()
-    return StatusReport(raw_rows, raw_batches, by_reason, str(layout.root) if switched else None)
+    return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None)
 
 
-def _count_rows(connection: object, files: list[Path]) -> int:
+def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Sequence[str]) -> tuple[int, int]:
+    """Rows of a change log, and its distinct keys: the rows of its current state."""
     if not files:
-        return 0
-    (count,) = connection.execute(  # type: ignore[attr-defined]
-        "select count(*) from read_parquet(?)", [[str(path) for path in files]]
+        return 0, 0
+    keys = ", ".join(f'"{column}"' for column in key_columns)
+    rows, distinct_keys = connection.execute(  # type: ignore[attr-defined]
+        f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[str(path) for path in files]]
     ).fetchone()
-    return int(count)
+    return int(rows), int(distinct_keys)
 
 
 def backfill(
@@ -301,7 +339,7 @@ def backfill(
         out("dry run: nothing was written")
         return None
     with _spark_session(spark, out) as session:
-        pipeline = _pipeline(session, target, contracts, sink)
+        pipeline = _pipeline(session, target, contracts, sink, out=out)
         try:
             result = run_backfill(session, plan, pipeline, out=out,
                                   verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
@@ -328,6 +366,7 @@ def reprocess(
     from streaming.backfill import BackfillError
     from streaming.export import ExportValidationError
     from streaming.reprocess import plan_reprocess, run_reprocess
+    from streaming.stream_identity import StreamIdentityError
 
     contracts = _contracts(contracts_dir)
     try:
@@ -340,9 +379,13 @@ def reprocess(
         out("dry run: nothing was written")
         return None
     with _spark_session(spark, out) as session:
-        pipeline = _pipeline(session, DataLayout(plan.target), contracts, sink)
+        def make_pipeline(stream_id: str) -> Pipeline:
+            return _pipeline(session, DataLayout(plan.target), contracts, sink, stream_id=stream_id, out=out)
+
         try:
-            seconds = run_reprocess(session, plan, pipeline, contracts, out=out)
+            seconds = run_reprocess(session, plan, make_pipeline, contracts, out=out)
+        except StreamIdentityError as exc:
+            raise CliError(str(exc)) from exc
         except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
             raise CliError(f"reprocess stopped (run it again to resume from its checkpoint): {exc}") from exc
     rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)

@@ -53,8 +53,10 @@ METADATA_FIELDS: tuple[T.StructField, ...] = (
     T.StructField("_extra_attributes", T.StringType()),
     T.StructField("_ingested_at", T.TimestampType()),
     T.StructField("_batch_id", T.LongType()),
+    # streaming.evolution.contract_version of the contract the row was decoded with.
+    T.StructField("_contract_version", T.StringType()),
 )
-PIPELINE_COLUMNS = ("_ingested_at", "_batch_id")
+PIPELINE_COLUMNS = ("_ingested_at", "_batch_id", "_contract_version")
 METADATA_COLUMNS = tuple(field.name for field in METADATA_FIELDS)
 
 # The change log `<raw_table>_changes` is partitioned by the UTC hour its batch was

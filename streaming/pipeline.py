@@ -1,7 +1,9 @@
-"""`process_batch`: one micro-batch of change envelopes -> raw tables + quarantine.
+"""`process_batch`: one micro-batch of change envelopes -> raw change logs + quarantine.
 
 The same function runs under every runner (`foreachBatch` locally and on Glue, batch
-backfills, tests). Replaying a batch id reproduces its output: the sinks overwrite
+backfills, tests). Each table's sink receives every distinct change of the batch
+(de-duplicated by eventID); the Hudi sink also upserts the winner per key into the
+current-state table. Replaying a batch id reproduces its output: the sinks replace
 what an earlier attempt of that batch wrote.
 """
 from __future__ import annotations
@@ -17,9 +19,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from streaming.contract import TableContract, raw_schema
+from streaming import raw_layout
+from streaming.contract import INGEST_HOUR_COLUMN, TableContract, change_log_schema
 from streaming.decode import decode_records, split_records
-from streaming.order import drop_duplicate_events, latest_per_key
+from streaming.evolution import contract_version
+from streaming.order import drop_duplicate_events
 from streaming.sinks import QuarantineWriter, RawSink
 
 log = logging.getLogger(__name__)
@@ -33,10 +37,6 @@ def utc_now() -> datetime:
 
 class RecordsLostError(RuntimeError):
     """Decode returned fewer rows than it was given: records would vanish silently."""
-
-
-# Rows each winner stood for after de-duplication: their sum counts the unique events.
-_UNIQUE_EVENTS = "__unique_events"
 
 
 def _cache(df: DataFrame, cached: list[DataFrame]) -> DataFrame:
@@ -80,15 +80,24 @@ def with_batch_metadata(df: DataFrame, ingested_at: datetime, batch_id: int) -> 
     )
 
 
-def to_raw_rows(decoded: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int) -> DataFrame:
-    """Decoded rows of one table -> the rows its raw table receives for this batch."""
-    winners = latest_per_key(drop_duplicate_events(decoded, contract), contract)
-    return as_raw_rows(winners, contract, ingested_at, batch_id)
+def to_change_log_rows(
+    decoded: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int
+) -> DataFrame:
+    """Decoded rows of one table -> the change-log rows this batch lands: every distinct change."""
+    return as_change_log_rows(drop_duplicate_events(decoded, contract), contract, ingested_at, batch_id)
 
 
-def as_raw_rows(winners: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int) -> DataFrame:
-    """The batch's winner per key, in the raw table's columns."""
-    return with_batch_metadata(winners, ingested_at, batch_id).select(*raw_schema(contract).fieldNames())
+def as_change_log_rows(
+    changes: DataFrame, contract: TableContract, ingested_at: datetime, batch_id: int
+) -> DataFrame:
+    """The batch's distinct changes in the change log's columns: `_ingest_hour` and the
+    version of the contract they were decoded with included."""
+    return (
+        with_batch_metadata(changes, ingested_at, batch_id)
+        .withColumn("_contract_version", F.lit(contract_version(contract)))
+        .withColumn(INGEST_HOUR_COLUMN, F.lit(raw_layout.ingest_hour(ingested_at)))
+        .select(*change_log_schema(contract).fieldNames())
+    )
 
 
 class Pipeline:
@@ -114,26 +123,25 @@ class Pipeline:
             records = _cache(decode_records(envelope, self.contracts), cached)
             decoded, quarantine_rows = split_records(records, self.contracts)
             quarantine_rows = with_batch_metadata(quarantine_rows, ingested_at, batch_id)
-            raw_rows: dict[str, DataFrame] = {}
+            change_rows: dict[str, DataFrame] = {}
             # The decoded frame has one row per input record, so it counts the input
             # without reading the source again.
             stats = [_stat(records, "in"), _stat(quarantine_rows, "quarantined")]
             for table, contract in self.contracts.items():
                 frame = decoded[table]
-                winners = _cache(
-                    latest_per_key(drop_duplicate_events(frame, contract), contract, count_as=_UNIQUE_EVENTS), cached
-                )
-                raw_rows[contract.raw_table] = as_raw_rows(winners, contract, ingested_at, batch_id)
+                # Kept: the count, the change log and (Hudi) the winners per key all read it.
+                changes = _cache(drop_duplicate_events(frame, contract), cached)
+                change_rows[table] = as_change_log_rows(changes, contract, ingested_at, batch_id)
                 stats += [
-                    _stat(frame, f"decoded:{contract.raw_table}", F.max(F.unix_micros("_event_ts"))),
-                    _stat(winners, f"landed:{contract.raw_table}", F.sum(_UNIQUE_EVENTS)),
+                    _stat(frame, f"decoded:{table}", F.max(F.unix_micros("_event_ts"))),
+                    _stat(changes, f"landed:{table}"),
                 ]
             # One job computes every count (and fills the caches the writes read),
             # instead of one planning round-trip per count.
             counts = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()}
             records_in = counts["in"]["rows"]
             quarantined = counts["quarantined"]["rows"]
-            decoded_rows = sum(counts[f"decoded:{raw_table}"]["rows"] for raw_table in raw_rows)
+            decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows)
             # Checked before anything is written, so a decode bug stops the stream
             # instead of committing a batch that silently lost records.
             if decoded_rows + quarantined != records_in:
@@ -141,26 +149,25 @@ class Pipeline:
                     f"batch {batch_id}: {records_in} records in, but {decoded_rows} decoded + "
                     f"{quarantined} quarantined; every record must land or be quarantined"
                 )
-            for raw_table, frame in raw_rows.items():
-                self.sink.write(frame, raw_table, batch_id, rows=counts[f"landed:{raw_table}"]["rows"])
+            for table, frame in change_rows.items():
+                self.sink.write(frame, self.contracts[table], batch_id, rows=counts[f"landed:{table}"]["rows"])
             self.quarantine.write(quarantine_rows, batch_id, rows=quarantined)
         finally:
             for frame in cached:
                 frame.unpersist()
         known_micros = [
-            counts[f"decoded:{raw_table}"]["value"]
-            for raw_table in raw_rows
-            if counts[f"decoded:{raw_table}"]["value"] is not None
+            counts[f"decoded:{table}"]["value"]
+            for table in change_rows
+            if counts[f"decoded:{table}"]["value"] is not None
         ]
         max_event_ts = datetime.fromtimestamp(max(known_micros) / 1e6, timezone.utc) if known_micros else None
         report = BatchReport(
             batch_id=batch_id,
             records_in=records_in,
-            landed={raw_table: counts[f"landed:{raw_table}"]["rows"] for raw_table in raw_rows},
+            landed={self.contracts[table].raw_table: counts[f"landed:{table}"]["rows"] for table in change_rows},
             quarantined=quarantined,
             duplicates_dropped=sum(
-                counts[f"decoded:{raw_table}"]["rows"] - (counts[f"landed:{raw_table}"]["value"] or 0)
-                for raw_table in raw_rows
+                counts[f"decoded:{table}"]["rows"] - counts[f"landed:{table}"]["rows"] for table in change_rows
             ),
             max_event_ts=max_event_ts,
             lag_seconds=None if max_event_ts is None else (self.clock() - max_event_ts).total_seconds(),

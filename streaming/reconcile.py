@@ -24,7 +24,8 @@ from typing import Any
 
 import duckdb
 
-from streaming.contract import AttributeSpec, TableContract
+from streaming import raw_layout
+from streaming.contract import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
 from streaming.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
 
 SAMPLE_SIZE = 5
@@ -175,30 +176,41 @@ def _export_side(con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Ma
 
 
 def _raw_side(con: duckdb.DuckDBPyConnection, path: Path, by_raw: Mapping[str, TableContract], alias: str) -> _Side:
+    by_folder = {name: contract for contract in by_raw.values() for name in (contract.raw_table, contract.changes_table)}
     if _is_table_dir(path):
-        if path.name not in by_raw:
-            raise ReconcileError(f"{path} is a raw table folder, but no contract has raw_table {path.name!r}")
-        return _Side(f"raw table {path}", {path.name: _raw_table_state(con, path, by_raw[path.name], alias)}, True)
-    root = path / "raw" if (path / "raw").is_dir() and not any((path / t).is_dir() for t in by_raw) else path
-    tables = {
-        raw_table: _raw_table_state(con, root / raw_table, contract, alias) if (root / raw_table).is_dir() else None
-        for raw_table, contract in by_raw.items()
-    }
+        if path.name not in by_folder:
+            raise ReconcileError(
+                f"{path} is a raw table folder, but no contract has raw_table {path.name!r} "
+                f"(or {path.name!r} as its change log <raw_table>_changes)"
+            )
+        contract = by_folder[path.name]
+        return _Side(f"raw table {path}", {contract.raw_table: _raw_table_state(con, path, contract, alias)}, True)
+    root = path / "raw" if (path / "raw").is_dir() and not any((path / name).is_dir() for name in by_folder) else path
+    tables = {raw_table: _raw_root_state(con, root, contract, alias) for raw_table, contract in by_raw.items()}
     return _Side(f"raw root {root}", tables, False)
 
 
 def _is_table_dir(path: Path) -> bool:
-    return (path / ".hoodie").is_dir() or any(path.glob("_batch_id=*"))
+    return (path / ".hoodie").is_dir() or any(path.glob(f"{INGEST_HOUR_COLUMN}=*/_batch_id=*"))
+
+
+def _raw_root_state(con: duckdb.DuckDBPyConnection, root: Path, contract: TableContract, alias: str) -> str | None:
+    """A table's current state under a raw root: the Hudi current-state table where there
+    is one (production layout), else the local change log."""
+    for folder in (root / contract.raw_table, root / contract.changes_table):
+        if _is_table_dir(folder):
+            return _raw_table_state(con, folder, contract, alias)
+    return None
 
 
 def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: TableContract, alias: str) -> str | None:
     if (table_dir / ".hoodie").is_dir():
         from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
-        view = f"{alias}_hudi_{contract.raw_table}"
+        view = f"{alias}_hudi_{table_dir.name}"
         con.register(view, read_hudi_snapshot(str(table_dir.resolve())))
         return _latest_per_key(_ident(view), contract)
-    files = sorted(table_dir.glob("_batch_id=*/*.parquet"))
+    files = raw_layout.change_log_files(table_dir)
     if not files:
         return None
     listed = ", ".join(_quote(str(path)) for path in files)

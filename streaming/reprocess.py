@@ -92,7 +92,7 @@ def switch_local(data_dir: Path, to: Path, contracts: Mapping[str, TableContract
     target = to.resolve()
     if target == current.data_root.resolve():
         raise SwitchError(f"{target} is already the active data root")
-    missing = [c.raw_table for c in contracts.values() if not (target / "raw" / c.raw_table).is_dir()]
+    missing = [c.changes_table for c in contracts.values() if not (target / "raw" / c.changes_table).is_dir()]
     if missing:
         raise SwitchError(f"{target}/raw has no table(s) {missing}; reprocess into it before switching")
     return _write_pointer(data_dir, target, current.data_root.resolve())
@@ -180,25 +180,29 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
 def run_reprocess(
     spark: SparkSession,
     plan: ReprocessPlan,
-    pipeline: Pipeline,
+    make_pipeline: Callable[[str], Pipeline],
     contracts: Mapping[str, TableContract],
     *,
     out: Printer = print,
 ) -> float:
     """Replay the backfills, then stream the landing files into `plan.target`; returns seconds.
 
-    Safe to retry: the backfills overwrite their own batch folders, and the stream
-    resumes from the target's checkpoint.
+    `make_pipeline(stream_id)` builds the pipeline writing into `plan.target`, once the
+    target is marked as this reprocess's and its stream identity is claimed. Safe to
+    retry: the backfills overwrite their own batch folders, and the stream resumes from
+    the target's checkpoint.
     """
     from streaming.backfill import plan_backfill, run_backfill
     from streaming.runner import run_stream
     from streaming.sources import landing_files_stream
+    from streaming.stream_identity import claim_stream_identity
 
     started = time.monotonic()
     plan.target.mkdir(parents=True, exist_ok=True)
     marker = {"landing": str(plan.landing), "from_data_dir": str(plan.data_dir.resolve()),
               "started_at": datetime.now(timezone.utc).isoformat()}
     (plan.target / REPROCESS_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    pipeline = make_pipeline(claim_stream_identity(plan.target, plan.checkpoint, plan.landing, contracts))
     for number, run in enumerate(plan.backfills, start=1):
         out(f"[backfill {number}/{len(plan.backfills)}] {run['export_id']} ({run['table']})")
         backfill = plan_backfill(run["export_dir"], contracts, plan.target, run["table"])

@@ -1,18 +1,21 @@
 """Where decoded batches land: a local Parquet change log, Hudi, and the quarantine.
 
-Each sink is a thin adapter with `write(df, raw_table, batch_id)`; the frames arrive
-already shaped as raw rows by the pipeline. Paths go through Hadoop's FileSystem, so
-the same code writes to a local folder or to an S3 prefix.
+Each sink is a thin adapter with `write(changes, contract, batch_id)`; the frames arrive
+already shaped as change-log rows by the pipeline. Paths go through Hadoop's FileSystem,
+so the same code writes to a local folder or to an S3 prefix.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.hudi_options import SyncMode, hudi_table_path, hudi_write_options
+from streaming import raw_layout
+from streaming.contract import INGEST_HOUR_COLUMN
+from streaming.hudi_options import SyncMode
 from streaming.spark import hudi_bundle_available
 
 if TYPE_CHECKING:
@@ -24,52 +27,98 @@ SinkName = Literal["auto", "local", "hudi"]
 
 
 class RawSink(Protocol):
-    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
-        """Land `df` as this batch's rows of `raw_table`. `rows`: the row count of `df`
-        when the caller knows it, which spares a Spark job to find out whether it is empty."""
+    def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
+        """Land this batch's distinct changes of one table (columns `change_log_schema`).
+        `rows`: their count when the caller knows it, which spares a Spark job to find out
+        whether the frame is empty."""
 
 
-def batch_folder(parent: str, batch_id: int) -> str:
-    """The one folder a micro-batch owns: replaying the batch replaces exactly this."""
-    return f"{parent.rstrip('/')}/_batch_id={batch_id}"
+class _HadoopFiles:
+    """The few file operations the sinks need, through Hadoop's FileSystem, so the same
+    code works on a local folder and on an S3 prefix."""
 
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        jvm = spark.sparkContext._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path
+        self._fs = self._path(root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
-def _delete_path(spark: SparkSession, path: str) -> None:
-    jvm = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    filesystem = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if filesystem.exists(hadoop_path):
-        filesystem.delete(hadoop_path, True)
+    def glob(self, pattern: str) -> list[str]:
+        found = self._fs.globStatus(self._path(pattern))
+        return sorted(status.getPath().toString() for status in found or [])
+
+    def delete(self, path: str) -> None:
+        self._fs.delete(self._path(path), True)
+
+    def move(self, source: str, target: str) -> None:
+        """Rename `source` to `target`, which must not exist (Hadoop would move it inside)."""
+        target_path = self._path(target)
+        self._fs.mkdirs(target_path.getParent())
+        if not self._fs.rename(self._path(source), target_path):
+            raise OSError(f"could not rename {source} to {target}")
 
 
 def _is_empty(df: DataFrame, rows: int | None) -> bool:
     return df.isEmpty() if rows is None else rows == 0
 
 
-def overwrite_batch_folder(df: DataFrame, folder: str, rows: int | None = None) -> bool:
-    """Replace `folder` with the rows of `df`; an empty frame leaves no folder at all.
+def replace_batch_folder(
+    df: DataFrame, parent: str, batch_id: int, rows: int | None = None, *, partition_column: str | None = None
+) -> bool:
+    """Make `df` the one folder of batch `batch_id` under `parent`, or no folder when empty.
 
-    Returns whether anything was written. Removing the folder of an empty replay matters:
-    a first attempt of the batch may have written rows that the replay no longer has.
+    With `partition_column` (one value per batch) the folder is
+    `<parent>/<column>=<value>/_batch_id=<n>`, else `<parent>/_batch_id=<n>`. The rows are
+    written under `<parent's parent>/_tmp/` first and renamed into place once complete,
+    so a reader never sees part of a batch. Whatever an earlier attempt of the batch left
+    (also under another partition value, e.g. a replay after the hour turned) is removed
+    first: a replay replaces exactly its own batch. Returns whether anything was written.
     """
-    if _is_empty(df, rows):
-        _delete_path(df.sparkSession, folder)
-        return False
-    df.write.mode("overwrite").parquet(folder)
-    return True
+    parent = parent.rstrip("/")
+    parent_name = parent.rsplit("/", 1)[-1]
+    scratch = f"{parent.rsplit('/', 1)[0]}/{raw_layout.TEMPORARY_FOLDER}/{parent_name}/{batch_id}"
+    files = _HadoopFiles(df.sparkSession, parent)
+    # Left by an attempt that died mid-write; only this batch's own scratch is touched.
+    files.delete(scratch)
+    written = not _is_empty(df, rows)
+    if written:
+        staged = f"{scratch}/{uuid.uuid4().hex}"
+        writer = df.write.mode("error")
+        if partition_column:
+            writer = writer.partitionBy(partition_column)
+        writer.parquet(staged)
+        if partition_column:
+            (written_partition,) = files.glob(f"{staged}/{partition_column}=*")
+            staged, target = written_partition, f"{parent}/{written_partition.rsplit('/', 1)[-1]}"
+        else:
+            target = parent
+        target = f"{target}/{raw_layout.batch_folder(batch_id)}"
+    earlier = f"{parent}/*/{raw_layout.batch_folder(batch_id)}" if partition_column else (
+        f"{parent}/{raw_layout.batch_folder(batch_id)}")
+    for folder in files.glob(earlier):
+        files.delete(folder)
+    if written:
+        files.move(staged, target)
+    files.delete(scratch)
+    return written
 
 
 class LocalParquetSink:
-    """Append-only change log: `<root>/raw/<raw_table>/_batch_id=<n>/*.parquet`."""
+    """The change log as Parquet: `<root>/raw/<raw_table>_changes/_ingest_hour=<h>/_batch_id=<n>/`.
+
+    Writes every distinct change; the current state per key is derived by readers (dbt's
+    DuckDB view `raw.<raw_table>`, `lakehouse status`), not stored.
+    """
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip("/")
 
-    def table_path(self, raw_table: str) -> str:
-        return f"{self.root}/raw/{raw_table}"
+    def table_path(self, contract: TableContract) -> str:
+        return f"{self.root}/raw/{contract.changes_table}"
 
-    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
-        overwrite_batch_folder(df, batch_folder(self.table_path(raw_table), batch_id), rows)
+    def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
+        replace_batch_folder(
+            changes, self.table_path(contract), batch_id, rows, partition_column=INGEST_HOUR_COLUMN
+        )
 
 
 class QuarantineWriter:
@@ -83,63 +132,7 @@ class QuarantineWriter:
         return f"{self.root}/quarantine"
 
     def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
-        overwrite_batch_folder(df, batch_folder(self.path, batch_id), rows)
-
-
-OptionsBuilder = Callable[..., dict[str, str]]
-
-
-class HudiSink:
-    """Upserts each raw table into a Hudi table at `<base_path>/<raw_table>`.
-
-    Replays are idempotent without batch folders: the record key is the DynamoDB key and
-    the event-time payload keeps the greatest `_ordering_value` per key.
-    """
-
-    def __init__(
-        self,
-        base_path: str,
-        database: str,
-        contracts: Mapping[str, TableContract],
-        *,
-        sync_mode: SyncMode = "hms",
-        cleaner_commits_retained: int = 10,
-        extra_options: Mapping[str, str] | None = None,
-        options_builder: OptionsBuilder = hudi_write_options,
-    ) -> None:
-        self.base_path = base_path.rstrip("/")
-        self.database = database
-        self._contracts = {contract.raw_table: contract for contract in contracts.values()}
-        self._options = {
-            raw_table: options_builder(
-                contract,
-                base_path=self.base_path,
-                database=database,
-                cleaner_commits_retained=cleaner_commits_retained,
-                sync_mode=sync_mode,
-                extra=extra_options,
-            )
-            for raw_table, contract in self._contracts.items()
-        }
-
-    def options_for(self, raw_table: str) -> dict[str, str]:
-        try:
-            return self._options[raw_table]
-        except KeyError:
-            raise KeyError(f"no table contract has raw_table {raw_table!r}") from None
-
-    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
-        options = self.options_for(raw_table)
-        # An empty upsert would still add a commit (and a catalog sync) for nothing.
-        if _is_empty(df, rows):
-            return
-        log.debug("hudi upsert table=%s batch=%d", raw_table, batch_id)
-        (
-            df.write.format("hudi")
-            .options(**options)
-            .mode("append")
-            .save(hudi_table_path(self.base_path, raw_table))
-        )
+        replace_batch_folder(df, self.path, batch_id, rows)
 
 
 def choose_sink(
@@ -150,11 +143,13 @@ def choose_sink(
     contracts: Mapping[str, TableContract],
     database: str = "raw",
     sync_mode: SyncMode = "none",
+    stream_id: str | None = None,
 ) -> RawSink:
     """The raw sink for a local run: `auto` is Hudi when its bundle is on the classpath.
 
-    Locally the Hudi tables go to `<data_dir>/raw/<raw_table>`, the same place the Parquet
-    change log uses, so downstream paths do not depend on the sink.
+    Locally the Hudi tables go under `<data_dir>/raw/`, where the Parquet change log goes,
+    so downstream paths do not depend on the sink. `stream_id` names the streaming query
+    (its checkpoint), which the Hudi sink records with each commit.
     """
     if name not in ("auto", "local", "hudi"):
         raise ValueError(f"sink must be 'auto', 'local' or 'hudi', not {name!r}")
@@ -166,7 +161,9 @@ def choose_sink(
         )
     if name == "hudi" or (name == "auto" and bundle):
         log.info("sink=hudi (%s)", "requested" if name == "hudi" else "auto: Hudi bundle found on the classpath")
-        return HudiSink(f"{data_dir.rstrip('/')}/raw", database, contracts, sync_mode=sync_mode)
+        from streaming.hudi_sink import HudiSink
+
+        return HudiSink(f"{data_dir.rstrip('/')}/raw", database, contracts, sync_mode=sync_mode, stream_id=stream_id)
     log.info(
         "sink=local parquet change log (%s)",
         "requested" if name == "local" else "auto: no Hudi bundle on the classpath",

@@ -95,7 +95,7 @@ def test_backfill_lands_every_item_under_a_negative_run_id(lakes, exports):
         assert result.batch_id == backfill_run_id(manifest.export_id) < 0
         assert result.items == manifest.item_count == result.landed + result.quarantined
         assert result.quarantined == 0
-        assert (lakes["bootstrap"].raw / table / f"_batch_id={result.batch_id}").is_dir()
+        assert list((lakes["bootstrap"].raw / f"{table}_changes").glob(f"*/_batch_id={result.batch_id}"))
     assert lakes["results"][CUSTOMERS].batch_id != lakes["results"][ORDERS].batch_id
     printed = lakes["printed"]
     assert any(line.startswith("  [1/2] ") for line in printed), "progress per data file"
@@ -110,14 +110,14 @@ def test_backfill_lands_every_item_under_a_negative_run_id(lakes, exports):
 def test_backfill_retry_rewrites_the_same_folders_with_the_same_rows(spark, lakes, exports):
     layout = lakes["bootstrap"]
     first = lakes["results"][ORDERS]
-    folder = layout.raw / ORDERS / f"_batch_id={first.batch_id}"
-    folders_before = sorted(p.name for p in (layout.raw / ORDERS).iterdir())
+    (folder,) = (layout.raw / f"{ORDERS}_changes").glob(f"*/_batch_id={first.batch_id}")
+    folders_before = sorted(p.name for p in (layout.raw / f"{ORDERS}_changes").glob("*/*"))
     rows_before = batch_rows(folder)
 
     again = backfill(layout, exports[ORDERS], sink="local", spark=spark, out=lambda _: None)
 
     assert again.batch_id == first.batch_id
-    assert sorted(p.name for p in (layout.raw / ORDERS).iterdir()) == folders_before
+    assert sorted(p.name for p in (layout.raw / f"{ORDERS}_changes").glob("*/*")) == folders_before
     assert batch_rows(folder) == rows_before
     assert len(rows_before) == first.landed
     assert reconcile(str(layout.raw), str(lakes["cdc_only"].raw), load_contracts()).ok

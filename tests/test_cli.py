@@ -62,7 +62,7 @@ def test_status_of_an_empty_data_dir(tmp_path, capsys):
 @pytest.mark.spark
 def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     layout = DataLayout(tmp_path / "data")
-    stale = layout.raw / "customers" / "_batch_id=99"
+    stale = layout.raw / "customers_changes" / "_ingest_hour=2026-01-01-00" / "_batch_id=99"
     stale.mkdir(parents=True)
     (stale / "part-0.parquet").write_bytes(b"left over from an earlier run")
     printed: list[str] = []
@@ -73,10 +73,19 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     assert not stale.exists(), "the demo starts from a fresh data directory"
     assert result.status.quarantine_by_reason == result.generation.malformed_by_reason
     assert result.status.raw_batches == {"customers": 1, "orders": 1}
-    # One micro-batch holds everything, so each key appears once: its latest change.
+    # The change log holds every true event once (re-deliveries dropped); the current
+    # state one row per key ever seen, tombstones included.
     truth = generate_cdc(seed=9, customers=8, record_format="streams")
-    assert result.status.raw_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+    assert result.status.change_rows == {table: sum(names.values()) for table, names in truth.event_counts.items()}
+    assert result.status.current_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+    with duckdb.connect() as con:
+        inserts = con.execute(
+            "select count(*) from read_parquet(?) where _event_name = 'INSERT'",
+            [str(layout.raw / "customers_changes" / "*" / "*" / "*.parquet")],
+        ).fetchall()[0][0]
+    assert inserts == truth.event_counts["customers"]["INSERT"] == result.generation.events["customers"]["INSERT"]
     assert result.status == status(layout)
+    assert any("change log" in line and "current" in line for line in printed)
     assert printed[0].startswith("[1/4]") and any(line.startswith("[4/4]") for line in printed)
     assert any(line.startswith("customers") for line in printed)
     # dbt ran on what the stream wrote: the marts hold the live items of the truth.

@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 
 from streaming.contract import (
     ContractError,
+    change_log_schema,
     check_partition_expression,
     load_contract,
     load_contracts,
@@ -156,7 +157,19 @@ def test_raw_schema_is_business_then_partition_then_metadata(tmp_path):
         ("_extra_attributes", T.StringType()),
         ("_ingested_at", T.TimestampType()),
         ("_batch_id", T.LongType()),
+        ("_contract_version", T.StringType()),
     ]
+    assert change_log_schema(contract).fieldNames() == [*schema.fieldNames(), "_ingest_hour"]
+
+
+def test_a_raw_table_may_not_take_the_change_log_name_of_another(tmp_path):
+    first = write_contract(tmp_path, VALID)
+    second = yaml.safe_load(first.read_text())
+    second.update(table="orders_archive", raw_table=f"{second['raw_table']}_changes")
+    (tmp_path / "archive.yml").write_text(yaml.safe_dump(second))
+
+    with pytest.raises(ContractError, match="is the name of the change log of"):
+        load_contracts(tmp_path)
 
 
 @pytest.mark.parametrize(

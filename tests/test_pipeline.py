@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contract import AttributeSpec, TableContract, load_contracts, raw_schema
+from streaming.contract import AttributeSpec, TableContract, change_log_schema, load_contracts
 from streaming.generator import generate_cdc, write_landing_files
 from streaming.order import latest_per_key
 from streaming.pipeline import Pipeline, RecordsLostError
@@ -64,11 +64,13 @@ def envelope_of(spark, lines: list[str], ref: str = "test"):
 
 
 def read_raw(spark, root: Path, contract: TableContract):
-    return spark.read.schema(raw_schema(contract)).parquet(str(root / "raw" / contract.raw_table))
+    """The change log as a reader sees it: hive partitions `_ingest_hour` and `_batch_id`."""
+    return spark.read.schema(change_log_schema(contract)).parquet(str(root / "raw" / contract.changes_table))
 
 
 def batch_dirs(parent: Path) -> list[str]:
-    return sorted(path.name for path in parent.glob("_batch_id=*"))
+    """Batch folders of a change log (`<hour>/_batch_id=<n>`) or of the quarantine."""
+    return sorted(path.name for path in [*parent.glob("_batch_id=*"), *parent.glob("_ingest_hour=*/_batch_id=*")])
 
 
 def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contracts, caplog):
@@ -94,10 +96,15 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
     (cust,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
     assert (cust.id, cust.cust_name, cust.email, cust.id_suffix, cust._batch_id) == ("c-1", "Ana", "ana@example.com", "1", 0)
     assert cust._ingested_at == FIXED_NOW.replace(tzinfo=None)  # the session time zone is UTC
+    assert cust._ingest_hour == "2026-11-02-00"
     (placed,) = read_raw(spark, tmp_path, contracts["orders"]).collect()
     assert (placed.customer_id, placed.order_id, placed.amount, placed.tags, placed.receipt_digest) == (
         "c-1", "o-1", "12.50", ["promo"], bytearray(b"digest"))
-    assert read_raw(spark, tmp_path, contracts["orders"]).columns == raw_schema(contracts["orders"]).fieldNames()
+    assert sorted(read_raw(spark, tmp_path, contracts["orders"]).columns) == sorted(
+        change_log_schema(contracts["orders"]).fieldNames())
+    assert {path.relative_to(tmp_path).parent.as_posix() for path in (tmp_path / "raw").rglob("*.parquet")} == {
+        "raw/customers_changes/_ingest_hour=2026-11-02-00/_batch_id=0",
+        "raw/orders_changes/_ingest_hour=2026-11-02-00/_batch_id=0"}
 
     quarantine = spark.read.parquet(str(tmp_path / "quarantine")).collect()
     assert sorted((row.reason, row._source_table, row._batch_id) for row in quarantine) == [
@@ -105,15 +112,31 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
     assert {row.source_ref for row in quarantine} == {"test"}
 
 
-def test_duplicates_and_superseded_changes_within_a_batch(spark, tmp_path, contracts):
+def test_every_distinct_change_of_a_batch_lands_once(spark, tmp_path, contracts):
     first = customer("c-2", "old@example.com", 1_700_000_000, 200, "e1")
     lines = [first, first, customer("c-2", "new@example.com", 1_700_000_005, 201, "e2", name="MODIFY")]
 
     report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 3)
 
-    assert (report.records_in, report.duplicates_dropped, report.landed["customers"]) == (3, 1, 1)
-    (row,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
-    assert (row.email, row._event_name, row._batch_id) == ("new@example.com", "MODIFY", 3)
+    assert (report.records_in, report.duplicates_dropped, report.landed["customers"]) == (3, 1, 2)
+    rows = read_raw(spark, tmp_path, contracts["customers"]).orderBy("_ordering_value").collect()
+    assert [(row.email, row._event_name, row._event_id, row._batch_id) for row in rows] == [
+        ("old@example.com", "INSERT", "e1", 3), ("new@example.com", "MODIFY", "e2", 3)]
+
+
+def test_a_key_changed_three_times_in_one_batch_gives_three_rows(spark, tmp_path, contracts):
+    lines = [
+        customer("c-3", "v3@example.com", 1_700_000_030, 303, "e3", name="MODIFY"),
+        customer("c-3", "v1@example.com", 1_700_000_010, 301, "e1"),
+        customer("c-3", "v2@example.com", 1_700_000_020, 302, "e2", name="MODIFY"),
+    ]
+
+    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+
+    assert report.landed["customers"] == 3
+    rows = read_raw(spark, tmp_path, contracts["customers"]).orderBy("_ordering_value").collect()
+    assert [(row._event_id, row._event_name, row.email) for row in rows] == [
+        ("e1", "INSERT", "v1@example.com"), ("e2", "MODIFY", "v2@example.com"), ("e3", "MODIFY", "v3@example.com")]
 
 
 def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contracts):
@@ -121,7 +144,7 @@ def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contr
     pipeline.process_batch(envelope_of(spark, [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"),
                                                order("c-1", "o-1", 1_700_000_000, 2, "e2"), "garbage"]), 0)
     pipeline.process_batch(envelope_of(spark, [customer("c-9", "z@x.org", 1_700_000_100, 3, "e3")]), 1)
-    assert batch_dirs(tmp_path / "raw" / "orders") == ["_batch_id=0"]
+    assert batch_dirs(tmp_path / "raw" / "orders_changes") == ["_batch_id=0"]
     assert batch_dirs(tmp_path / "quarantine") == ["_batch_id=0"]
 
     # The replay of batch 0 sees different input: only one customer, no order, nothing bad.
@@ -130,7 +153,7 @@ def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contr
     assert replay.landed == {"customers": 1, "orders": 0}
     customers = read_raw(spark, tmp_path, contracts["customers"]).collect()
     assert sorted((row._batch_id, row.id, row.email) for row in customers) == [(0, "c-1", "b@x.org"), (1, "c-9", "z@x.org")]
-    assert batch_dirs(tmp_path / "raw" / "orders") == []
+    assert batch_dirs(tmp_path / "raw" / "orders_changes") == []
     assert batch_dirs(tmp_path / "quarantine") == []
 
 

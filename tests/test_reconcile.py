@@ -35,7 +35,8 @@ def copy_raw(landed, tmp_path: Path) -> tuple[Path, Path]:
     """A copy of the raw root and the one Parquet folder of its orders batch."""
     copy = tmp_path / "raw"
     shutil.copytree(landed["raw"], copy)
-    return copy, copy / ORDERS / f"_batch_id={landed['batch_id']}"
+    (folder,) = (copy / f"{ORDERS}_changes").glob(f"*/_batch_id={landed['batch_id']}")
+    return copy, folder
 
 
 def rewrite(folder: Path, select: str) -> None:
@@ -108,8 +109,8 @@ def test_a_changed_value_is_caught(landed, tmp_path):
 def test_a_newer_tombstone_removes_the_key_from_the_current_state(landed, tmp_path):
     raw, folder = copy_raw(landed, tmp_path)
     _, order_id = first_order(landed)
-    later = raw / ORDERS / "_batch_id=7"
-    later.mkdir()
+    later = raw / f"{ORDERS}_changes" / "_ingest_hour=2999-01-01-00" / "_batch_id=7"
+    later.mkdir(parents=True)
     with duckdb.connect() as con:
         con.execute(
             f"copy (select * replace (true as _is_deleted, 'REMOVE' as _event_name, "

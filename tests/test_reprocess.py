@@ -48,7 +48,8 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
     assert (target / "checkpoints" / "landing_to_raw" / "commits").is_dir(), "a fresh checkpoint of its own"
     report = reconcile(str(live.raw), str(target / "raw"), load_contracts())
     assert report.ok, "\n".join(report.lines())
-    assert rebuilt is not None and rebuilt.raw_rows == status(live).raw_rows
+    assert rebuilt is not None and rebuilt.change_rows == status(live).change_rows
+    assert rebuilt.current_rows == status(live).current_rows
 
     assert main(["switch", "--data-dir", str(live.root), "--to", str(target)]) == 0
     assert read_pointer(live.root).data_root == target.resolve()
@@ -60,20 +61,20 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
     write_landing_files(live.landing, seed=53, customers=3, records_per_file=500)
     stream(live, sink="local", spark=spark, out=lambda _: None)
     assert tree(live.raw) == live_raw_before
-    batches = {p.name for p in (target / "raw" / "orders").iterdir()}
+    batches = {p.name for p in (target / "raw" / "orders_changes").glob("*/_batch_id=*")}
     assert len(batches) == 2, f"one reprocess batch plus one new batch, got {batches}"
 
     assert main(["switch", "--data-dir", str(live.root), "--rollback"]) == 0
     assert read_pointer(live.root).data_root == live.root.resolve()
     assert read_pointer(live.root).previous == target.resolve()
-    assert status(live).raw_rows == {t: n for t, n in _rows(live.raw).items()}
+    assert status(live).change_rows == {t: n for t, n in _rows(live.raw).items()}
 
 
 def _rows(raw: Path) -> dict[str, int]:
     import duckdb
 
     with duckdb.connect() as con:
-        return {t: con.execute(f"select count(*) from read_parquet('{raw}/{t}/*/*.parquet')").fetchone()[0]
+        return {t: con.execute(f"select count(*) from read_parquet('{raw}/{t}_changes/*/*/*.parquet')").fetchone()[0]
                 for t in ("customers", "orders")}
 
 

@@ -41,10 +41,10 @@ class CrashAfterFirstTableWrite:
         self.sink = sink
         self.crash_batch = crash_batch
 
-    def write(self, df, raw_table, batch_id, rows=None):
-        self.sink.write(df, raw_table, batch_id, rows)
+    def write(self, df, contract, batch_id, rows=None):
+        self.sink.write(df, contract, batch_id, rows)
         if batch_id == self.crash_batch:
-            raise Crash(f"killed after writing {raw_table} of batch {batch_id}")
+            raise Crash(f"killed after writing {contract.raw_table} of batch {batch_id}")
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def stream_into(spark, root: Path, landing: Path, pipeline, query_name: str):
 def snapshot(spark, root: Path, contracts) -> dict[str, list[str]]:
     """Every raw and quarantine row except `_ingested_at`, in a stable order."""
     tables = {
-        contract.raw_table: spark.read.schema(raw_schema(contract)).parquet(str(root / "raw" / contract.raw_table))
+        contract.raw_table: spark.read.schema(raw_schema(contract)).parquet(str(root / "raw" / contract.changes_table))
         for contract in contracts.values()
     }
     tables["quarantine"] = spark.read.parquet(str(root / "quarantine"))
@@ -107,7 +107,7 @@ def test_crash_between_write_and_commit_neither_loses_nor_duplicates(spark, tmp_
     with pytest.raises(StreamingQueryException, match="killed after writing batch 1"):
         stream_into(spark, crash_root, landing, CrashAfterBatch(Pipeline(contracts, sink, quarantine), 1), "crash_1")
     assert committed_batches(crash_root) == {0}
-    assert (crash_root / "raw" / "customers" / "_batch_id=1").is_dir()
+    assert list((crash_root / "raw" / "customers_changes").glob("*/_batch_id=1"))
 
     # Second death, on the restart: batch 2 dies half written (customers only).
     with pytest.raises(StreamingQueryException, match="killed after writing customers of batch 2"):
@@ -160,7 +160,7 @@ def test_processing_time_returns_the_running_query(spark, tmp_path, landing, con
     finally:
         query.stop()
     assert committed_batches(tmp_path) == {0}
-    assert any((tmp_path / "raw" / "customers").glob("_batch_id=0/*.parquet"))
+    assert any((tmp_path / "raw" / "customers_changes").glob("*/_batch_id=0/*.parquet"))
 
 
 def test_batch_source_is_rejected(spark, tmp_path, contracts):

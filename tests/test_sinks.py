@@ -1,61 +1,98 @@
-"""Sinks: batch folders replace exactly their batch; Hudi only where its bundle is."""
+"""Sinks: a batch folder appears whole or not at all, and a replay replaces exactly its batch."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
 import pytest
 from pyspark.sql import functions as F
 
 from streaming.contract import load_contracts
-from streaming.sinks import HudiSink, LocalParquetSink, QuarantineWriter, choose_sink
+from streaming.raw_layout import CHANGE_LOG_FILE_GLOB
+from streaming.sinks import LocalParquetSink, QuarantineWriter, choose_sink
 from streaming.spark import hudi_bundle_available
 
 pytestmark = pytest.mark.spark
 
 
-def batch_folders(parent: Path) -> dict[str, int]:
-    """Folder name -> rows in it, read back independently of the sink."""
+@pytest.fixture(scope="module")
+def customers():
+    return load_contracts()["customers"]
+
+
+def folder_rows(table_dir: Path) -> dict[str, int]:
+    """`<hour>/<batch>` folder -> rows in it, read back independently of the sink."""
     import pyarrow.parquet as pq
 
-    return {
-        folder.name: sum(pq.read_metadata(path).num_rows for path in folder.glob("*.parquet"))
-        for folder in sorted(parent.glob("_batch_id=*"))
-    }
+    folders: dict[str, int] = {}
+    for path in table_dir.glob(CHANGE_LOG_FILE_GLOB):
+        name = path.parent.relative_to(table_dir).as_posix()
+        folders[name] = folders.get(name, 0) + pq.read_metadata(path).num_rows
+    return dict(sorted(folders.items()))
 
 
-def frame(spark, ids, batch_id):
-    return spark.createDataFrame([(i, f"v{i}") for i in ids], "id long, value string").withColumn(
-        "_batch_id", F.lit(batch_id).cast("bigint")
+def changes(spark, ids, batch_id, hour="2026-11-23-17"):
+    return spark.createDataFrame([(i, f"v{i}") for i in ids], "id long, value string").select(
+        "*", F.lit(batch_id).cast("bigint").alias("_batch_id"), F.lit(hour).alias("_ingest_hour")
     )
 
 
-def test_local_sink_replay_replaces_only_its_batch(spark, tmp_path):
+def test_change_log_batches_live_under_their_ingest_hour(spark, tmp_path, customers):
     sink = LocalParquetSink(str(tmp_path))
-    sink.write(frame(spark, [1, 2, 3], 0), "customers", 0)
-    sink.write(frame(spark, [4, 5], 1), "customers", 1)
-    table_dir = tmp_path / "raw" / "customers"
-    assert batch_folders(table_dir) == {"_batch_id=0": 3, "_batch_id=1": 2}
+    sink.write(changes(spark, [1, 2, 3], 0, "2026-11-23-17"), customers, 0)
+    sink.write(changes(spark, [4, 5], 1, "2026-11-23-18"), customers, 1)
 
-    sink.write(frame(spark, [1, 2], 0), "customers", 0)
-
-    assert batch_folders(table_dir) == {"_batch_id=0": 2, "_batch_id=1": 2}
-    rows = spark.read.parquet(str(table_dir / "_batch_id=0")).orderBy("id").collect()
-    assert [(row.id, row.value) for row in rows] == [(1, "v1"), (2, "v2")]
+    assert folder_rows(tmp_path / "raw" / "customers_changes") == {
+        "_ingest_hour=2026-11-23-17/_batch_id=0": 3, "_ingest_hour=2026-11-23-18/_batch_id=1": 2}
+    assert not any((tmp_path / "raw" / "_tmp").rglob("*.parquet")), "no scratch files are left behind"
 
 
-def test_empty_replay_leaves_no_stale_folder(spark, tmp_path):
+def test_replay_replaces_only_its_batch_even_in_another_hour(spark, tmp_path, customers):
     sink = LocalParquetSink(str(tmp_path))
-    sink.write(frame(spark, [1, 2], 7), "orders", 7)
-    sink.write(frame(spark, [3], 8), "orders", 8)
+    sink.write(changes(spark, [1, 2, 3], 0, "2026-11-23-23"), customers, 0)
+    sink.write(changes(spark, [4, 5], 1, "2026-11-23-23"), customers, 1)
 
-    sink.write(frame(spark, [], 7), "orders", 7)
+    # The first attempt of batch 0 ran before midnight; its replay runs after it.
+    sink.write(changes(spark, [1, 2], 0, "2026-11-24-00"), customers, 0)
 
-    assert batch_folders(tmp_path / "raw" / "orders") == {"_batch_id=8": 1}
+    table_dir = tmp_path / "raw" / "customers_changes"
+    assert folder_rows(table_dir) == {
+        "_ingest_hour=2026-11-23-23/_batch_id=1": 2, "_ingest_hour=2026-11-24-00/_batch_id=0": 2}
+    rows = spark.read.parquet(str(table_dir)).where("_batch_id = 0").orderBy("id").collect()
+    assert [(row.id, row.value, row._ingest_hour) for row in rows] == [(1, "v1", "2026-11-24-00"), (2, "v2", "2026-11-24-00")]
 
 
-def test_empty_first_write_creates_nothing(spark, tmp_path):
-    LocalParquetSink(str(tmp_path)).write(frame(spark, [], 0), "orders", 0)
-    assert not (tmp_path / "raw" / "orders" / "_batch_id=0").exists()
+def test_empty_replay_leaves_no_stale_folder(spark, tmp_path, customers):
+    sink = LocalParquetSink(str(tmp_path))
+    sink.write(changes(spark, [1, 2], 7), customers, 7)
+    sink.write(changes(spark, [3], 8), customers, 8)
+
+    sink.write(changes(spark, [], 7), customers, 7, rows=0)
+
+    assert folder_rows(tmp_path / "raw" / "customers_changes") == {"_ingest_hour=2026-11-23-17/_batch_id=8": 1}
+
+
+def test_a_batch_that_fails_mid_write_is_invisible_and_its_retry_lands_whole(spark, tmp_path, customers):
+    """Readers (the DuckDB views dbt builds on) list the same glob as this test: they must
+    see the earlier batch whole and nothing of the failed one."""
+    sink = LocalParquetSink(str(tmp_path))
+    sink.write(changes(spark, [1, 2], 0), customers, 0)
+    # Four tasks; the one holding id 7 fails after the others may have written their files.
+    poisoned = changes(spark, range(10, 18), 1).repartition(4, "id").withColumn(
+        "value", F.when(F.col("id") == 17, F.raise_error(F.lit("disk full"))).otherwise(F.col("value"))
+    )
+
+    with pytest.raises(Exception, match="disk full"):
+        sink.write(poisoned, customers, 1)
+
+    pattern = str(tmp_path / "raw" / "customers_changes" / CHANGE_LOG_FILE_GLOB)
+    visible = duckdb.sql(f"select _batch_id, count(*) from read_parquet('{pattern}') group by 1").fetchall()
+    assert visible == [(0, 2)]
+    sink.write(changes(spark, range(10, 18), 1), customers, 1)
+    assert folder_rows(tmp_path / "raw" / "customers_changes") == {
+        "_ingest_hour=2026-11-23-17/_batch_id=0": 2, "_ingest_hour=2026-11-23-17/_batch_id=1": 8}
+    assert not any((tmp_path / "raw" / "_tmp").rglob("*.parquet"))
 
 
 def test_quarantine_writer_has_the_same_batch_semantics(spark, tmp_path):
@@ -66,12 +103,17 @@ def test_quarantine_writer_has_the_same_batch_semantics(spark, tmp_path):
     )
     quarantine.write(rows, 3)
     quarantine.write(rows.limit(1), 4)
-    assert batch_folders(tmp_path / "quarantine") == {"_batch_id=3": 2, "_batch_id=4": 1}
 
+    def batches():
+        import pyarrow.parquet as pq
+
+        folders = sorted((tmp_path / "quarantine").glob("_batch_id=*"))
+        return {f.name: sum(pq.read_metadata(p).num_rows for p in f.glob("*.parquet")) for f in folders}
+
+    assert batches() == {"_batch_id=3": 2, "_batch_id=4": 1}
     quarantine.write(rows.where("reason = 'invalid_json'"), 3)
     quarantine.write(rows.limit(0), 4)
-
-    assert batch_folders(tmp_path / "quarantine") == {"_batch_id=3": 1}
+    assert batches() == {"_batch_id=3": 1}
 
 
 def test_choose_sink(spark, tmp_path, caplog):
@@ -79,7 +121,7 @@ def test_choose_sink(spark, tmp_path, caplog):
     bundle = hudi_bundle_available(spark)
     with caplog.at_level("INFO", logger="streaming.sinks"):
         auto = choose_sink("auto", spark, data_dir=str(tmp_path), contracts=contracts)
-    assert isinstance(auto, HudiSink if bundle else LocalParquetSink)
+    assert type(auto).__name__ == ("HudiSink" if bundle else "LocalParquetSink")
     assert ("sink=hudi" if bundle else "no Hudi bundle on the classpath") in caplog.text
     assert isinstance(choose_sink("local", spark, data_dir=str(tmp_path), contracts=contracts), LocalParquetSink)
     with pytest.raises(ValueError, match="sink must be"):
@@ -87,33 +129,3 @@ def test_choose_sink(spark, tmp_path, caplog):
     if not bundle:
         with pytest.raises(RuntimeError, match="Hudi Spark bundle"):
             choose_sink("hudi", spark, data_dir=str(tmp_path), contracts=contracts)
-
-
-def test_hudi_sink_upserts_latest_by_ordering_value(spark, tmp_path):
-    if not hudi_bundle_available(spark):
-        pytest.skip(
-            "Hudi Spark bundle not on the classpath: no Maven repository is reachable here to fetch "
-            "hudi-spark3.5-bundle; HudiSink runs on Glue 5.1 (--datalake-formats hudi)"
-        )
-    from streaming.contract import raw_schema
-
-    contracts = load_contracts()
-    contract = contracts["customers"]
-    sink = HudiSink(str(tmp_path), "raw", contracts, sync_mode="none")
-    schema = raw_schema(contract)
-
-    def row(cust_id, email, ordering, batch_id, deleted=False):
-        values = {name: None for name in schema.fieldNames()}
-        values.update(id=cust_id, cust_name="Ana", email=email, id_suffix=cust_id[-1], _event_name="MODIFY",
-                      _is_deleted=deleted, _is_ttl_delete=False, _ordering_value=ordering,
-                      _event_id=f"{cust_id}-{ordering}", _source_table="customers", _batch_id=batch_id)
-        return tuple(values[name] for name in schema.fieldNames())
-
-    sink.write(spark.createDataFrame([row("c1", "new@x", "2", 0), row("c2", "a@x", "1", 0)], schema), "customers", 0)
-    # A late, older change of c1 must not overwrite the newer one already stored.
-    sink.write(spark.createDataFrame([row("c1", "old@x", "1", 1)], schema), "customers", 1)
-
-    stored = spark.read.format("hudi").load(str(tmp_path / "customers"))
-    assert sorted((r.id, r.email) for r in stored.collect()) == [("c1", "new@x"), ("c2", "a@x")]
-    properties = (tmp_path / "customers" / ".hoodie" / "hoodie.properties").read_text()
-    assert "hoodie.table.version=6" in properties

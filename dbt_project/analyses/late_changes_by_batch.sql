@@ -11,7 +11,7 @@ with changes as (
             order by _ingested_at
             rows between unbounded preceding and 1 preceding
         ) as greatest_earlier_ordering_value
-    from {{ source('dynamodb', 'customers') }}
+    from {{ source('dynamodb', 'customers_changes') }}
 )
 
 select

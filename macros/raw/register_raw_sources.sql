@@ -1,9 +1,14 @@
 {#
   Makes every `dynamodb` source a relation in schema `raw` on DuckDB, before any
   model runs: unit tests and `source()` need a real relation, not an external path.
-  raw_format=parquet: a view over <raw dir>/<table>/_batch_id=<n>/*.parquet (the local
-  sink; <raw dir> is $LAKEHOUSE_RAW_DIR, else <data>/raw), or an empty typed view while a table has no files yet.
-  raw_format=hudi: a view over raw_hudi.<table>, loaded by lakehouse_dbt.hudi_raw.
+  Change logs (`<table>_changes`):
+    raw_format=parquet: a view over <raw dir>/<table>_changes/_ingest_hour=<h>/_batch_id=<n>/*.parquet
+    (the local sink; <raw dir> is $LAKEHOUSE_RAW_DIR, else <data>/raw), or an empty typed
+    view while a table has no files yet.
+    raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw.
+  Current state (sources with meta.change_log): a view keeping, per meta.key_columns,
+  the change with the greatest _ordering_value (ties: greatest _event_id), tombstones
+  included: the rows the production Hudi upsert table holds, derived instead of stored.
   On Athena the sources are the Glue tables themselves: nothing to do.
 #}
 {% macro register_raw_sources() %}
@@ -20,27 +25,43 @@
   {# After `lakehouse switch`, LAKEHOUSE_RAW_DIR names the active raw folder. #}
   {% set raw_dir = env_var('LAKEHOUSE_RAW_DIR', data_dir ~ '/raw') %}
   {% set statements = ['create schema if not exists raw'] %}
-  {% for source_node in graph.sources.values() if source_node.source_name == 'dynamodb' %}
+  {% set sources = graph.sources.values() | selectattr('source_name', 'equalto', 'dynamodb') | list %}
+  {% for source_node in sources if not source_node.meta.change_log %}
     {% set table = source_node.name %}
-    {% set typed_columns = [] %}
-    {% set null_columns = [] %}
-    {% for column in source_node.columns.values() %}
-      {% do typed_columns.append('cast(' ~ column.name ~ ' as ' ~ column.data_type ~ ') as ' ~ column.name) %}
-      {% do null_columns.append('cast(null as ' ~ column.data_type ~ ') as ' ~ column.name) %}
-    {% endfor %}
     {% if var('raw_format') == 'hudi' %}
-      {% set body = 'select ' ~ typed_columns | join(', ') ~ ' from raw_hudi.' ~ table %}
+      {% set relation = 'raw_hudi.' ~ table %}
     {% else %}
-      {% set pattern = raw_dir ~ '/' ~ table ~ '/*/*.parquet' %}
+      {% set pattern = raw_dir ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
       {% set file_count = run_query("select count(*) from glob('" ~ pattern ~ "')").columns[0].values()[0] %}
-      {% if file_count > 0 %}
-        {% set body = 'select ' ~ typed_columns | join(', ') ~ " from read_parquet('" ~ pattern
-            ~ "', hive_partitioning = true, union_by_name = true, hive_types = {'_batch_id': 'BIGINT'})" %}
-      {% else %}
-        {% set body = 'select ' ~ null_columns | join(', ') ~ ' where false' %}
-      {% endif %}
+      {% set relation = "read_parquet('" ~ pattern ~ "', hive_partitioning = true, union_by_name = true,"
+          ~ " hive_types = {'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'})" if file_count > 0 else none %}
+    {% endif %}
+    {#
+      A column no file has yet (a table with no files, or an attribute added to the
+      contract after the files were written) reads as null: the contract evolution rule.
+    #}
+    {% set present = [] %}
+    {% if relation is not none %}
+      {% set present = run_query('select column_name from (describe select * from ' ~ relation ~ ')').columns[0].values() %}
+    {% endif %}
+    {% set columns = [] %}
+    {% for column in source_node.columns.values() %}
+      {% set value = column.name if column.name in present else 'null' %}
+      {% do columns.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as ' ~ column.name) %}
+    {% endfor %}
+    {% if relation is not none %}
+      {% set body = 'select ' ~ columns | join(', ') ~ ' from ' ~ relation %}
+    {% else %}
+      {% set body = 'select ' ~ columns | join(', ') ~ ' where false' %}
     {% endif %}
     {% do statements.append('create or replace view raw.' ~ table ~ ' as ' ~ body) %}
+  {% endfor %}
+  {% for source_node in sources if source_node.meta.change_log %}
+    {% set keys = source_node.meta.key_columns | join(', ') %}
+    {% do statements.append(
+        'create or replace view raw.' ~ source_node.name ~ ' as select * exclude (_ingest_hour) from raw.'
+        ~ source_node.meta.change_log ~ ' qualify row_number() over (partition by ' ~ keys
+        ~ ' order by _ordering_value desc, _event_id desc) = 1') %}
   {% endfor %}
   {{ return(statements | join(';\n')) }}
 {% endmacro %}

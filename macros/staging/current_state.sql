@@ -41,7 +41,7 @@
   The CTEs `changes`, `ranked` and `latest` (no leading `with`, no trailing comma):
   `latest` holds the winning raw row of each key among those this run reads, with
   all the source columns plus change_rank (always 1).
-  source_relation: the raw change log, e.g. source('dynamodb', 'customers').
+  source_relation: the raw change log, e.g. source('dynamodb', 'customers_changes').
   key_columns: the DynamoDB key, as a list of column names.
 #}
 {% macro latest_change_per_key(source_relation, key_columns) %}

@@ -136,10 +136,14 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
     glue = boto3.client("glue", region_name=REGION, endpoint_url=fake_aws_env["AWS_ENDPOINT_URL"])
     for database in [RAW_DATABASE, *DBT_DATABASES]:
         glue.create_database(DatabaseInput={"Name": database})
+    # Both raw tables of each DynamoDB table, as the Hudi sync registers them: the change
+    # log (with its _ingest_hour partition column) and the current state.
     for table in ("customers", "orders"):
         schema = raw_schema(table)
         columns = [(field.name, _hive_type(field.type)) for field in schema] + [("_batch_id", "bigint")]
-        _create_external_table(glue, RAW_DATABASE, table, columns, f"s3://raw-bucket/{table}/", {"classification": "hudi"})
+        for name, extra in ((f"{table}_changes", [("_ingest_hour", "string")]), (table, [])):
+            _create_external_table(glue, RAW_DATABASE, name, columns + extra, f"s3://raw-bucket/{name}/",
+                                   {"classification": "hudi"})
     # Existing tables make is_incremental() true, so the merge branch is compiled (the
     # staging models and the order line models, whose deletions differ by engine).
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
@@ -167,7 +171,7 @@ def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, s
     # so the checks below cover the narrowed form of the tests too.
     narrowed = [name for name in data_tests if "data_test_watermarks" in compiled_sql[name]]
     assert len(narrowed) >= 40
-    assert f'"{RAW_DATABASE}"."customers"' in compiled_sql[
+    assert f'"{RAW_DATABASE}"."customers_changes"' in compiled_sql[
         "dynamodb_lakehouse/dbt_project/models/staging/stg_dynamodb__customers.sql"]
 
 

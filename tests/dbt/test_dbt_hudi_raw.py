@@ -63,10 +63,10 @@ def test_raw_views_read_from_hudi_tables_in_hudi_mode(tmp_path: Path) -> None:
     write_raw_batch(parquet_dir, "orders", 0, ORDERS[0], INGESTED[0])
     with duckdb.connect(str(tmp_path / "lakehouse.duckdb")) as con:
         con.sql("create schema raw_hudi")
-        for table in ("customers", "orders"):
+        for table in ("customers_changes", "orders_changes"):
             con.sql(
                 f"create table raw_hudi.{table} as select * from read_parquet("
-                f"'{parquet_dir}/raw/{table}/*/*.parquet', hive_partitioning = true)"
+                f"'{parquet_dir}/raw/{table}/*/*/*.parquet', hive_partitioning = true)"
             )
     result = run_dbt(
         ["run", "--select", "stg_dynamodb__customers", "--vars", "{raw_format: hudi}"], tmp_path

@@ -229,4 +229,4 @@ def test_table_without_files_builds_empty_and_fails_freshness(tmp_path: Path) ->
     assert _query(tmp_path, "select count(*) from lakehouse_marts.dim_customers") == [(4,)]
     freshness = run_dbt(["source", "freshness"], tmp_path)
     statuses = {r.node.name: str(r.status) for r in freshness.result if r.node.resource_type == "source"}
-    assert statuses == {"customers": "pass", "orders": "error"}
+    assert statuses == {"customers_changes": "pass", "orders_changes": "error", "customers": "pass", "orders": "error"}

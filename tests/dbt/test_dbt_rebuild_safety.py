@@ -40,7 +40,7 @@ def _write_unreadable_customer_batch(data_dir: Path) -> Path:
         # Newer than every stored row: inside the incremental lookback window.
         _ingested_at=INGESTED[max(INGESTED)] + timedelta(hours=1),
     )
-    batch_dir = data_dir / "raw" / "customers" / f"_batch_id={BAD_BATCH_ID}"
+    batch_dir = data_dir / "raw" / "customers_changes" / "_ingest_hour=2026-11-30-00" / f"_batch_id={BAD_BATCH_ID}"
     batch_dir.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([row], schema=pa.schema(fields)), batch_dir / "part-00000.parquet")
     return batch_dir

@@ -1,7 +1,6 @@
 {#
-  Distinct customer change events (a redelivered event has the same _event_id).
-  Locally the raw table is the full change log; on Athena the raw Hudi table is
-  upserted and holds the latest change per key, so older events are not visible.
+  Distinct customer change events, from the raw change log (every distinct change of
+  every batch, on both targets); a redelivered event has the same _event_id.
   event_time: a microbatch model reading this one sees only the events of its batch.
 #}
 {{ config(event_time='event_ts') }}
@@ -17,7 +16,7 @@ with events as (
         -- microbatch of agg_daily_customer_activity) reach the raw scan instead of
         -- ranking the whole change log first.
         row_number() over (partition by _event_id, _event_ts order by _ingested_at asc) as delivery_rank
-    from {{ source('dynamodb', 'customers') }}
+    from {{ source('dynamodb', 'customers_changes') }}
 )
 
 select

@@ -7,7 +7,7 @@
 {% set key_columns = ['id', 'cust_name'] %}
 {{ current_state_config(key_columns) }}
 
-with {{ latest_change_per_key(source('dynamodb', 'customers'), key_columns) }},
+with {{ latest_change_per_key(source('dynamodb', 'customers_changes'), key_columns) }},
 
 cleaned as (
     select

@@ -7,7 +7,7 @@
 {% set key_columns = ['customer_id', 'order_id'] %}
 {{ current_state_config(key_columns) }}
 
-with {{ latest_change_per_key(source('dynamodb', 'orders'), key_columns) }},
+with {{ latest_change_per_key(source('dynamodb', 'orders_changes'), key_columns) }},
 
 cleaned as (
     select

@@ -1,0 +1,141 @@
+"""A lost checkpoint, a replaced checkpoint, a moved data directory or a deleted raw
+folder is refused at start with what to do, never run into reused batch ids."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from streaming.cli import DataLayout, main, status, stream
+from streaming.contract import load_contracts
+from streaming.generator import write_landing_files
+from streaming.stream_identity import IDENTITY_FILE, StreamIdentityError, checkpoint_stream_id, claim_stream_identity
+
+CHECKPOINT = Path("checkpoints") / "landing_to_raw"
+
+
+@pytest.fixture(scope="module")
+def streamed(spark, tmp_path_factory) -> DataLayout:
+    """A data directory the real stream ran on once."""
+    layout = DataLayout(tmp_path_factory.mktemp("identity") / "data")
+    write_landing_files(layout.landing, seed=21, customers=4, orders_per_customer=1, records_per_file=30)
+    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    return layout
+
+
+def copy_of(layout: DataLayout, tmp_path: Path) -> DataLayout:
+    copy = DataLayout(tmp_path / "data")
+    shutil.copytree(layout.root, copy.root)
+    return copy
+
+
+def refusal(argv: list[str], capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.spark
+def test_the_first_run_records_the_checkpoint_spark_uses(streamed):
+    identity = json.loads((streamed.raw / IDENTITY_FILE).read_text())
+    # Spark adopted the query id written before its start instead of making another.
+    assert identity["stream_id"] == checkpoint_stream_id(streamed.root / CHECKPOINT)
+    assert identity["landing"] == str(streamed.landing.resolve())
+
+
+@pytest.mark.spark
+def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
+    layout = copy_of(streamed, tmp_path)
+    # The copy is a moved directory: put it back where the record says it was.
+    record = layout.raw / IDENTITY_FILE
+    identity = json.loads(record.read_text())
+    identity.update(landing=str(layout.landing.resolve()), checkpoint=str((layout.root / CHECKPOINT).resolve()))
+    record.write_text(json.dumps(identity))
+    before = status(layout)
+    write_landing_files(layout.landing / "later", seed=22, customers=2, orders_per_customer=1, records_per_file=30)
+
+    stream(layout, sink="local", spark=spark, out=lambda _: None)
+
+    after = status(layout)
+    assert all(after.change_rows[t] > before.change_rows[t] for t in before.change_rows)
+
+
+@pytest.mark.spark
+def test_a_deleted_checkpoint_is_refused_and_nothing_is_overwritten(streamed, tmp_path, capsys):
+    layout = streamed
+    shutil.move(layout.root / "checkpoints", tmp_path / "checkpoints-aside")
+    raw_files = sorted(path.relative_to(layout.raw) for path in layout.raw.rglob("*.parquet"))
+    try:
+        err = refusal(["stream", "--data-dir", str(layout.root)], capsys)
+    finally:
+        shutil.move(tmp_path / "checkpoints-aside", layout.root / "checkpoints")
+
+    assert "checkpoint" in err and "is gone" in err
+    assert "Restore the checkpoint folder" in err and "lakehouse reprocess" in err
+    assert sorted(path.relative_to(layout.raw) for path in layout.raw.rglob("*.parquet")) == raw_files
+    assert not (layout.root / "checkpoints-new").exists()
+
+
+@pytest.mark.spark
+def test_a_moved_data_directory_is_refused(streamed, tmp_path, capsys):
+    moved = copy_of(streamed, tmp_path)
+
+    err = refusal(["stream", "--data-dir", str(moved.root)], capsys)
+
+    assert "this data directory was moved" in err
+    assert str(streamed.landing.resolve()) in err and str(moved.landing.resolve()) in err
+    assert "lakehouse reprocess" in err
+
+
+@pytest.mark.spark
+def test_a_checkpoint_of_another_stream_is_refused(streamed, tmp_path, capsys):
+    layout = streamed
+    metadata = layout.root / CHECKPOINT / "metadata"
+    original = metadata.read_text()
+    metadata.write_text('{"id":"00000000-0000-0000-0000-000000000000"}\n')
+    try:
+        err = refusal(["stream", "--data-dir", str(layout.root)], capsys)
+    finally:
+        metadata.write_text(original)
+    assert "belongs to stream 00000000-0000-0000-0000-000000000000" in err
+
+
+@pytest.mark.spark
+def test_raw_deleted_under_a_live_checkpoint_is_refused(streamed, tmp_path, capsys):
+    layout = streamed
+    had_quarantine = layout.quarantine.exists()
+    shutil.move(layout.raw, tmp_path / "raw-aside")
+    if had_quarantine:
+        shutil.move(layout.quarantine, tmp_path / "quarantine-aside")
+    try:
+        err = refusal(["stream", "--data-dir", str(layout.root)], capsys)
+    finally:
+        shutil.rmtree(layout.raw, ignore_errors=True)
+        shutil.move(tmp_path / "raw-aside", layout.raw)
+        if had_quarantine:
+            shutil.move(tmp_path / "quarantine-aside", layout.quarantine)
+    assert "committed batches 0" in err and "raw was deleted or replaced" in err
+
+
+def test_raw_batches_without_any_record_or_checkpoint_are_refused(tmp_path):
+    """Raw written by an earlier version (no identity record), whose checkpoint is gone."""
+    folder = tmp_path / "raw" / "customers_changes" / "_ingest_hour=2026-11-23-10" / "_batch_id=0"
+    folder.mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes(b"")
+
+    with pytest.raises(StreamIdentityError, match="holds stream batches 0 but there is no checkpoint"):
+        claim_stream_identity(tmp_path, tmp_path / "checkpoints" / "q", tmp_path / "landing", load_contracts())
+    assert not (tmp_path / "raw" / IDENTITY_FILE).exists()
+
+
+def test_backfill_batches_alone_do_not_need_a_checkpoint(tmp_path):
+    folder = tmp_path / "raw" / "orders_changes" / "_ingest_hour=2026-11-23-10" / "_batch_id=-42"
+    folder.mkdir(parents=True)
+
+    stream_id = claim_stream_identity(tmp_path, tmp_path / "cp", tmp_path / "landing", load_contracts())
+
+    assert checkpoint_stream_id(tmp_path / "cp") == stream_id
+    assert claim_stream_identity(tmp_path, tmp_path / "cp", tmp_path / "landing", load_contracts()) == stream_id
