@@ -9,13 +9,18 @@ twice. Every commit records `<stream_id>:<batch_id>` in its extraMetadata; befor
 writing, the sink reads the newest commit of the table's timeline and skips the write
 when it already holds this batch. Batches of one stream commit in order and one writer
 owns a table, so the only batch that can be replayed is the one committed last.
+
+Schema: the same newest commit holds the table's writer schema; the batch's columns are
+put in the table's order with new contract columns at the end, the only place Hudi's
+schema evolution on write accepts them.
 """
 from __future__ import annotations
 
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
@@ -52,6 +57,10 @@ HudiWriter = Callable[[DataFrame, Mapping[str, str], str], None]
 
 class HudiTimelineError(RuntimeError):
     """A table's timeline cannot be read the way the replay check needs."""
+
+
+class HudiSchemaError(ValueError):
+    """A batch's columns cannot be written to the table without breaking its readers."""
 
 
 class TableFiles(Protocol):
@@ -134,18 +143,61 @@ def commit_metadata(files: TableFiles, table_path: str, instant_file: str) -> di
     return metadata
 
 
-def latest_batch_marker(files: TableFiles, table_path: str) -> str | None:
-    """The batch marker of the newest commit that has one, or None.
+@dataclass(frozen=True)
+class TimelineHead:
+    """What the newest commits say about a table."""
 
-    Commits without a marker (table services, manual maintenance) are passed over.
-    Reads newest first and stops at the first marker, so a steady stream costs one
-    listing and one small read per write.
+    batch_marker: str | None
+    """`<stream_id>:<batch_id>` of the newest commit that records one."""
+    columns: tuple[str, ...] | None
+    """Top-level columns of the newest commit's writer schema, in the table's order."""
+
+
+def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
+    """The newest batch marker and column order, read newest commit first.
+
+    Commits without a marker (table services, manual maintenance) are passed over for
+    the marker. A steady stream costs one listing and one small read per write.
     """
+    marker: str | None = None
+    columns: tuple[str, ...] | None = None
     for instant_file in reversed(completed_instants(files, table_path)):
-        marker = (commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}).get(BATCH_MARKER_KEY)
-        if marker is not None:
-            return str(marker)
-    return None
+        extra = commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}
+        if marker is None and extra.get(BATCH_MARKER_KEY) is not None:
+            marker = str(extra[BATCH_MARKER_KEY])
+        if columns is None and extra.get("schema"):
+            columns = _schema_columns(extra["schema"], f"{table_path}/.hoodie/{instant_file}")
+        if marker is not None and columns is not None:
+            break
+    return TimelineHead(marker, columns)
+
+
+def _schema_columns(avro_schema: str, source: str) -> tuple[str, ...]:
+    try:
+        return tuple(field["name"] for field in json.loads(avro_schema)["fields"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise HudiTimelineError(f"{source}: extraMetadata.schema is not an Avro record schema: {exc}") from exc
+
+
+def table_column_order(frame_columns: Sequence[str], table_columns: Sequence[str] | None) -> list[str]:
+    """The frame's columns, ordered so that the table's columns keep their places.
+
+    Hudi's schema evolution on write accepts a new nullable column at the end of the
+    schema, not one that shifts existing columns (hudi.apache.org/docs/schema_evolution:
+    "Add a new nullable column and change the ordering of fields" is unsupported). A
+    contract attribute added later lands before the partition and metadata columns of
+    raw_schema, so it is moved to the end here. A table column the frame lacks is refused:
+    removing a contract attribute is not an evolution the raw layer allows.
+    """
+    if table_columns is None:
+        return list(frame_columns)
+    missing = [name for name in table_columns if name not in frame_columns]
+    if missing:
+        raise HudiSchemaError(
+            f"the table has columns this batch lacks: {missing}; a contract attribute may be added, "
+            "never removed or renamed (reprocess into a new table instead)"
+        )
+    return [*table_columns, *(name for name in frame_columns if name not in table_columns)]
 
 
 def save_with_hudi(df: DataFrame, options: Mapping[str, str], path: str) -> None:
@@ -230,11 +282,13 @@ class HudiSink:
         )
         for table, options, frame in targets:
             path = hudi_table_path(self.base_path, table)
+            head = read_timeline_head(self._table_files(changes.sparkSession), path)
+            frame = frame.select(*table_column_order(frame.columns, head.columns))
             if self.stream_id is None:
                 self._writer(frame, options, path)
                 continue
             marker = batch_marker(self.stream_id, batch_id)
-            if latest_batch_marker(self._table_files(changes.sparkSession), path) == marker:
+            if head.batch_marker == marker:
                 log.info("hudi %s: batch %s is already committed, not written again", table, marker)
                 continue
             log.debug("hudi write table=%s batch=%s", table, marker)

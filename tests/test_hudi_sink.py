@@ -18,11 +18,14 @@ from streaming.contract import change_log_schema, load_contracts
 from streaming.hudi_options import BATCH_MARKER_KEY
 from streaming.hudi_sink import (
     HadoopFiles,
+    HudiSchemaError,
     HudiSink,
     HudiTimelineError,
+    TimelineHead,
     commit_metadata,
     completed_instants,
-    latest_batch_marker,
+    read_timeline_head,
+    table_column_order,
 )
 from streaming.spark import hudi_bundle_available
 
@@ -56,6 +59,22 @@ def set_marker(table: Path, instant_file: str, marker: str | None) -> None:
     path.write_text(json.dumps(metadata))
 
 
+def change_log_from_sample(tmp_path: Path, columns: list[str], marker: str | None) -> Path:
+    """A real version-6 table at <tmp>/customers_changes whose newest commit has the
+    customers change log's writer schema (as Hudi records it) and the given batch marker."""
+    table = tmp_path / "customers_changes"
+    sample_table("cow_v6_nonpartitioned", tmp_path / "unzip").rename(table)
+    commit = table / ".hoodie" / "20240418173551906.commit"
+    metadata = json.loads(commit.read_text())
+    metadata["extraMetadata"]["schema"] = json.dumps(
+        {"type": "record", "name": "customers_changes_record", "fields": [{"name": name} for name in columns]}
+    )
+    commit.write_text(json.dumps(metadata))
+    if marker is not None:
+        set_marker(table, commit.name, marker)
+    return table
+
+
 @pytest.fixture
 def files(spark):
     return HadoopFiles(spark)
@@ -76,23 +95,28 @@ def test_completed_instants_of_real_version_6_tables(files, tmp_path):
     assert "schema" in metadata["extraMetadata"]
 
 
-def test_real_commits_carry_no_batch_marker(files, tmp_path):
+def test_real_commits_carry_no_batch_marker_but_their_schema(files, tmp_path):
     cow = sample_table("cow_v6_nonpartitioned", tmp_path / "cow")
-    assert latest_batch_marker(files, str(cow)) is None
-    assert latest_batch_marker(files, str(tmp_path / "absent")) is None
+    # The writer schema Hudi keeps in every commit's extraMetadata, in the table's order.
+    assert read_timeline_head(files, str(cow)).columns == (
+        "id", "name", "isActive", "byteField", "shortField", "intField", "longField", "floatField", "doubleField",
+        "decimalField", "dateField", "timestampField", "binaryField", "arrayField", "mapField", "structField",
+    )
+    assert read_timeline_head(files, str(cow)).batch_marker is None
+    assert read_timeline_head(files, str(tmp_path / "absent")) == TimelineHead(None, None)
 
 
 def test_version_8_timeline_is_refused_not_read_as_empty(files, tmp_path):
     v8 = sample_table("cow_v8_complexkeygen_hivestyle", tmp_path / "v8")
     with pytest.raises(HudiTimelineError, match="hoodie.table.version is 8"):
-        latest_batch_marker(files, str(v8))
+        read_timeline_head(files, str(v8))
 
 
 def test_latest_marker_is_read_from_the_newest_commit_that_has_one(files, tmp_path):
     table = sample_table("cow_v6_complexkeygen_hivestyle", tmp_path / "cow")
     set_marker(table, "20240418173213674.commit", "stream-a:2")
     set_marker(table, "20240418173235694.commit", "stream-a:3")
-    assert latest_batch_marker(files, str(table)) == "stream-a:3"
+    assert read_timeline_head(files, str(table)).batch_marker == "stream-a:3"
 
     # A later commit without a marker (a table service, say) is passed over, and a later
     # instant that is only requested/inflight is not a commit at all.
@@ -101,14 +125,22 @@ def test_latest_marker_is_read_from_the_newest_commit_that_has_one(files, tmp_pa
     set_marker(table, "20240418180000000.commit", None)
     shutil.copy(hoodie / "20240418173235694.inflight", hoodie / "20240418190000000.inflight")
     (hoodie / "20240418190000000.commit.requested").touch()
-    assert latest_batch_marker(files, str(table)) == "stream-a:3"
+    assert read_timeline_head(files, str(table)).batch_marker == "stream-a:3"
 
 
 def test_unreadable_commit_metadata_fails_loudly(files, tmp_path):
     table = sample_table("cow_v6_nonpartitioned", tmp_path / "cow")
     (table / ".hoodie" / "20240418173551906.commit").write_text("{not json")
     with pytest.raises(HudiTimelineError, match="not JSON commit metadata"):
-        latest_batch_marker(files, str(table))
+        read_timeline_head(files, str(table))
+
+
+def test_new_columns_go_after_the_table_columns():
+    assert table_column_order(["a", "b", "c"], None) == ["a", "b", "c"]
+    # A contract attribute added later sits before the metadata columns in the batch.
+    assert table_column_order(["a", "new", "b", "_meta"], ("a", "b", "_meta")) == ["a", "b", "_meta", "new"]
+    with pytest.raises(HudiSchemaError, match=r"\['b'\]"):
+        table_column_order(["a", "_meta"], ("a", "b", "_meta"))
 
 
 class RecordingWriter:
@@ -165,9 +197,7 @@ def test_sink_writes_the_change_log_and_the_winner_per_key(tmp_path, customers_b
 def test_replayed_batch_is_not_written_again(spark, tmp_path, customers_batch):
     contract, changes = customers_batch
     # The change log already holds batch 7 of this stream (a crash after its commit).
-    change_log = tmp_path / "customers_changes"
-    sample_table("cow_v6_nonpartitioned", tmp_path / "unzip").rename(change_log)
-    set_marker(change_log, "20240418173551906.commit", "stream-a:7")
+    change_log = change_log_from_sample(tmp_path, changes.columns, "stream-a:7")
     writer = RecordingWriter()
     sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="stream-a", writer=writer)
 
@@ -180,6 +210,23 @@ def test_replayed_batch_is_not_written_again(spark, tmp_path, customers_batch):
     other = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="stream-b", writer=writer)
     other.write(changes, contract, 7, rows=3)
     assert writer.writes[-2][0] == str(change_log)
+
+
+def test_a_column_added_to_the_contract_is_written_last(tmp_path, customers_batch):
+    contract, changes = customers_batch
+    # The change log was written before the contract had registration_date: its newest
+    # commit (a real one, with the schema it would have had) lacks the column.
+    earlier = [name for name in changes.columns if name != "registration_date"]
+    change_log_from_sample(tmp_path, earlier, None)
+    writer = RecordingWriter()
+    sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="s", writer=writer)
+
+    sink.write(changes, contract, 1, rows=3)
+
+    log_rows = writer.writes[0][2]
+    assert list(log_rows[0].asDict()) == [*earlier, "registration_date"]
+    # The current state has no table yet: the batch keeps the contract's order.
+    assert list(writer.writes[1][2][0].asDict()) == [name for name in changes.columns if name != "_ingest_hour"]
 
 
 def test_empty_batch_writes_nothing(tmp_path, customers_batch):
@@ -231,4 +278,4 @@ def test_hudi_sink_writes_real_hudi_tables(spark, tmp_path, customers_batch):
     for table in ("customers_changes", "customers"):
         properties = (tmp_path / table / ".hoodie" / "hoodie.properties").read_text()
         assert "hoodie.table.version=6" in properties
-        assert latest_batch_marker(files, str(tmp_path / table)) == "stream-a:8"
+        assert read_timeline_head(files, str(tmp_path / table)).batch_marker == "stream-a:8"
