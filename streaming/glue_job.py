@@ -8,8 +8,8 @@ Job parameters (Glue passes them as `--name value`):
                             state) and <raw_base_path>/<raw_table>_changes (change log)
     --database              Glue Catalog database the Hudi tables are synced to
     --quarantine_root       s3://bucket/prefix; bad records go to <root>/quarantine/_batch_id=<n>/
-    --checkpoint_location   s3://bucket/prefix for the Structured Streaming checkpoint; it also
-                            names the stream in the Hudi commits, so a replayed batch is not
+    --checkpoint_location   s3://bucket/prefix for the Structured Streaming checkpoint; its query
+                            id names the stream in the Hudi commits, so a replayed batch is not
                             inserted twice
     --starting_position     optional: trim_horizon (default), latest, earliest or a timestamp
                             yyyy-mm-ddTHH:MM:SS+HH:MM (offset required, e.g. 2026-04-04T08:00:00-04:00)
@@ -38,9 +38,11 @@ import and test anywhere.
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,6 +53,8 @@ from streaming.runner import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from streaming.hudi_sink import HadoopFiles
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +230,26 @@ def kinesis_source_options(settings: GlueJobSettings) -> dict[str, str]:
     }
 
 
+def checkpoint_query_id(files: HadoopFiles, checkpoint_dir: str) -> str:
+    """The streaming query id of a checkpoint: the HudiSink's stream id.
+
+    Spark keeps it in `<checkpoint>/metadata` as `{"id": "<uuid>"}` (StreamMetadata) and,
+    when the file is absent, writes a new random one at query start. Writing it here
+    first, the same way, gives the sink the id before the query starts; a new checkpoint,
+    even at the same location, is a new stream whose batch ids never match the old one's.
+    """
+    path = f"{checkpoint_dir.rstrip('/')}/metadata"
+    if not files.exists(path):
+        files.write_text(path, json.dumps({"id": str(uuid.uuid4())}))
+    try:
+        query_id = json.loads(files.read_text(path))["id"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise JobArgumentError(
+            f"--checkpoint_location: {path} is not a Structured Streaming checkpoint's metadata: {exc}"
+        ) from exc
+    return str(query_id)
+
+
 def session_catalog_conf(spark: SparkSession) -> dict[str, str]:
     """The Spark conf, plus the Hadoop conf's metastore client factory (where Glue may set it)."""
     conf = {key: value for key, value in spark.sparkContext.getConf().getAll()}
@@ -250,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from pyspark.context import SparkContext
 
     from streaming.contract import check_partition_expression, load_contracts
-    from streaming.hudi_sink import HudiSink
+    from streaming.hudi_sink import HadoopFiles, HudiSink
     from streaming.pipeline import Pipeline
     from streaming.runner import run_stream
     from streaming.sinks import QuarantineWriter
@@ -284,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             contracts,
             sync_mode=settings.sync_mode,
             retain_hours=settings.retain_hours,
-            stream_id=settings.checkpoint_location,
+            stream_id=checkpoint_query_id(HadoopFiles(spark), settings.checkpoint_location),
             commit_interval_seconds=settings.window_seconds,
         ),
         QuarantineWriter(settings.quarantine_root),

@@ -100,6 +100,15 @@ class HadoopFiles:
         finally:
             stream.close()
 
+    def write_text(self, path: str, text: str) -> None:
+        """Create `path` with `text`; fails if it exists (no silent overwrite)."""
+        hadoop_path, filesystem = self._path_and_fs(path)
+        stream = filesystem.create(hadoop_path, False)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
 
 def _table_version(files: TableFiles, table_path: str) -> str | None:
     properties = files.read_text(f"{table_path}/.hoodie/hoodie.properties")

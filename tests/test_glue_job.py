@@ -11,6 +11,7 @@ from streaming.glue_job import (
     CatalogAccessError,
     JobArgumentError,
     catalog_access_problem,
+    checkpoint_query_id,
     job_settings,
     jvm_class_loadable,
     kinesis_source_options,
@@ -205,3 +206,31 @@ def test_catalog_check_inputs_come_from_the_session(spark):
         hadoop_conf.unset("hive.metastore.client.factory.class")
     assert jvm_class_loadable(spark, "org.apache.spark.sql.SparkSession")
     assert not jvm_class_loadable(spark, "org.example.lakehouse.NoSuchClass")
+
+
+@pytest.mark.spark
+def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
+    """Spark reads <checkpoint>/metadata (StreamMetadata) at query start and keeps its id,
+    so the id the sink records is the query's own, and stable across restarts."""
+    from streaming.hudi_sink import HadoopFiles
+
+    files = HadoopFiles(spark)
+    checkpoint = str(tmp_path / "checkpoint")
+    stream_id = checkpoint_query_id(files, checkpoint)
+    assert checkpoint_query_id(files, checkpoint) == stream_id
+    query = (
+        spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+        .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    query.awaitTermination(60)
+    assert query.id == stream_id
+    assert checkpoint_query_id(files, str(tmp_path / "another")) != stream_id
+
+
+@pytest.mark.spark
+def test_checkpoint_metadata_that_is_not_sparks_is_refused(spark, tmp_path):
+    from streaming.hudi_sink import HadoopFiles
+
+    (tmp_path / "metadata").write_text("not json")
+    with pytest.raises(JobArgumentError, match="checkpoint"):
+        checkpoint_query_id(HadoopFiles(spark), str(tmp_path))
