@@ -264,12 +264,6 @@ class HudiSink:
                 "insert its changes into the change logs a second time"
             )
 
-    def change_log_options(self, raw_table: str) -> dict[str, str]:
-        return dict(self._change_log_options[self._known(raw_table)])
-
-    def current_state_options(self, raw_table: str) -> dict[str, str]:
-        return dict(self._current_state_options[self._known(raw_table)])
-
     def _known(self, raw_table: str) -> str:
         if raw_table not in self._contracts:
             raise KeyError(f"no table contract has raw_table {raw_table!r}")
