@@ -131,21 +131,31 @@ def sync_options(sync_mode: SyncMode, database: str, table: str, partition_colum
         ),
         # Without this, timestamps are synced as bigint and Athena shows epoch numbers.
         "hoodie.datasource.hive_sync.support_timestamp": "true",
-        # HiveSyncTool.syncHoodieTable: with condition.sync the table (and its last synced
-        # commit property) is only updated when schema, properties or partitions changed;
-        # otherwise every commit is an UpdateTable, i.e. a new Glue table version.
-        "hoodie.datasource.meta_sync.condition.sync": "true",
     }
+    # Every sync ends by storing the last synced commit in the catalog table
+    # (HiveSyncTool.syncHoodieTable), an UpdateTable per commit; Glue keeps each update
+    # as a table version unless told to skip it, and caps versions per table.
     if sync_mode == "hms":
-        options.update({"hoodie.datasource.hive_sync.enable": "true", "hoodie.datasource.hive_sync.mode": "hms"})
+        options.update(
+            {
+                "hoodie.datasource.hive_sync.enable": "true",
+                "hoodie.datasource.hive_sync.mode": "hms",
+                # Through the Hive client no update can skip the version, so the table is
+                # updated only when schema, properties or partitions changed (HoodieSyncConfig).
+                "hoodie.datasource.meta_sync.condition.sync": "true",
+            }
+        )
     else:
         options.update(
             {
                 "hoodie.datasource.hive_sync.enable": "false",
                 "hoodie.datasource.meta.sync.enable": "true",
                 "hoodie.meta.sync.client.tool.class": GLUE_SYNC_TOOL,
-                # GlueCatalogSyncClientConfig (hudi-aws): UpdateTable without archiving a version.
+                # GlueCatalogSyncClientConfig (hudi-aws): its UpdateTable keeps no version,
+                # so the last synced commit may advance every commit, which keeps the next
+                # sync's scan of written partitions to the commits since.
                 "hoodie.datasource.meta.sync.glue.skip_table_archive": "true",
+                "hoodie.datasource.meta_sync.condition.sync": "false",
             }
         )
     return options
