@@ -1,6 +1,6 @@
 """Hudi write options for the two raw tables of one contract: change log and current state.
 
-Pure: no Spark here, so every option is unit-tested without the Hudi bundle. Keys are
+Pure (no SparkSession), so every option is unit-tested without the Hudi bundle. Keys are
 the Spark datasource keys of Hudi 1.0.2 (AWS Glue 5.1) writing table version 6, the
 newest version Athena reads. Each choice names the Hudi source file it was checked in
 (paths in apache/hudi, release 1.0.x); docs/architecture.md explains the design.
