@@ -3,14 +3,23 @@ from __future__ import annotations
 
 import pytest
 
+import streaming.glue_job
 from streaming.glue_job import (
+    GLUE_CATALOG_CLIENT_FACTORY,
     OPTIONAL_ARGS,
     REQUIRED_ARGS,
+    CatalogAccessError,
     JobArgumentError,
+    catalog_access_problem,
+    checkpoint_query_id,
     job_settings,
+    jvm_class_loadable,
     kinesis_source_options,
+    require_catalog_access,
     resolvable_args,
+    session_catalog_conf,
 )
+from streaming.hudi_options import GLUE_SYNC_TOOL
 
 STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/ddb-cdc"
 REQUIRED = {
@@ -43,23 +52,51 @@ def test_defaults():
     assert settings.window_size == "100 seconds"
     assert settings.starting_position == "trim_horizon"
     assert settings.sync_mode == "hms"
+    assert settings.retain_hours == 24
+    assert settings.window_seconds == 100
     assert settings.contracts_path is None
     assert settings.stream_arn == STREAM_ARN
     assert settings.checkpoint_location == REQUIRED["checkpoint_location"]
-    assert set(OPTIONAL_ARGS) == {"starting_position", "window_size", "contracts_path", "sync_mode"}
+    assert set(OPTIONAL_ARGS) == {"starting_position", "window_size", "contracts_path", "sync_mode", "retain_hours"}
 
 
 def test_explicit_values():
     settings = job_settings(
         {**REQUIRED, "starting_position": "LATEST", "window_size": "2 minutes", "contracts_path": "contracts",
-         "sync_mode": "none"}
+         "sync_mode": "none", "retain_hours": "72"}
     )
     assert settings.starting_position == "latest"
     assert settings.window_size == "2 minutes"
+    assert settings.window_seconds == 120
+    assert settings.retain_hours == 72
     assert settings.contracts_path == "contracts"
     assert settings.sync_mode == "none"
-    timestamp = job_settings({**REQUIRED, "starting_position": "2026-04-04T08:00:00-04:00"})
-    assert timestamp.starting_position == "2026-04-04T08:00:00-04:00"
+
+
+@pytest.mark.parametrize(
+    "timestamp", ["2023-04-04T08:00:00-04:00", "2026-01-31T23:59:59+00:00", "2026-06-01T00:00:00+05:30"]
+)
+def test_starting_position_timestamps_glue_documents(timestamp):
+    """Glue's Kinesis startingPosition: yyyy-mm-ddTHH:MM:SS with a +/-HH:MM offset, e.g.
+    "2023-04-04T08:00:00-04:00" (Glue API reference, KinesisStreamingSourceOptions.StartingPosition;
+    https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-connect-kinesis-home.html)."""
+    assert job_settings({**REQUIRED, "starting_position": timestamp}).starting_position == timestamp
+
+
+@pytest.mark.parametrize(
+    "timestamp",
+    [
+        "2026-01-31T08:00:00Z",  # Z is not the documented offset form
+        "2026-01-31T08:00:00.123+00:00",  # no fractions in the documented pattern
+        "2026-01-31T08:00:00",  # offset missing
+        "2026-01-31 08:00:00+00:00",
+        "2026-13-01T08:00:00+00:00",  # no such month
+        "2026-01-31T08:00:00+25:00",  # no such offset
+    ],
+)
+def test_starting_position_timestamps_glue_does_not_document(timestamp):
+    with pytest.raises(JobArgumentError, match="UTC offset"):
+        job_settings({**REQUIRED, "starting_position": timestamp})
 
 
 def test_missing_required_parameters_are_named():
@@ -74,6 +111,10 @@ def test_missing_required_parameters_are_named():
         ("stream_arn", "arn:aws:dynamodb:eu-west-1:123456789012:table/customers", "Kinesis data stream ARN"),
         ("starting_position", "yesterday", "starting_position"),
         ("window_size", "100", "window_size"),
+        ("window_size", "0 seconds", "window_size"),
+        ("retain_hours", "0", "retain_hours"),
+        ("retain_hours", "1.5", "retain_hours"),
+        ("retain_hours", "a day", "retain_hours"),
         ("sync_mode", "jdbc", "sync_mode"),
         ("raw_base_path", "/tmp/raw", "s3://"),
         ("checkpoint_location", "file:///tmp/cp", "s3://"),
@@ -104,3 +145,92 @@ def test_module_imports_without_awsglue():
         from streaming.glue_job import main
 
         main(argv_of(REQUIRED))
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [
+        {"spark.hadoop.hive.metastore.client.factory.class": GLUE_CATALOG_CLIENT_FACTORY},
+        {"hive.metastore.client.factory.class": GLUE_CATALOG_CLIENT_FACTORY},
+    ],
+)
+def test_hms_sync_reaches_the_glue_catalog_with_enable_glue_datacatalog(conf):
+    """--enable-glue-datacatalog makes Spark's Hive client the Glue Data Catalog (AWS Glue job
+    parameters; https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-format-hudi.html)."""
+    assert catalog_access_problem("hms", conf, lambda name: False) is None
+    require_catalog_access("hms", conf, lambda name: False)
+
+
+@pytest.mark.parametrize(
+    "conf", [{}, {"spark.hadoop.hive.metastore.client.factory.class": "org.example.OtherFactory"}]
+)
+def test_hms_sync_without_the_glue_catalog_stops_the_job_at_start(conf):
+    problem = catalog_access_problem("hms", conf, lambda name: True)
+    assert problem is not None and "--enable-glue-datacatalog" in problem
+    with pytest.raises(CatalogAccessError, match="enable-glue-datacatalog"):
+        require_catalog_access("hms", conf, lambda name: True)
+
+
+def test_glue_sync_needs_the_glue_sync_tool_class():
+    asked: list[str] = []
+
+    def loadable(name: str) -> bool:
+        asked.append(name)
+        return name == GLUE_SYNC_TOOL
+
+    assert catalog_access_problem("glue", {}, loadable) is None
+    assert asked == [GLUE_SYNC_TOOL]
+    with pytest.raises(CatalogAccessError, match="AwsGlueCatalogSyncTool"):
+        require_catalog_access("glue", {}, lambda name: False)
+    assert catalog_access_problem("none", {}, lambda name: False) is None
+
+
+def test_docstring_lists_every_job_parameter_and_the_glue_settings():
+    doc = streaming.glue_job.__doc__
+    for name in (*REQUIRED_ARGS, *OPTIONAL_ARGS):
+        assert f"--{name}" in doc, name
+    for setting in ("--datalake-formats hudi", "--enable-glue-datacatalog", "KryoSerializer", "MICROSECOND"):
+        assert setting in doc, setting
+
+
+@pytest.mark.spark
+def test_catalog_check_inputs_come_from_the_session(spark):
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    assert "hive.metastore.client.factory.class" not in session_catalog_conf(spark)
+    hadoop_conf.set("hive.metastore.client.factory.class", GLUE_CATALOG_CLIENT_FACTORY)
+    try:
+        conf = session_catalog_conf(spark)
+        assert catalog_access_problem("hms", conf, lambda name: False) is None
+        assert conf["spark.app.name"] == spark.sparkContext.appName
+    finally:
+        hadoop_conf.unset("hive.metastore.client.factory.class")
+    assert jvm_class_loadable(spark, "org.apache.spark.sql.SparkSession")
+    assert not jvm_class_loadable(spark, "org.example.lakehouse.NoSuchClass")
+
+
+@pytest.mark.spark
+def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
+    """Spark reads <checkpoint>/metadata (StreamMetadata) at query start and keeps its id,
+    so the id the sink records is the query's own, and stable across restarts."""
+    from streaming.hudi_sink import HadoopFiles
+
+    files = HadoopFiles(spark)
+    checkpoint = str(tmp_path / "checkpoint")
+    stream_id = checkpoint_query_id(files, checkpoint)
+    assert checkpoint_query_id(files, checkpoint) == stream_id
+    query = (
+        spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+        .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    query.awaitTermination(60)
+    assert query.id == stream_id
+    assert checkpoint_query_id(files, str(tmp_path / "another")) != stream_id
+
+
+@pytest.mark.spark
+def test_checkpoint_metadata_that_is_not_sparks_is_refused(spark, tmp_path):
+    from streaming.hudi_sink import HadoopFiles
+
+    (tmp_path / "metadata").write_text("not json")
+    with pytest.raises(JobArgumentError, match="checkpoint"):
+        checkpoint_query_id(HadoopFiles(spark), str(tmp_path))

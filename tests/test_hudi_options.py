@@ -1,4 +1,7 @@
-"""Hudi write options built from the real table contracts (pure, no Spark)."""
+"""Hudi write options of both raw tables, built from the real table contracts (pure, no Spark).
+
+Each rule names the Hudi 1.0.x source (apache/hudi) or AWS page it was checked against.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,13 +10,21 @@ import pytest
 
 from streaming.contract import load_contracts
 from streaming.hudi_options import (
+    BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,
+    GLUE_SYNC_TOOL,
     NONPARTITIONED_KEY_GENERATOR,
     SIMPLE_KEY_GENERATOR,
     HudiOptionsError,
+    batch_marker_options,
+    change_log_write_options,
+    check_archival_rules,
+    current_state_write_options,
     hudi_table_path,
-    hudi_write_options,
+    retention_options,
 )
+
+HIVE_SYNC_TOOL = "org.apache.hudi.hive.HiveSyncTool"
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +32,19 @@ def contracts():
     return load_contracts()
 
 
+def both_tables(contract, **kwargs):
+    return [
+        change_log_write_options(contract, base_path="s3://lake/raw/", database="raw_db", **kwargs),
+        current_state_write_options(contract, base_path="s3://lake/raw/", database="raw_db", **kwargs),
+    ]
+
+
 @pytest.mark.parametrize(
     ("table", "record_key", "partition_field"),
     [("customers", "id,cust_name", "id_suffix"), ("orders", "customer_id,order_id", "customer_suffix")],
 )
-def test_options_follow_the_contract(contracts, table, record_key, partition_field):
-    options = hudi_write_options(contracts[table], base_path="s3://lake/raw/", database="raw_db")
+def test_current_state_follows_the_contract(contracts, table, record_key, partition_field):
+    options = current_state_write_options(contracts[table], base_path="s3://lake/raw/", database="raw_db")
 
     assert options["hoodie.base.path"] == f"s3://lake/raw/{table}"
     assert options["hoodie.table.name"] == table
@@ -38,21 +56,61 @@ def test_options_follow_the_contract(contracts, table, record_key, partition_fie
     assert options["hoodie.datasource.write.partitionpath.field"] == partition_field
     assert options["hoodie.datasource.write.hive_style_partitioning"] == "true"
     assert options["hoodie.datasource.hive_sync.partition_fields"] == partition_field
-    assert options["hoodie.datasource.hive_sync.partition_extractor_class"] == (
-        "org.apache.hudi.hive.MultiPartKeysValueExtractor"
-    )
     assert options["hoodie.datasource.hive_sync.database"] == "raw_db"
     assert options["hoodie.datasource.hive_sync.table"] == table
 
 
-def test_table_version_is_pinned_for_athena(contracts):
-    options = hudi_write_options(contracts["customers"], base_path="/tmp/raw", database="raw")
-    assert options["hoodie.write.table.version"] == "6"
-    assert options["hoodie.write.auto.upgrade"] == "false"
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_current_state_uses_a_bucket_index_on_the_record_key(contracts, table):
+    """HoodieIndexConfig (hudi-client-common/.../config/HoodieIndexConfig.java): BUCKET with the
+    SIMPLE engine maps a key to a fixed file group per partition, no lookup, no metadata table."""
+    options = current_state_write_options(contracts[table], base_path="/r", database="raw")
+    assert options["hoodie.index.type"] == "BUCKET"
+    assert options["hoodie.index.bucket.engine"] == "SIMPLE"
+    assert options["hoodie.bucket.index.hash.field"] == options["hoodie.datasource.write.recordkey.field"]
+    assert options["hoodie.bucket.index.num.buckets"] == "4"
+    wider = current_state_write_options(contracts[table], base_path="/r", database="raw", buckets_per_partition=16)
+    assert wider["hoodie.bucket.index.num.buckets"] == "16"
+    with pytest.raises(HudiOptionsError, match="buckets_per_partition"):
+        current_state_write_options(contracts[table], base_path="/r", database="raw", buckets_per_partition=0)
+
+
+@pytest.mark.parametrize("table", ["customers", "orders"])
+def test_change_log_is_an_insert_only_table_per_ingest_hour(contracts, table):
+    options = change_log_write_options(contracts[table], base_path="s3://lake/raw", database="raw_db")
+
+    assert options["hoodie.base.path"] == f"s3://lake/raw/{table}_changes"
+    assert options["hoodie.table.name"] == f"{table}_changes"
+    assert options["hoodie.datasource.hive_sync.table"] == f"{table}_changes"
+    assert options["hoodie.datasource.write.table.type"] == "COPY_ON_WRITE"
+    # HoodieIndex.requiresTagging: INSERT looks nothing up with the default index
+    # (hudi-client-common/src/main/java/org/apache/hudi/index/HoodieIndex.java).
+    assert options["hoodie.datasource.write.operation"] == "insert"
+    assert "hoodie.index.type" not in options
+    assert options["hoodie.datasource.write.partitionpath.field"] == "_ingest_hour"
+    assert options["hoodie.datasource.hive_sync.partition_fields"] == "_ingest_hour"
+    assert options["hoodie.datasource.write.hive_style_partitioning"] == "true"
+    assert options["hoodie.datasource.write.keygenerator.class"] == SIMPLE_KEY_GENERATOR
+    # No record key field: Hudi generates keys, so changes without an event id land too.
+    # AutoRecordKeyGenerationUtils (hudi-spark-common) refuses combine.before.insert and
+    # drop.duplicates with generated keys; an ordering field would be ignored.
+    assert "hoodie.datasource.write.recordkey.field" not in options
+    assert options["hoodie.combine.before.insert"] == "false"
+    assert options["hoodie.datasource.write.insert.drop.duplicates"] == "false"
+    assert "hoodie.datasource.write.precombine.field" not in options
+    # New files only: earlier batches' files are never rewritten by small-file packing.
+    assert options["hoodie.parquet.small.file.limit"] == "0"
+
+
+def test_both_tables_are_pinned_to_version_6_without_metadata_table(contracts):
+    for options in both_tables(contracts["customers"]):
+        assert options["hoodie.write.table.version"] == "6"
+        assert options["hoodie.write.auto.upgrade"] == "false"
+        assert options["hoodie.metadata.enable"] == "false"
 
 
 def test_event_time_ordering_on_the_ordering_value(contracts):
-    options = hudi_write_options(contracts["orders"], base_path="/tmp/raw", database="raw")
+    options = current_state_write_options(contracts["orders"], base_path="/tmp/raw", database="raw")
     assert options["hoodie.datasource.write.precombine.field"] == "_ordering_value"
     assert options["hoodie.payload.ordering.field"] == "_ordering_value"
     assert options["hoodie.datasource.write.payload.class"] == (
@@ -60,52 +118,131 @@ def test_event_time_ordering_on_the_ordering_value(contracts):
     )
 
 
-def test_cleaner_retention_is_configurable(contracts):
-    default = hudi_write_options(contracts["orders"], base_path="/r", database="raw")
-    custom = hudi_write_options(contracts["orders"], base_path="/r", database="raw", cleaner_commits_retained=48)
-    assert default["hoodie.cleaner.policy"] == "KEEP_LATEST_COMMITS"
-    assert default["hoodie.cleaner.commits.retained"] == "10"
-    assert custom["hoodie.cleaner.commits.retained"] == "48"
-    with pytest.raises(HudiOptionsError):
-        hudi_write_options(contracts["orders"], base_path="/r", database="raw", cleaner_commits_retained=0)
+def sync_tools_run(options: dict[str, str], *, hudi_0_13: bool) -> set[str]:
+    """The sync tools HoodieSparkSqlWriter.metaSync runs for these options.
+
+    hudi-spark-datasource/hudi-spark-common/src/main/scala/org/apache/hudi/HoodieSparkSqlWriter.scala:
+    sync runs when hive_sync.enable or meta.sync.enable is true; the tools are the classes
+    in hoodie.meta.sync.client.tool.class (default HiveSyncTool), plus the Glue tool when
+    hive_sync.mode is glue. Up to 0.13 hive_sync.enable also added HiveSyncTool
+    (apache/hudi#8942, removed by #8943).
+    """
+    hive_sync = options.get("hoodie.datasource.hive_sync.enable", "false") == "true"
+    enabled = hive_sync or options.get("hoodie.datasource.meta.sync.enable", "false") == "true"
+    if not enabled:
+        return set()
+    tools = set(options.get("hoodie.meta.sync.client.tool.class", HIVE_SYNC_TOOL).split(","))
+    if hive_sync and hudi_0_13:
+        tools.add(HIVE_SYNC_TOOL)
+    if options.get("hoodie.datasource.hive_sync.mode") == "glue":
+        tools.add(GLUE_SYNC_TOOL)
+    return tools
 
 
-def test_sync_modes(contracts):
-    hms = hudi_write_options(contracts["customers"], base_path="/r", database="raw", sync_mode="hms")
-    glue = hudi_write_options(contracts["customers"], base_path="/r", database="raw", sync_mode="glue")
-    none = hudi_write_options(contracts["customers"], base_path="/r", database="raw", sync_mode="none")
+@pytest.mark.parametrize("hudi_0_13", [False, True])
+def test_each_sync_mode_runs_exactly_its_sync_tool(contracts, hudi_0_13):
+    for mode, expected in (("glue", {GLUE_SYNC_TOOL}), ("hms", {HIVE_SYNC_TOOL}), ("none", set())):
+        for options in both_tables(contracts["customers"], sync_mode=mode):
+            assert sync_tools_run(options, hudi_0_13=hudi_0_13) == expected, mode
 
-    assert hms["hoodie.datasource.hive_sync.enable"] == "true"
-    assert hms["hoodie.datasource.hive_sync.mode"] == "hms"
-    assert hms["hoodie.datasource.hive_sync.support_timestamp"] == "true"
-    assert "hoodie.meta.sync.client.tool.class" not in hms
-    assert glue["hoodie.meta.sync.client.tool.class"] == "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool"
-    assert glue["hoodie.datasource.hive_sync.database"] == "raw"
-    assert none["hoodie.datasource.hive_sync.enable"] == "false"
-    assert not any(key.startswith("hoodie.datasource.hive_sync.database") for key in none)
+
+def test_sync_settings(contracts):
+    for options in both_tables(contracts["customers"], sync_mode="hms"):
+        assert options["hoodie.datasource.hive_sync.mode"] == "hms"
+        assert options["hoodie.datasource.hive_sync.support_timestamp"] == "true"
+        # HiveSyncTool.syncHoodieTable: with conditional sync the table is updated only when
+        # schema, properties or partitions changed, not on every commit (HoodieSyncConfig).
+        assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
+    for options in both_tables(contracts["customers"], sync_mode="glue"):
+        # GlueCatalogSyncClientConfig (hudi-aws): the Glue tool's UpdateTable keeps no table
+        # version, so it may record every commit and keep its partition scans short.
+        assert options["hoodie.datasource.meta.sync.glue.skip_table_archive"] == "true"
+        assert options["hoodie.datasource.meta_sync.condition.sync"] == "false"
+        assert options["hoodie.datasource.hive_sync.database"] == "raw_db"
+    for options in both_tables(contracts["customers"], sync_mode="none"):
+        assert not any(key.startswith("hoodie.datasource.hive_sync.database") for key in options)
     with pytest.raises(HudiOptionsError, match="sync_mode"):
-        hudi_write_options(contracts["customers"], base_path="/r", database="raw", sync_mode="jdbc")
+        current_state_write_options(contracts["customers"], base_path="/r", database="raw", sync_mode="jdbc")
 
 
-def test_extra_options_override(contracts):
-    options = hudi_write_options(
-        contracts["orders"],
-        base_path="/r",
-        database="raw",
-        extra={"hoodie.upsert.shuffle.parallelism": 8, "hoodie.cleaner.commits.retained": "3",
-               "hoodie.write.table.version": "6"},
-    )
-    assert options["hoodie.upsert.shuffle.parallelism"] == "8"
-    assert options["hoodie.cleaner.commits.retained"] == "3"
-    assert options["hoodie.write.table.version"] == "6"
+def test_cleaner_keeps_file_versions_by_hours_and_archival_covers_them(contracts):
+    for options in both_tables(contracts["orders"]):
+        assert options["hoodie.cleaner.policy"] == "KEEP_LATEST_BY_HOURS"
+        assert options["hoodie.cleaner.hours.retained"] == "24"
+        # 24 h at one commit per 100 s is 864 commits; the cleaner looks for its earliest
+        # commit to retain in the active timeline, so archival keeps more than that.
+        assert int(options["hoodie.keep.min.commits"]) >= 864 + 2
+        assert int(options["hoodie.keep.max.commits"]) > int(options["hoodie.keep.min.commits"])
+    longer = retention_options(retain_hours=48, commit_interval_seconds=60)
+    assert longer["hoodie.cleaner.hours.retained"] == "48"
+    assert int(longer["hoodie.keep.min.commits"]) >= 48 * 60 + 2
+    for hours, interval in ((0, 100), (24, 0)):
+        with pytest.raises(HudiOptionsError):
+            retention_options(retain_hours=hours, commit_interval_seconds=interval)
 
 
 @pytest.mark.parametrize(
-    ("key", "value"), [("hoodie.write.table.version", "8"), ("hoodie.write.auto.upgrade", "true")]
+    ("options", "accepted"),
+    [
+        ({}, True),  # Hudi's defaults: 10 retained, keep 20..30
+        ({"hoodie.cleaner.commits.retained": "20"}, False),
+        ({"hoodie.cleaner.commits.retained": "20", "hoodie.keep.min.commits": "21", "hoodie.keep.max.commits": "31"},
+         True),
+        ({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"}, False),
+    ],
 )
-def test_extra_options_cannot_leave_table_version_6(contracts, key, value):
-    with pytest.raises(HudiOptionsError, match="Athena"):
-        hudi_write_options(contracts["orders"], base_path="/r", database="raw", extra={key: value})
+def test_archival_rules_of_hoodie_write_config(options, accepted):
+    """HoodieWriteConfig.Builder.validate: keep.max > keep.min > cleaner.commits.retained
+    (hudi-client/hudi-client-common/src/main/java/org/apache/hudi/config/HoodieWriteConfig.java)."""
+    if accepted:
+        check_archival_rules(options)
+    else:
+        with pytest.raises(HudiOptionsError, match="must be greater than"):
+            check_archival_rules(options)
+
+
+def test_extra_options_override_but_are_validated(contracts):
+    options = current_state_write_options(
+        contracts["orders"],
+        base_path="/r",
+        database="raw",
+        extra={"hoodie.upsert.shuffle.parallelism": 8, "hoodie.write.table.version": "6"},
+    )
+    assert options["hoodie.upsert.shuffle.parallelism"] == "8"
+    with pytest.raises(HudiOptionsError, match="hoodie.keep.min.commits"):
+        change_log_write_options(
+            contracts["orders"], base_path="/r", database="raw",
+            extra={"hoodie.cleaner.commits.retained": "900"},
+        )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hoodie.write.table.version", "8"),
+        ("hoodie.write.auto.upgrade", "true"),
+        ("hoodie.datasource.write.commitmeta.key.prefix", "_"),
+    ],
+)
+def test_extra_options_cannot_leave_version_6_or_the_batch_marker(contracts, key, value):
+    for build in (change_log_write_options, current_state_write_options):
+        with pytest.raises(HudiOptionsError, match="not allowed"):
+            build(contracts["orders"], base_path="/r", database="raw", extra={key: value})
+
+
+def test_batch_marker_is_recorded_as_commit_metadata(contracts):
+    """DataSourceUtils.getExtraMetadata copies every write option whose key starts with
+    hoodie.datasource.write.commitmeta.key.prefix into the commit's extraMetadata
+    (hudi-spark-datasource/hudi-spark-common/src/main/java/org/apache/hudi/DataSourceUtils.java)."""
+    marker = batch_marker_options("s3://lake/checkpoints/job", 42)
+    assert marker[BATCH_MARKER_KEY] == "s3://lake/checkpoints/job:42"
+    for options in both_tables(contracts["orders"]):
+        prefix = options["hoodie.datasource.write.commitmeta.key.prefix"]
+        written = {**options, **marker}
+        extra_metadata = {key: value for key, value in written.items() if key.startswith(prefix)}
+        assert extra_metadata == {BATCH_MARKER_KEY: "s3://lake/checkpoints/job:42"}
+    with pytest.raises(HudiOptionsError, match="stream id"):
+        batch_marker_options("", 1)
 
 
 @dataclass(frozen=True)
@@ -125,7 +262,7 @@ class _Keys:
     ],
 )
 def test_key_generator_by_key_shape(keys, generator, extractor):
-    options = hudi_write_options(keys, base_path="/r", database="raw")
+    options = current_state_write_options(keys, base_path="/r", database="raw")
     assert options["hoodie.datasource.write.keygenerator.class"] == generator
     assert options["hoodie.datasource.hive_sync.partition_extractor_class"] == extractor
     assert options["hoodie.datasource.write.recordkey.field"] == ",".join(keys.key_columns)
