@@ -45,7 +45,7 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from streaming.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
@@ -274,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from pyspark.context import SparkContext
 
     from streaming.contract import check_partition_expression, load_contracts
+    from streaming.evolution import ContractRegistry, guard_contracts
     from streaming.hudi_sink import HadoopFiles, HudiSink
     from streaming.pipeline import Pipeline
     from streaming.runner import run_stream
@@ -300,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     contracts = load_contracts(settings.contracts_path)
     for contract in contracts.values():
         check_partition_expression(spark, contract)
+    # Refuses a renamed column or changed type against the versions the raw tables were
+    # written with (stored under <raw_base_path>/_contracts/); additions are registered.
+    guard_contracts(ContractRegistry(settings.raw_base_path), contracts, datetime.now(timezone.utc))
     pipeline = Pipeline(
         contracts,
         HudiSink(

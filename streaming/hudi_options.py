@@ -315,8 +315,3 @@ def current_state_write_options(
     options.update(retention_options(retain_hours, commit_interval_seconds))
     options.update(sync_options(sync_mode, database, table, partition_column))
     return _with_extra(options, extra)
-
-
-# Transitional: streaming/sinks.py on this branch still imports the old name; the lead's
-# rewrite of sinks.py no longer does. Delete this line when merging that rewrite.
-hudi_write_options = current_state_write_options
