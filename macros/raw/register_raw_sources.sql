@@ -37,8 +37,8 @@
           ~ " hive_types = {'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'})" if file_count > 0 else none %}
     {% endif %}
     {#
-      A column no file has yet (a table with no files, or an attribute added to the
-      contract after the files were written) reads as null: the contract evolution rule.
+      A declared column no file has yet (a table with no files, or an attribute added to
+      the contract after the files were written) reads as null: the contract evolution rule.
     #}
     {% set present = [] %}
     {% if relation is not none %}
@@ -48,6 +48,11 @@
     {% for column in source_node.columns.values() %}
       {% set value = column.name if column.name in present else 'null' %}
       {% do columns.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as ' ~ column.name) %}
+    {% endfor %}
+    {# Columns of an attribute added to the contract but not (yet) to this YAML pass
+       through as they are, as the Hudi catalog sync adds them to the Glue table. #}
+    {% for name in present if name not in source_node.columns %}
+      {% do columns.append('"' ~ name ~ '"') %}
     {% endfor %}
     {% if relation is not none %}
       {% set body = 'select ' ~ columns | join(', ') ~ ' from ' ~ relation %}
