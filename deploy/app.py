@@ -34,6 +34,8 @@ FEATURE_FLAGS = {
 
 
 def build_app(config: DeployConfig, outdir: str | None = None) -> tuple[cdk.App, LakehouseStack]:
+    # The CDK CLI sets CDK_OUTDIR; run directly, the app writes cdk.out/ in the repository.
+    outdir = outdir or os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out")
     app = cdk.App(context=FEATURE_FLAGS, outdir=outdir)
     account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
     env = cdk.Environment(account=account, region=region) if account and region else None
