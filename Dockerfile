@@ -11,12 +11,10 @@ ENV PIP_NO_CACHE_DIR=1 \
 
 WORKDIR /opt/lakehouse
 COPY pyproject.toml constraints.txt ./
-# The dbt family pinned in pyproject.toml, resolved against constraints.txt.
-RUN python - <<'PY' > dbt-requirements.txt && pip install -c constraints.txt -r dbt-requirements.txt && rm dbt-requirements.txt
-import tomllib
-pins = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-print("\n".join(pin for pin in pins if pin.startswith(("dbt-core==", "dbt-athena=="))))
-PY
+# The dbt family as pinned in pyproject.toml, resolved against constraints.txt.
+RUN python -c "import tomllib; pins = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print('\n'.join(p for p in pins if p.startswith(('dbt-core==', 'dbt-athena=='))))" > dbt-requirements.txt \
+    && pip install -c constraints.txt -r dbt-requirements.txt \
+    && rm dbt-requirements.txt
 
 COPY dbt_project.yml profiles.yml ./
 COPY dbt_project ./dbt_project

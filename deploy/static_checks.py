@@ -26,7 +26,7 @@ CFN_LINT_IGNORED = ("W3005",)
 @dataclass(frozen=True)
 class Finding:
     check: str
-    resource: str  # the template's logical id
+    resource: str  # a template logical id, or a file name
     name: str
 
 
@@ -53,10 +53,11 @@ def accepted_findings(path: Path = SKIPS_FILE) -> list[AcceptedFinding]:
     return accepted
 
 
-def checkov_findings(checkov: Path, template: Path) -> list[Finding]:
-    """Every failed checkov check on one CloudFormation template (nothing skipped)."""
+def checkov_findings(checkov: Path, path: Path, framework: str = "cloudformation") -> list[Finding]:
+    """Every failed checkov check on one file (nothing skipped); `--skip-download` keeps
+    checkov offline."""
     completed = subprocess.run(
-        [str(checkov), "--file", str(template), "--framework", "cloudformation", "--output", "json",
+        [str(checkov), "--file", str(path), "--framework", framework, "--output", "json",
          "--quiet", "--compact", "--skip-download"],
         capture_output=True,
         text=True,
@@ -70,9 +71,12 @@ def checkov_findings(checkov: Path, template: Path) -> list[Finding]:
     findings = []
     for part in reports:
         if part.get("summary", {}).get("parsing_errors"):
-            raise RuntimeError(f"checkov could not parse {template}")
+                raise RuntimeError(f"checkov could not parse {path}")
         for failed in part.get("results", {}).get("failed_checks", []):
-            findings.append(Finding(failed["check_id"], failed["resource"].split(".", 1)[1], failed["check_name"]))
+            # "AWS::S3::Bucket.LakeBucket1A2B3C4D" names a template resource; a
+            # Dockerfile finding is "Dockerfile." and stands for the file.
+            kind, _, name = failed["resource"].partition(".")
+            findings.append(Finding(failed["check_id"], name or Path(kind).name, failed["check_name"]))
     return findings
 
 

@@ -507,6 +507,7 @@ class LakehouseStack(Stack):
         self.keeper_schedule = events.Rule(
             self,
             "JobKeeperSchedule",
+            rule_name=f"{self.config.prefix}-job-keeper-schedule",
             description=f"Starts {self.config.job_name} if it is not running (also its first start after deploy)",
             schedule=events.Schedule.rate(KEEPER_INTERVAL),
             targets=[target],
@@ -514,6 +515,7 @@ class LakehouseStack(Stack):
         self.job_failed_rule = events.Rule(
             self,
             "JobRunEndedRule",
+            rule_name=f"{self.config.prefix}-job-keeper-on-failure",
             description=f"Restarts {self.config.job_name} as soon as a run fails",
             event_pattern=self._job_state_pattern(GLUE_RESTART_STATES),
             targets=[target],

@@ -1,4 +1,4 @@
-"""cfn-lint and checkov on the synthesized template. Accepted checkov findings live in
+"""cfn-lint and checkov on the synthesized template (and checkov on the dbt Dockerfile). Accepted checkov findings live in
 deploy/checkov-skips.yml, each with its reason; nothing is skipped on a command line."""
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def test_every_accepted_checkov_finding_has_a_reason():
 def test_checkov_finds_nothing_that_is_not_accepted_and_no_skip_is_stale(synthesized):
     if not CHECKOV.is_file():
         pytest.skip(f"checkov is not installed at {CHECKOV}: `make test` creates .venv-checkov (its pins clash with .venv's)")
-    findings = checkov_findings(CHECKOV, synthesized.template_path)
+    findings = [
+        *checkov_findings(CHECKOV, synthesized.template_path),
+        *checkov_findings(CHECKOV, REPO / "Dockerfile", framework="dockerfile"),
+    ]
     accepted = accepted_findings()
     assert unaccepted(findings, accepted) == []
     assert stale(findings, accepted) == []
