@@ -11,7 +11,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 CDK_CLI := aws-cdk@2.1148.1
 CONFIG ?= deploy/config.example.yml
 
-.PHONY: venv demo test lint bench drills clean synth deploy node
+.PHONY: venv demo test lint bench drills clean synth deploy destroy node
 
 venv: $(STAMP)
 
@@ -50,6 +50,10 @@ synth: venv node
 # Needs AWS credentials and a bootstrapped account/region (README, "Running on AWS").
 deploy: venv node
 	cd deploy && npx --yes $(CDK_CLI) deploy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
+
+# Buckets, the KMS key and a generated PII secret are retained (README, "First deploy").
+destroy: venv node
+	cd deploy && npx --yes $(CDK_CLI) destroy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
 
 lint: venv
 	$(BIN)/sqlfluff lint dbt_project/models

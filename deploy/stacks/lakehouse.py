@@ -240,8 +240,9 @@ class LakehouseStack(Stack):
             stream_name=f"{config.prefix}-dynamodb-cdc",
             stream_mode=kinesis.StreamMode.ON_DEMAND if config.stream_on_demand else kinesis.StreamMode.PROVISIONED,
             shard_count=None if config.stream_on_demand else config.stream_shard_count,
-            # The AWS managed key: DynamoDB writes to the stream through its service-linked
-            # role, which a customer managed key's policy would have to admit as well.
+            # The AWS managed key (aws/kinesis) needs no key policy for DynamoDB's writes;
+            # a customer managed key would need grants for DynamoDB's replication, which
+            # cannot be verified offline.
             encryption=kinesis.StreamEncryption.MANAGED,
             retention_period=Duration.hours(config.stream_retention_hours),
         )
@@ -499,8 +500,6 @@ class LakehouseStack(Stack):
             timeout=Duration.seconds(30),
             role=role,
             log_group=log_group,
-            # Two keepers at once could only race for the job's single run slot.
-            reserved_concurrent_executions=1,
         )
         self.keeper.node.add_dependency(self.job)
         target = targets.LambdaFunction(self.keeper, retry_attempts=2)
