@@ -495,7 +495,8 @@ class LakehouseStack(Stack):
             description=f"Starts {self.config.job_name} when no run of it is active",
             runtime=lambda_.Runtime.PYTHON_3_12,
             handler="glue_job_keeper.handler",
-            code=lambda_.Code.from_asset(str(REPO_ROOT / "deploy" / "lambdas")),
+            # Caches left by the tests would change the asset's hash, not the code.
+            code=lambda_.Code.from_asset(str(REPO_ROOT / "deploy" / "lambdas"), exclude=["__pycache__"]),
             environment={"JOB_NAME": self.config.job_name},
             timeout=Duration.seconds(30),
             role=role,
