@@ -20,8 +20,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `cdk` runs this file as a script from deploy/
     sys.path.insert(0, str(REPO_ROOT))
 
-from deploy.config import DeployConfig, load_config  # noqa: E402
+from deploy.config import DeployConfig, load_config, require_contracts  # noqa: E402
 from deploy.stacks.lakehouse import LakehouseStack  # noqa: E402
+from streaming.contract import load_contracts  # noqa: E402
 
 DEFAULT_CONFIG = REPO_ROOT / "deploy" / "config.example.yml"
 # CDK feature flags this app relies on (https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html):
@@ -34,6 +35,7 @@ FEATURE_FLAGS = {
 
 
 def build_app(config: DeployConfig, outdir: str | None = None) -> tuple[cdk.App, LakehouseStack]:
+    require_contracts(config, set(load_contracts()))
     # The CDK CLI sets CDK_OUTDIR; run directly, the app writes cdk.out/ in the repository.
     outdir = outdir or os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out")
     app = cdk.App(context=FEATURE_FLAGS, outdir=outdir)

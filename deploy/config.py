@@ -127,6 +127,20 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
     return config
 
 
+def require_contracts(config: DeployConfig, contract_tables: set[str]) -> None:
+    """Every streamed table needs a contract shipped with the job: without one, each of
+    its changes would be quarantined as unknown_table. A job given its own
+    `contracts_path` reads contracts this repository cannot see, so nothing is checked."""
+    if "contracts_path" in config.job_arguments:
+        return
+    missing = [table for table in config.dynamodb_tables if table not in contract_tables]
+    _require(
+        not missing,
+        f"dynamodb_tables: no contract in streaming/contracts/ for {', '.join(missing)} "
+        "(the job would quarantine all their changes as unknown_table)",
+    )
+
+
 def load_config(path: str | Path) -> DeployConfig:
     path = Path(path)
     if not path.is_file():

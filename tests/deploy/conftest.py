@@ -23,6 +23,7 @@ class Synthesized:
     template: dict
     template_path: Path
     assertions: object  # aws_cdk.assertions.Template
+    summary: str  # what `make synth` prints
 
     def resources(self, kind: str) -> dict[str, dict]:
         return {lid: res for lid, res in self.template["Resources"].items() if res["Type"] == kind}
@@ -38,7 +39,7 @@ def synthesized(tmp_path_factory) -> Synthesized:
     require_node()
     from aws_cdk import assertions
 
-    from deploy.app import build_app
+    from deploy.app import build_app, summary
 
     config = load_config(EXAMPLE_CONFIG)
     app, stack = build_app(config, outdir=str(tmp_path_factory.mktemp("cdk.out")))
@@ -50,4 +51,5 @@ def synthesized(tmp_path_factory) -> Synthesized:
         template=json.loads(template_path.read_text()),
         template_path=template_path,
         assertions=assertions.Template.from_json(json.loads(template_path.read_text())),
+        summary=summary(assembly),
     )

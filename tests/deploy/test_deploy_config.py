@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from deploy import job_arguments
-from deploy.config import ConfigError, load_config, parse_config
+from deploy.config import ConfigError, load_config, parse_config, require_contracts
+from streaming.contract import load_contracts
 from deploy.job_arguments import JobArgumentsError, job_parameters
 from deploy.packaging import build_package_zip
 
@@ -48,6 +49,16 @@ def test_the_example_config_loads_with_its_tables():
 def test_invalid_settings_name_the_key(values, message):
     with pytest.raises(ConfigError, match=message):
         parse_config(values)
+
+
+def test_every_streamed_table_needs_a_packaged_contract():
+    packaged = set(load_contracts())
+    require_contracts(parse_config({"dynamodb_tables": sorted(packaged)}), packaged)
+    with pytest.raises(ConfigError, match="no contract in streaming/contracts/ for inventory"):
+        require_contracts(parse_config({"dynamodb_tables": ["orders", "inventory"]}), packaged)
+    # A job reading its contracts from elsewhere is not checked against the repository's.
+    elsewhere = parse_config({"dynamodb_tables": ["inventory"], "job_arguments": {"contracts_path": "/mnt/contracts"}})
+    require_contracts(elsewhere, packaged)
 
 
 def test_a_missing_config_file_says_where_to_start(tmp_path):

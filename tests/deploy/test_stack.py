@@ -30,6 +30,16 @@ def resolved_job_arguments(arguments: dict) -> dict[str, str]:
     return values
 
 
+def test_synth_prints_the_stack_and_its_resource_counts(synthesized):
+    first, *counts = synthesized.summary.splitlines()
+    resources = synthesized.template["Resources"]
+    assert first.startswith(f"{synthesized.config.prefix}: {len(resources)} resources (")
+    printed = {line.split()[1]: int(line.split()[0]) for line in counts}
+    assert sum(printed.values()) == len(resources)
+    assert printed["AWS::S3::Bucket"] == 5
+    assert printed["Custom::AWS"] == len(synthesized.config.dynamodb_tables)
+
+
 def test_the_glue_job_is_a_glue_5_1_streaming_job_with_the_arguments_it_needs(synthesized):
     synthesized.assertions.has_resource_properties(
         "AWS::Glue::Job", {"GlueVersion": "5.1", "Command": {"Name": "gluestreaming", "PythonVersion": "3"}, "MaxRetries": 0}
