@@ -1,6 +1,6 @@
 """Per-batch metrics of the streaming job, published to CloudWatch on AWS, nowhere locally.
 
-The deploy app (deploy/stacks/alarms.py) alarms on these names, so both import them
+The deploy app (deploy/stacks/lakehouse.py) alarms on these names, so both import them
 from here: a renamed metric breaks synthesis and its tests, not the alarm in production.
 
 A failed publish is logged and the batch goes on: the data is already written, and a
