@@ -1,7 +1,7 @@
 """Per-batch metrics of the streaming job, published to CloudWatch on AWS, nowhere locally.
 
-The deploy app (deploy/stacks/lakehouse.py) alarms on these names, so both import them
-from here: a renamed metric breaks synthesis and its tests, not the alarm in production.
+The deploy app (deploy/stacks/lakehouse.py) alarms on these names and imports them from
+here, so a metric renamed here is renamed in its alarm too.
 
 A failed publish is logged and the batch goes on: the data is already written, and a
 job whose metrics stop arriving trips the "no batches completed" alarm instead.
