@@ -21,6 +21,10 @@ GLUE_STREAMING_WORKER_TYPES = ("G.025X", "G.1X", "G.2X", "G.4X", "G.8X")
 _GLUE_NAME = re.compile(r"^[a-z0-9_]{1,200}$")
 _DYNAMODB_TABLE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _PREFIX = re.compile(r"^[a-z][a-z0-9-]{1,30}$")
+# from_secret_complete_arn needs the ARN with Secrets Manager's 6-character suffix.
+_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$")
+_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(root|role/.+|user/.+)$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\([^)]+\))$")
 # Athena's smallest per-query data usage control is 10 MB
 # (https://docs.aws.amazon.com/athena/latest/ug/workgroups-setting-control-limits-cloudwatch.html).
@@ -124,6 +128,13 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
     for key in ("consumer_lag_alarm_seconds", "no_batch_alarm_minutes"):
         _require(getattr(config, key) >= 1, f"{key}: at least 1")
     _require(config.quarantined_records_alarm_per_hour >= 0, "quarantined_records_alarm_per_hour: 0 or more")
+    _require(
+        not config.pii_secret_arn or bool(_SECRET_ARN.match(config.pii_secret_arn)),
+        "pii_secret_arn: the secret's complete ARN, including its 6-character suffix",
+    )
+    _require(not config.alarm_email or bool(_EMAIL.match(config.alarm_email)), "alarm_email: an e-mail address")
+    for arn in config.analyst_principal_arns:
+        _require(bool(_PRINCIPAL_ARN.match(arn)), f"analyst_principal_arns: {arn!r} is not an IAM role, user or account root ARN")
     return config
 
 

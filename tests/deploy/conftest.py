@@ -6,14 +6,13 @@ why; the machine image and CI have Node.js 20, so `make test` runs them there.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from deploy.config import DeployConfig, load_config
+from node_required import require_node
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config.example.yml"
 
@@ -28,14 +27,6 @@ class Synthesized:
 
     def resources(self, kind: str) -> dict[str, dict]:
         return {lid: res for lid, res in self.template["Resources"].items() if res["Type"] == kind}
-
-
-def require_node() -> None:
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not on PATH: the AWS CDK needs it to synthesize (install nodejs, then make test)")
-    # Node.js 20 (this machine image's) is past its end of life and jsii says so in a
-    # banner on every start; the README states it, the test log need not repeat it.
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 
 @pytest.fixture(scope="session")

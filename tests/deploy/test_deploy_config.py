@@ -44,6 +44,9 @@ def test_the_example_config_loads_with_its_tables():
         ({"dynamodb_tables": ["orders"], "athena_bytes_scanned_cutoff": 1000}, "athena_bytes_scanned_cutoff"),
         ({"dynamodb_tables": ["orders"], "dbt_build_schedule": "hourly"}, "dbt_build_schedule"),
         ({"dynamodb_tables": ["orders"], "raw_database": "lakehouse_marts"}, "raw_database must differ"),
+        ({"dynamodb_tables": ["orders"], "pii_secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:pii"}, "6-character suffix"),
+        ({"dynamodb_tables": ["orders"], "analyst_principal_arns": ["analysts"]}, "analyst_principal_arns"),
+        ({"dynamodb_tables": ["orders"], "alarm_email": "ops"}, "alarm_email"),
     ],
 )
 def test_invalid_settings_name_the_key(values, message):
