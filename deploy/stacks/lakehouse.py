@@ -766,6 +766,8 @@ class LakehouseStack(Stack):
 
         # Glue's consumer lag gauge, emitted when the Kinesis source sets emitConsumerLagMetrics
         # (streaming/glue_job.py; https://docs.aws.amazon.com/glue/latest/dg/monitoring-awsglue-with-cloudwatch-metrics.html).
+        # Job metrics carry JobName, JobRunId=ALL for the job's aggregate and Type, as in
+        # the AWS CDK's own Job.metric() (aws/aws-cdk, packages/@aws-cdk/aws-glue-alpha/lib/jobs/job.ts).
         lag = cloudwatch.Metric(
             namespace="Glue",
             metric_name="glue.driver.streaming.maxConsumerLagInMs",
