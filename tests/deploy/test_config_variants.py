@@ -1,0 +1,76 @@
+"""The stack under non-default settings: a provisioned stream, an existing PII secret,
+named analysts, an alarm e-mail and an optional job parameter. One more synthesis."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from cfn_template import grants, render, role_statements
+from node_required import require_node
+
+from deploy.config import parse_config
+
+SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:lakehouse/pii-AbCdEf"
+ANALYST = "arn:aws:iam::123456789012:role/data-analysts"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> dict:
+    require_node()
+    from deploy.app import build_app
+
+    config = parse_config(
+        {
+            "dynamodb_tables": ["orders"],
+            "prefix": "shop",
+            "stream_on_demand": False,
+            "stream_shard_count": 3,
+            "pii_secret_arn": SECRET,
+            "analyst_principal_arns": [ANALYST],
+            "alarm_email": "data-oncall@example.com",
+            "job_arguments": {"starting_position": "latest", "sync_mode": "glue"},
+        }
+    )
+    app, stack = build_app(config, outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    artifact = app.synth().get_stack_by_name(stack.stack_name)
+    with open(artifact.template_full_path) as handle:
+        return json.load(handle)
+
+
+def of_type(template: dict, kind: str) -> list[dict]:
+    return [r["Properties"] for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def test_a_provisioned_stream_has_its_shards(template):
+    (stream,) = of_type(template, "AWS::Kinesis::Stream")
+    assert stream["ShardCount"] == 3
+    assert stream["StreamModeDetails"] == {"StreamMode": "PROVISIONED"}
+
+
+def test_an_existing_pii_secret_is_used_not_created(template):
+    assert of_type(template, "AWS::SecretsManager::Secret") == []
+    for project in of_type(template, "AWS::CodeBuild::Project"):
+        variables = {v["Name"]: v for v in project["Environment"]["EnvironmentVariables"]}
+        assert variables["LAKEHOUSE_PII_KEY"] == {"Name": "LAKEHOUSE_PII_KEY", "Type": "SECRETS_MANAGER", "Value": SECRET}
+    # CDK's CodeBuild grant appends "*": an environment variable may name the secret with
+    # a JSON key or version after its ARN.
+    assert grants(role_statements(template, "DbtRole"), "secretsmanager:GetSecretValue") == [SECRET + "*"]
+
+
+def test_only_the_named_principals_may_assume_the_analyst_role(template):
+    (role,) = [r for r in of_type(template, "AWS::IAM::Role") if r.get("RoleName") == "shop-analyst"]
+    principals = [render(s["Principal"]["AWS"]) for s in role["AssumeRolePolicyDocument"]["Statement"]]
+    assert principals == [ANALYST]
+
+
+def test_the_alarm_email_is_subscribed(template):
+    (subscription,) = of_type(template, "AWS::SNS::Subscription")
+    assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "data-oncall@example.com")
+
+
+def test_optional_job_parameters_and_names_follow_the_config(template):
+    (job,) = of_type(template, "AWS::Glue::Job")
+    assert job["Name"] == "shop-dynamodb-cdc-to-raw"
+    assert job["DefaultArguments"]["--starting_position"] == "latest"
+    assert job["DefaultArguments"]["--sync_mode"] == "glue"
+    assert len(of_type(template, "Custom::AWS")) == 1
