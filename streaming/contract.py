@@ -12,6 +12,8 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,8 +168,8 @@ def change_log_schema(contract: TableContract) -> T.StructType:
     return T.StructType([*raw_schema(contract).fields, T.StructField(INGEST_HOUR_COLUMN, T.StringType())])
 
 
-def load_contract(path: str | Path) -> TableContract:
-    path = Path(path)
+def load_contract(path: str | Path | Traversable) -> TableContract:
+    path = path if isinstance(path, Traversable) else Path(path)
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -177,17 +179,23 @@ def load_contract(path: str | Path) -> TableContract:
 
 def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
     """All contracts in a directory, keyed by DynamoDB table name."""
-    if directory is None:
-        directory = os.environ.get(CONTRACTS_DIR_ENV) or PACKAGED_CONTRACTS_DIR
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ContractError(f"{directory}: contracts directory does not exist")
-    paths = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
+    folder: Path | Traversable
+    if directory is None and not os.environ.get(CONTRACTS_DIR_ENV):
+        # Read as package resources: in the zip the Glue job imports this package from
+        # (--extra-py-files) the packaged contracts are zip members, not a folder on disk.
+        folder = resources.files("streaming") / PACKAGED_CONTRACTS_DIR.name
+    else:
+        folder = Path(directory or os.environ[CONTRACTS_DIR_ENV])
+    if not folder.is_dir():
+        raise ContractError(f"{folder}: contracts directory does not exist")
+    paths = sorted(
+        (entry for entry in folder.iterdir() if entry.name.endswith((".yml", ".yaml"))), key=lambda entry: entry.name
+    )
     if not paths:
-        raise ContractError(f"{directory}: no table contracts (*.yml) found")
+        raise ContractError(f"{folder}: no table contracts (*.yml) found")
     contracts: dict[str, TableContract] = {}
-    origin: dict[str, Path] = {}
-    raw_origin: dict[str, Path] = {}
+    origin: dict[str, Path | Traversable] = {}
+    raw_origin: dict[str, Path | Traversable] = {}
     for path in paths:
         contract = load_contract(path)
         if contract.table in contracts:

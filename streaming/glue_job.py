@@ -275,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from streaming.contract import check_partition_expression, load_contracts
     from streaming.evolution import ContractRegistry, guard_contracts
+    from streaming.metrics import CloudWatchMetricsPublisher
     from streaming.hudi_sink import HadoopFiles, HudiSink
     from streaming.pipeline import Pipeline
     from streaming.runner import run_stream
@@ -316,6 +317,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             commit_interval_seconds=settings.window_seconds,
         ),
         QuarantineWriter(settings.quarantine_root),
+        metrics=CloudWatchMetricsPublisher(settings.job_name),
     )
     kinesis = glue_context.create_data_frame.from_options(
         connection_type="kinesis",

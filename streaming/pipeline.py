@@ -23,6 +23,7 @@ from streaming import raw_layout
 from streaming.contract import INGEST_HOUR_COLUMN, TableContract, change_log_schema
 from streaming.decode import decode_records, split_records
 from streaming.evolution import contract_version
+from streaming.metrics import BatchMetricsPublisher, NoMetricsPublisher
 from streaming.order import drop_duplicate_events
 from streaming.sinks import QuarantineWriter, RawSink
 
@@ -107,11 +108,14 @@ class Pipeline:
         sink: RawSink,
         quarantine: QuarantineWriter,
         clock: Clock = utc_now,
+        metrics: BatchMetricsPublisher | None = None,
     ) -> None:
         self.contracts = dict(contracts)
         self.sink = sink
         self.quarantine = quarantine
         self.clock = clock
+        # Per-batch counts for alarms (CloudWatch on Glue); nothing is published locally.
+        self.metrics = metrics or NoMetricsPublisher()
 
     def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
         started = time.monotonic()
@@ -174,4 +178,5 @@ class Pipeline:
             seconds=time.monotonic() - started,
         )
         log.info(report.log_line())
+        self.metrics.publish(report)
         return report

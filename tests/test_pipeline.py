@@ -233,3 +233,18 @@ def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, contract
             want = {spec.column: comparable(python_value(item.get(spec.name), spec)) for spec in contract.attributes}
             got = {spec.column: comparable(row.asDict(recursive=True)[spec.column]) for spec in contract.attributes}
             assert got == want, (table, key)
+
+
+def test_each_batch_report_reaches_the_metrics_publisher(spark, tmp_path, contracts):
+    published = []
+
+    class Recording:
+        def publish(self, report):
+            published.append(report)
+
+    pipeline = Pipeline(contracts, LocalParquetSink(str(tmp_path)), QuarantineWriter(str(tmp_path)),
+                        clock=lambda: FIXED_NOW, metrics=Recording())
+    report = pipeline.process_batch(envelope_of(spark, [customer("c-4", "d@x.org", 1_700_000_000, 1, "e1"), "junk"]), 5)
+
+    assert published == [report]
+    assert (report.batch_id, report.landed["customers"], report.quarantined) == (5, 1, 1)

@@ -101,10 +101,12 @@ def test_the_package_zip_is_reproducible_and_importable(tmp_path):
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # Python imports the job module from the zip alone, as Glue does with --extra-py-files
     # (run outside the repository, so the checkout's own streaming/ is not on the path).
-    probe = "import streaming.glue_job as job, streaming.metrics; print(job.__file__)"
+    probe = ("import streaming.glue_job as job, streaming.metrics; from streaming.contract import load_contracts; "
+             "print(job.__file__); print(sorted(load_contracts()))")
     completed = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.strip() == f"{first}/streaming/glue_job.py"
+    assert completed.stdout.splitlines() == [f"{first}/streaming/glue_job.py", "['customers', 'orders']"], \
+        "the job finds its packaged contracts inside the zip"
