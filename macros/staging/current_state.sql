@@ -53,7 +53,11 @@ changes as (
         where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
             and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
     {%- elif is_incremental() %}
-        where _ingested_at > {{ lookback_cutoff() }}
+        {%- set cutoff = lookback_cutoff() %}
+        where _ingested_at > {{ cutoff }}
+            -- The partition of the cutoff's hour and later: the rows above lie only there,
+            -- and a reader prunes the older partitions instead of scanning the whole log.
+            and _ingest_hour >= {{ ingest_hour_of(cutoff) }}
     {%- endif %}
 ),
 
@@ -116,20 +120,47 @@ latest as (
 {%- endmacro %}
 
 {#
-  DuckDB: the cutoff as a literal, looked up before the model's query runs. DuckDB
-  skips the Parquet row groups (and table row groups) that cannot match a comparison
-  with a constant, but not with a subquery's result: measured on 2M raw rows, the
-  incremental staging query took a third of the time. Unit tests keep the subquery:
-  their {{ this }} is a fixture that exists only inside the test's query.
+  DuckDB and Athena: the cutoff as a literal, looked up before the model's query runs.
+  Both engines prune by a comparison with a constant, not with a subquery's result:
+  DuckDB skips Parquet row groups and hive partitions (measured on 2M raw rows, the
+  incremental staging query took a third of the time), Athena skips the change log's
+  `_ingest_hour` partitions at planning, so the bytes it scans grow with the new data.
+  Unit tests keep the subquery: their {{ this }} is a fixture that exists only inside
+  the test's query.
 #}
 {% macro duckdb__lookback_cutoff() -%}
+  {{ return(literal_lookback_cutoff()) }}
+{%- endmacro %}
+
+{% macro athena__lookback_cutoff() -%}
+  {{ return(literal_lookback_cutoff()) }}
+{%- endmacro %}
+
+{% macro literal_lookback_cutoff() -%}
   {%- if not execute or model.resource_type == 'unit_test' -%}
     {{ return(default__lookback_cutoff()) }}
   {%- endif -%}
-  {%- set newest = run_query('select max(_ingested_at) from ' ~ this).columns[0].values()[0] -%}
+  {%- set found = run_query('select cast(max(_ingested_at) as varchar) from ' ~ this).rows -%}
+  {%- set newest = found[0][0] if found else none -%}
   {%- if newest is none -%}
     timestamp '1970-01-01 00:00:00'
   {%- else -%}
     {{ dbt.dateadd('hour', -var('raw_lookback_hours'), "timestamp '" ~ newest ~ "'") }}
   {%- endif -%}
+{%- endmacro %}
+
+{#
+  The `_ingest_hour` partition value (`yyyy-MM-dd-HH`, UTC) of a timestamp expression;
+  of a literal it is a constant, which the engines fold before pruning partitions.
+#}
+{% macro ingest_hour_of(timestamp_expr) %}
+  {{ return(adapter.dispatch('ingest_hour_of', 'dynamodb_lakehouse')(timestamp_expr)) }}
+{% endmacro %}
+
+{% macro default__ingest_hour_of(timestamp_expr) -%}
+date_format({{ timestamp_expr }}, '%Y-%m-%d-%H')
+{%- endmacro %}
+
+{% macro duckdb__ingest_hour_of(timestamp_expr) -%}
+strftime({{ timestamp_expr }}, '%Y-%m-%d-%H')
 {%- endmacro %}

@@ -207,8 +207,11 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
     customers = compiled_sql[base + "staging/stg_dynamodb__customers.sql"]
     assert "from_iso8601_timestamp(registration_date)" in customers
     assert "regexp_like(" in customers
-    # The incremental branch: lookback window and the guard against late older events.
-    assert "date_add('hour', -3, max(_ingested_at))" in customers
+    # The incremental branch: the cutoff is a literal looked up before the query (moto's
+    # tables are empty: the epoch), and the change log's partitions before its hour are
+    # pruned; then the guard against late older events.
+    assert "where _ingested_at > timestamp '1970-01-01 00:00:00'" in customers
+    assert "and _ingest_hour >= date_format(timestamp '1970-01-01 00:00:00', '%Y-%m-%d-%H')" in customers
     assert "cleaned._ordering_value > existing._ordering_value" in customers
     assert "to_hex(sha256(to_utf8(" in compiled_sql[base + "marts/dim_customers.sql"]
     # The Iceberg MERGE matches on order_line_key: each stored line a changed order lost
