@@ -54,7 +54,7 @@ from streaming.runner import DEFAULT_INTERVAL
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.hudi_sink import HadoopFiles
+    from streaming.hadoop_files import HadoopFiles
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from streaming.contract import check_partition_expression, load_contracts
     from streaming.evolution import ContractRegistry, guard_contracts
     from streaming.metrics import CloudWatchMetricsPublisher
-    from streaming.hudi_sink import HadoopFiles, HudiSink
+    from streaming.hadoop_files import HadoopFiles
+    from streaming.hudi_sink import HudiSink
     from streaming.pipeline import Pipeline
     from streaming.runner import run_stream
     from streaming.sinks import QuarantineWriter

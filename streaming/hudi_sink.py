@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contract import raw_schema
+from streaming.hadoop_files import HadoopFiles
 from streaming.hudi_options import (
     ATHENA_TABLE_VERSION,
     BATCH_MARKER_KEY,
@@ -71,43 +72,6 @@ class TableFiles(Protocol):
     def list_names(self, folder: str) -> list[str]: ...
 
     def read_text(self, path: str) -> str: ...
-
-
-class HadoopFiles:
-    """TableFiles through the session's Hadoop FileSystem: local paths, s3://, s3a://."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self._jvm = spark.sparkContext._jvm
-        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
-
-    def _path_and_fs(self, path: str):  # type: ignore[no-untyped-def]  # py4j objects
-        hadoop_path = self._jvm.org.apache.hadoop.fs.Path(path)
-        return hadoop_path, hadoop_path.getFileSystem(self._conf)
-
-    def exists(self, path: str) -> bool:
-        hadoop_path, filesystem = self._path_and_fs(path)
-        return bool(filesystem.exists(hadoop_path))
-
-    def list_names(self, folder: str) -> list[str]:
-        hadoop_path, filesystem = self._path_and_fs(folder)
-        return [status.getPath().getName() for status in filesystem.listStatus(hadoop_path)]
-
-    def read_text(self, path: str) -> str:
-        hadoop_path, filesystem = self._path_and_fs(path)
-        stream = filesystem.open(hadoop_path)
-        try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
-        finally:
-            stream.close()
-
-    def write_text(self, path: str, text: str) -> None:
-        """Create `path` with `text`; fails if it exists (no silent overwrite)."""
-        hadoop_path, filesystem = self._path_and_fs(path)
-        stream = filesystem.create(hadoop_path, False)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
 
 
 def _table_version(files: TableFiles, table_path: str) -> str | None:

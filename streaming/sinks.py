@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streaming import raw_layout
 from streaming.contract import INGEST_HOUR_COLUMN
+from streaming.hadoop_files import HadoopFiles
 from streaming.hudi_options import SyncMode
 from streaming.spark import hudi_bundle_available
 
@@ -31,30 +32,6 @@ class RawSink(Protocol):
         """Land this batch's distinct changes of one table (columns `change_log_schema`).
         `rows`: their count when the caller knows it, which spares a Spark job to find out
         whether the frame is empty."""
-
-
-class _HadoopFiles:
-    """The few file operations the sinks need, through Hadoop's FileSystem, so the same
-    code works on a local folder and on an S3 prefix."""
-
-    def __init__(self, spark: SparkSession, root: str) -> None:
-        jvm = spark.sparkContext._jvm
-        self._path = jvm.org.apache.hadoop.fs.Path
-        self._fs = self._path(root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-    def glob(self, pattern: str) -> list[str]:
-        found = self._fs.globStatus(self._path(pattern))
-        return sorted(status.getPath().toString() for status in found or [])
-
-    def delete(self, path: str) -> None:
-        self._fs.delete(self._path(path), True)
-
-    def move(self, source: str, target: str) -> None:
-        """Rename `source` to `target`, which must not exist (Hadoop would move it inside)."""
-        target_path = self._path(target)
-        self._fs.mkdirs(target_path.getParent())
-        if not self._fs.rename(self._path(source), target_path):
-            raise OSError(f"could not rename {source} to {target}")
 
 
 def _is_empty(df: DataFrame, rows: int | None) -> bool:
@@ -76,7 +53,7 @@ def replace_batch_folder(
     parent = parent.rstrip("/")
     parent_name = parent.rsplit("/", 1)[-1]
     scratch = f"{parent.rsplit('/', 1)[0]}/{raw_layout.TEMPORARY_FOLDER}/{parent_name}/{batch_id}"
-    files = _HadoopFiles(df.sparkSession, parent)
+    files = HadoopFiles(df.sparkSession)
     # Left by an attempt that died mid-write; only this batch's own scratch is touched.
     files.delete(scratch)
     written = not _is_empty(df, rows)

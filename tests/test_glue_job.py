@@ -212,7 +212,7 @@ def test_catalog_check_inputs_come_from_the_session(spark):
 def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
     """Spark reads <checkpoint>/metadata (StreamMetadata) at query start and keeps its id,
     so the id the sink records is the query's own, and stable across restarts."""
-    from streaming.hudi_sink import HadoopFiles
+    from streaming.hadoop_files import HadoopFiles
 
     files = HadoopFiles(spark)
     checkpoint = str(tmp_path / "checkpoint")
@@ -229,7 +229,7 @@ def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
 
 @pytest.mark.spark
 def test_checkpoint_metadata_that_is_not_sparks_is_refused(spark, tmp_path):
-    from streaming.hudi_sink import HadoopFiles
+    from streaming.hadoop_files import HadoopFiles
 
     (tmp_path / "metadata").write_text("not json")
     with pytest.raises(JobArgumentError, match="checkpoint"):

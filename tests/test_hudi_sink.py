@@ -16,8 +16,8 @@ import pytest
 
 from streaming.contract import change_log_schema, load_contracts
 from streaming.hudi_options import BATCH_MARKER_KEY
+from streaming.hadoop_files import HadoopFiles
 from streaming.hudi_sink import (
-    HadoopFiles,
     HudiSchemaError,
     HudiSink,
     HudiTimelineError,
