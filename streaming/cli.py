@@ -177,17 +177,22 @@ def stream(
     if not landing_files(layout):
         raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
+    target = active_layout(layout)
+    # Checked before Spark starts: a refusal costs no JVM start and leaves nothing behind.
+    stream_id = _claim_stream_identity(target.root, target.checkpoint(QUERY_NAME), layout.landing, contracts)
+    _guard_contracts(target, contracts, out)
     with _spark_session(spark, out) as session:
-        _stream_with(session, layout, contracts, trigger, interval, sink, max_files_per_trigger, out)
+        pipeline = _pipeline(session, target, contracts, sink, stream_id=stream_id)
+        _stream_with(session, layout, target, pipeline, trigger, interval, max_files_per_trigger, out)
 
 
 def _stream_with(
     spark: SparkSession,
     layout: DataLayout,
-    contracts: dict[str, TableContract],
+    target: DataLayout,
+    pipeline: Pipeline,
     trigger: str,
     interval: str,
-    sink: str,
     max_files_per_trigger: int | None,
     out: Printer,
 ) -> None:
@@ -196,10 +201,7 @@ def _stream_with(
     from streaming.runner import run_stream
     from streaming.sources import landing_files_stream
 
-    target = active_layout(layout)
     checkpoint = target.checkpoint(QUERY_NAME)
-    stream_id = _claim_stream_identity(target.root, checkpoint, layout.landing, contracts)
-    pipeline = _pipeline(spark, target, contracts, sink, stream_id=stream_id, out=out)
     source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
@@ -236,6 +238,19 @@ def _claim_stream_identity(
         raise CliError(str(exc)) from exc
 
 
+def _guard_contracts(target: DataLayout, contracts: dict[str, TableContract], out: Printer) -> None:
+    """Check the contracts against the versions `target`'s raw tables were written with
+    (additions are registered and reported; a rename or type change is refused)."""
+    from datetime import datetime, timezone
+
+    from streaming.evolution import ContractEvolutionError, ContractRegistry, guard_contracts
+
+    try:
+        guard_contracts(ContractRegistry(target.raw), contracts, datetime.now(timezone.utc), report=out)
+    except ContractEvolutionError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def _pipeline(
     spark: SparkSession,
     target: DataLayout,
@@ -243,24 +258,18 @@ def _pipeline(
     sink: str,
     *,
     stream_id: str | None = None,
-    out: Printer = print,
 ) -> Pipeline:
-    """The pipeline writing raw tables and quarantine under `target` (stream, backfill, reprocess),
-    after checking the contracts against the versions the raw tables were written with."""
-    from datetime import datetime, timezone
-
+    """The pipeline writing raw tables and quarantine under `target` (stream, backfill, reprocess)."""
     from streaming.contract import check_partition_expression
-    from streaming.evolution import ContractEvolutionError, ContractRegistry, guard_contracts
     from streaming.pipeline import Pipeline
     from streaming.sinks import QuarantineWriter, choose_sink
 
     try:
         for contract in contracts.values():
             check_partition_expression(spark, contract)
-        guard_contracts(ContractRegistry(target.raw), contracts, datetime.now(timezone.utc), report=out)
         raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts,  # type: ignore[arg-type]
                                stream_id=stream_id)
-    except (ContractError, ContractEvolutionError, RuntimeError, ValueError) as exc:
+    except (ContractError, RuntimeError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     return Pipeline(contracts, raw_sink, QuarantineWriter(str(target.root)))
 
@@ -338,8 +347,9 @@ def backfill(
     if dry_run:
         out("dry run: nothing was written")
         return None
+    _guard_contracts(target, contracts, out)
     with _spark_session(spark, out) as session:
-        pipeline = _pipeline(session, target, contracts, sink, out=out)
+        pipeline = _pipeline(session, target, contracts, sink)
         try:
             result = run_backfill(session, plan, pipeline, out=out,
                                   verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
@@ -380,7 +390,8 @@ def reprocess(
         return None
     with _spark_session(spark, out) as session:
         def make_pipeline(stream_id: str) -> Pipeline:
-            return _pipeline(session, DataLayout(plan.target), contracts, sink, stream_id=stream_id, out=out)
+            _guard_contracts(DataLayout(plan.target), contracts, out)
+            return _pipeline(session, DataLayout(plan.target), contracts, sink, stream_id=stream_id)
 
         try:
             seconds = run_reprocess(session, plan, make_pipeline, contracts, out=out)

@@ -64,7 +64,7 @@ def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
 
 
 @pytest.mark.spark
-def test_a_deleted_checkpoint_is_refused_and_nothing_is_overwritten(streamed, tmp_path, capsys):
+def test_a_deleted_checkpoint_is_refused_and_nothing_is_overwritten(spark, streamed, tmp_path, capsys):
     layout = streamed
     shutil.move(layout.root / "checkpoints", tmp_path / "checkpoints-aside")
     raw_files = sorted(path.relative_to(layout.raw) for path in layout.raw.rglob("*.parquet"))
@@ -74,6 +74,8 @@ def test_a_deleted_checkpoint_is_refused_and_nothing_is_overwritten(streamed, tm
         shutil.move(tmp_path / "checkpoints-aside", layout.root / "checkpoints")
 
     assert "checkpoint" in err and "is gone" in err
+    # Refused before Spark starts: the session the caller runs is untouched.
+    assert spark.range(3).count() == 3
     assert "Restore the checkpoint folder" in err and "lakehouse reprocess" in err
     assert sorted(path.relative_to(layout.raw) for path in layout.raw.rglob("*.parquet")) == raw_files
     assert not (layout.root / "checkpoints-new").exists()
