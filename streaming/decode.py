@@ -9,6 +9,20 @@ that schema (a wrong JSON shape somewhere inside) is decoded again one attribute
 a time, from a `map<string,string>` of its descriptors, to name the attribute at
 fault; only such rows pay for it.
 
+Nothing the contract does not name is dropped: top-level attributes, and fields
+inside declared M values (also inside the M items of a declared L, at any depth),
+land in `_extra_attributes`, a JSON object from the field's path to its DynamoDB
+JSON descriptor as received, members sorted by path so the text is deterministic.
+A path is a DynamoDB document path: `loyaltyTier` at the top, `shippingAddress.line2`
+for a field of an M value, `lineItems[2].discount` for a field of the L item at
+(0-based) index 2, deeper levels alike. A name holding `.`, `[`, `]` or `"` is
+written as a JSON string in brackets (`["a.b"]`, `shippingAddress["a.b"]`), so two
+fields never share a path. The column is null when nothing is undeclared at any
+level, and for REMOVE rows (a tombstone keeps no image values); an M value that is
+`{"NULL": true}` holds nothing to keep. Every row lists its image's top-level keys
+and reads an outline of its declared M values (their field names only); only rows
+where these show an undeclared field build the object.
+
 Everything a batch needs is computed in one projection, one row out per record in:
 its table, its quarantine reason, and one struct of raw columns per contract
 (filled only for the record's own table). `split_records` reads every output from
@@ -40,7 +54,7 @@ first that applies in this order:
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import reduce
 
 from pyspark.errors import AnalysisException
@@ -85,6 +99,14 @@ _CORRUPT = "_corrupt_record"
 _IMAGE_MISFIT = "__image_does_not_fit"
 _INVALID_UTF8 = "_invalid_utf8"
 _DESCRIPTORS = T.MapType(T.StringType(), T.StringType())
+# Descriptor texts inside an M value, and item texts of an L value.
+_M_FIELDS = T.StructType([T.StructField("M", _DESCRIPTORS)])
+_L_ITEMS = T.StructType([T.StructField("L", T.ArrayType(T.StringType()))])
+# One kept field of `_extra_attributes`: its path and its descriptor's JSON text.
+_EXTRA_ENTRY = T.StructType([T.StructField("path", T.StringType()), T.StructField("descriptor", T.StringType())])
+# A field name without path characters (`.`, `[`, `]`, `"`) is written bare in an
+# `_extra_attributes` path; any other is quoted.
+_BARE_NAME = r'^[^.\[\]"]+$'
 _IMAGES = ("Keys", "NewImage", "OldImage")
 _RECORD = "_record"
 # Metadata columns every table shares, straight from the parsed record.
@@ -163,6 +185,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     owned = [_belongs_to(contract) for contract in tables]
     # Three projections, each reading the previous one's columns: referenced twice in
     # one projection, a parse would run twice.
+    is_deleted = F.col("_is_deleted")
     typed = parsed.select(
         "*",
         *[
@@ -170,9 +193,13 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
             .alias(_typed_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
         ],
+        *[
+            F.when(own & ~is_deleted, F.from_json("_image", _outline_schema(contract))).alias(_outline_column(index))
+            for index, (contract, own) in enumerate(zip(tables, owned))
+            if _containers(contract)
+        ],
     )
     keys = [set(contract.key_attributes) for contract in tables]
-    is_deleted = F.col("_is_deleted")
     descriptors = typed.select(
         "_source_table",
         "_record_error",
@@ -186,7 +213,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
             for position, spec in enumerate(contract.attributes)
         ],
         *[
-            _extra_attributes(contract, own & ~is_deleted).alias(_extras_column(index))
+            _extra_attributes(contract, index, own & ~is_deleted).alias(_extras_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
         ],
     )
@@ -423,6 +450,10 @@ def _extras_column(table_index: int) -> str:
     return f"__extra_attributes_{table_index}"
 
 
+def _outline_column(table_index: int) -> str:
+    return f"__image_outline_{table_index}"
+
+
 def _image_schema(contract: TableContract) -> T.StructType:
     """from_json schema of a whole image of this table: one descriptor per attribute."""
     return T.StructType(
@@ -532,17 +563,197 @@ def _is_base64(text: Column) -> Column:
     return text.rlike(BASE64_PATTERN) & (F.length(text) % 4 == 0)
 
 
-def _extra_attributes(contract: TableContract, read: Column) -> Column:
-    """A JSON object (DynamoDB JSON) of the image's attributes the contract does not name."""
+def _extra_attributes(contract: TableContract, index: int, read: Column) -> Column:
+    """A JSON object of the image's fields the contract does not name, at any depth:
+    path -> DynamoDB JSON descriptor, members sorted by path; null when there are none.
+
+    Listing the top-level keys and reading the outline of the declared M values is
+    cheap; only a record where they show an undeclared field pays for the object.
+    """
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
-    # Listing the keys is cheaper than building the map, which most images never need.
-    has_extras = F.size(F.array_except(F.json_object_keys("_image"), names)) > 0
-    extras = F.map_filter(F.from_json("_image", _DESCRIPTORS), lambda name, _: ~F.array_contains(names, name))
+    containers = _containers(contract)
+    checks = [F.size(F.array_except(F.json_object_keys("_image"), names)) > 0]
+    if containers:
+        typed_image, outline = F.col(_typed_column(index)), F.col(_outline_column(index))
+        # An image that did not fit its typed schema is decoded attribute by attribute
+        # elsewhere; its typed values cannot be trusted here, so its object is built.
+        checks.append(typed_image[_IMAGE_MISFIT].isNotNull())
+        checks += [_holds_undeclared(typed_image[spec.name], outline[spec.name], spec) for spec in containers]
+    has_undeclared = reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
+
+    def undeclared_entries(attributes: Column) -> Column:
+        return F.concat(
+            _path_entries(F.map_filter(attributes, lambda name, _: ~F.array_contains(names, name)), None),
+            *[
+                _undeclared_entries(attributes[spec.name], spec, _child_path(None, F.lit(spec.name)))
+                for spec in containers
+            ],
+        )
+
+    entries = _bind(F.from_json("_image", _DESCRIPTORS), undeclared_entries)
     members = F.transform(
-        F.array_sort(F.map_entries(extras)),
-        lambda entry: F.concat(_json_string(entry["key"]), F.lit(":"), F.coalesce(entry["value"], F.lit("null"))),
+        F.array_sort(entries),
+        lambda entry: F.concat(
+            _json_string(entry["path"]), F.lit(":"), F.coalesce(entry["descriptor"], F.lit("null"))
+        ),
     )
-    return F.when(read & has_extras, F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")))
+    as_object = F.nullif(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
+    return F.when(read & has_undeclared, as_object)
+
+
+def _containers(contract: TableContract) -> list[AttributeSpec]:
+    """The contract's attributes that can hold fields of their own."""
+    return [spec for spec in contract.attributes if _may_hold_fields(spec)]
+
+
+def _may_hold_fields(spec: AttributeSpec) -> bool:
+    """Whether a declared value can contain named fields: an M, or an L of them."""
+    if spec.type == "M":
+        return True
+    if spec.type == "L":
+        assert spec.items is not None
+        return _may_hold_fields(spec.items)
+    return False
+
+
+def _outline_schema(contract: TableContract) -> T.StructType:
+    """from_json schema of the outline of an image's declared M values (also inside
+    L items): the field names in each, down to the deepest declared one.
+
+    Fields below that depth are kept as text, and the other attributes are skipped,
+    so this parse costs far less than the typed one; it is what tells a record with
+    undeclared nested fields from one without.
+    """
+    return T.StructType(
+        [T.StructField(spec.name, _descriptor_outline(_outline_depth(spec))) for spec in _containers(contract)]
+    )
+
+
+def _outline_depth(spec: AttributeSpec) -> int:
+    """Descriptor levels of this value the outline must open: one per M or L on the
+    way down to its deepest declared M."""
+    if not _may_hold_fields(spec):
+        return 0
+    if spec.type == "L":
+        assert spec.items is not None
+        return 1 + _outline_depth(spec.items)
+    return 1 + max((_outline_depth(field) for field in spec.fields), default=0)
+
+
+def _descriptor_outline(depth: int) -> T.DataType:
+    """The outline of a descriptor opened `depth` levels deep: the fields of its M and
+    the items of its L; at depth 0 the descriptor's JSON text."""
+    if depth == 0:
+        return T.StringType()
+    inner = _descriptor_outline(depth - 1)
+    return T.StructType(
+        [T.StructField("M", T.MapType(T.StringType(), inner)), T.StructField("L", T.ArrayType(inner))]
+    )
+
+
+def _holds_undeclared(descriptor: Column, outline: Column, spec: AttributeSpec) -> Column:
+    """Whether a declared M value (or an L of them) holds a field its spec does not
+    declare, at any depth. `descriptor` is the typed value, `outline` its outline.
+
+    Spark drops a whole map or array of the outline when one member does not fit its
+    type (e.g. an item that is not a JSON object); where the typed value is there but
+    its outline is not, the answer is yes, and building the object decides exactly.
+    """
+    if spec.type == "M":
+        typed_fields, outline_fields = descriptor["M"], outline["M"]
+        declared = F.array(*[F.lit(field.name) for field in spec.fields])
+        checks = [
+            typed_fields.isNotNull() & outline_fields.isNull(),
+            F.size(F.array_except(F.map_keys(outline_fields), declared)) > 0,
+            *[
+                _holds_undeclared(typed_fields[field.name], outline_fields[field.name], field)
+                for field in spec.fields
+                if _may_hold_fields(field)
+            ],
+        ]
+    else:
+        assert spec.type == "L" and spec.items is not None
+        item_spec = spec.items
+        typed_items, outline_items = descriptor["L"], outline["L"]
+        checks = [
+            typed_items.isNotNull() & outline_items.isNull(),
+            F.exists(
+                F.transform(
+                    outline_items,
+                    lambda item, position: _holds_undeclared(F.get(typed_items, position), item, item_spec),
+                ),
+                lambda holds: holds,
+            ),
+        ]
+    return reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
+
+
+def _undeclared_entries(descriptor_text: Column, spec: AttributeSpec, path: Column) -> Column:
+    """`(path, descriptor)` of every field inside a declared M value (or an L of them)
+    that its spec does not declare, at any depth; an empty array when there is none
+    (also for `{"NULL": true}`, which holds nothing)."""
+    if spec.type == "M":
+        declared = F.array(*[F.lit(field.name) for field in spec.fields])
+
+        def undeclared(fields: Column) -> Column:
+            return F.concat(
+                _path_entries(F.map_filter(fields, lambda name, _: ~F.array_contains(declared, name)), path),
+                *[
+                    _undeclared_entries(fields[field.name], field, _child_path(path, F.lit(field.name)))
+                    for field in spec.fields
+                    if _may_hold_fields(field)
+                ],
+            )
+
+        entries = _bind(F.from_json(descriptor_text, _M_FIELDS)["M"], undeclared)
+    else:
+        assert spec.type == "L" and spec.items is not None
+        item_spec = spec.items
+        entries = F.flatten(
+            F.transform(
+                F.from_json(descriptor_text, _L_ITEMS)["L"],
+                lambda item, position: _undeclared_entries(
+                    item, item_spec, F.concat(path, F.lit("["), position.cast("string"), F.lit("]"))
+                ),
+            )
+        )
+    return F.coalesce(entries, _no_entries())
+
+
+def _path_entries(descriptors: Column, parent: Column | None) -> Column:
+    """`(path, descriptor)` of each entry of a name -> descriptor text map."""
+    return F.transform(
+        F.map_entries(descriptors),
+        lambda entry: F.struct(
+            _child_path(parent, entry["key"]).alias("path"), entry["value"].alias("descriptor")
+        ),
+    )
+
+
+def _child_path(parent: Column | None, name: Column) -> Column:
+    """The path of field `name` inside `parent` (None: a top-level attribute).
+
+    A name holding none of `.`, `[`, `]`, `"` is written as is (`.name` below the
+    top); any other as a JSON string in brackets (`["a.b"]`), so no two fields of an
+    image share a path.
+    """
+    quoted = F.concat(F.lit("["), _json_string(name), F.lit("]"))
+    bare = name if parent is None else F.concat(F.lit("."), name)
+    segment = F.when(name.rlike(_BARE_NAME), bare).otherwise(quoted)
+    return segment if parent is None else F.concat(parent, segment)
+
+
+def _no_entries() -> Column:
+    return F.array().cast(T.ArrayType(_EXTRA_ENTRY))
+
+
+def _bind(value: Column, body: Callable[[Column], Column]) -> Column:
+    """`body(value)` with `value` computed once, however often `body` reads it.
+
+    Spark does not share common subexpressions inside CASE branches, so a parse that
+    `body` read twice would run twice; a lambda variable is evaluated once.
+    """
+    return F.get(F.transform(F.array(value), body), 0)
 
 
 def _json_string(text: Column) -> Column:

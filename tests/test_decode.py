@@ -4,12 +4,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from boto3.dynamodb.types import TypeDeserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
@@ -468,6 +470,269 @@ def test_unknown_attributes_are_kept_as_dynamodb_json(outcomes):
         "history": {"L": [{"N": "1"}, {"M": {"note": {"S": 'say "hi"'}}}]},
     }
     assert decoded(outcomes, "order-no-extras", "orders")["_extra_attributes"] is None
+
+
+# -- undeclared nested fields ----------------------------------------------------------------
+# Fields inside a declared M value (also inside the M items of a declared L) that the
+# contract does not name are kept in `_extra_attributes` under their DynamoDB document
+# path: `attr.field`, `attr[index].field` with a 0-based index, as DynamoDB writes paths
+# in expressions (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.Attributes.html).
+
+_PATH_STEP = re.compile(r'\.([^.\[\]"]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def descriptor_at(image: dict[str, Any], path: str) -> dict[str, Any]:
+    """The descriptor an `_extra_attributes` path names inside a DynamoDB JSON image."""
+    first = re.match(r'[^.\[\]"]+|\[("(?:[^"\\]|\\.)*")\]', path)
+    assert first, path
+    descriptor = image[json.loads(first.group(1)) if first.group(1) else first.group(0)]
+    rest = path[first.end():]
+    while rest:
+        step = _PATH_STEP.match(rest)
+        assert step, path
+        name, index, quoted = step.groups()
+        descriptor = descriptor["L"][int(index)] if index is not None else descriptor["M"][name or json.loads(quoted)]
+        rest = rest[step.end():]
+    return descriptor
+
+
+def assert_kept_exactly(row: dict[str, Any], image: dict[str, Any], paths: set[str]) -> None:
+    """`_extra_attributes` holds exactly `paths`, each with the descriptor found at that
+    path in the original image, and deserialises (boto3, the AWS SDK's own reader of
+    DynamoDB JSON) to the same Python value as the original field."""
+    extras = json.loads(row["_extra_attributes"])
+    assert set(extras) == paths
+    for path, descriptor in extras.items():
+        original = descriptor_at(image, path)
+        assert descriptor == original, path
+        assert python_value(descriptor) == python_value(original), path
+    # Members sorted by path, so the same image always gives the same text.
+    assert list(extras) == sorted(extras)
+
+
+def python_value(descriptor: dict[str, Any]) -> Any:
+    """A DynamoDB JSON descriptor as boto3 reads it; binaries arrive base64 encoded on the
+    wire and boto3 expects them decoded, as botocore hands them over."""
+
+    def decoded_binaries(node: dict[str, Any]) -> dict[str, Any]:
+        if "B" in node:
+            return {"B": base64.b64decode(node["B"])}
+        if "BS" in node:
+            return {"BS": [base64.b64decode(text) for text in node["BS"]]}
+        if "M" in node:
+            return {"M": {name: decoded_binaries(value) for name, value in node["M"].items()}}
+        if "L" in node:
+            return {"L": [decoded_binaries(item) for item in node["L"]]}
+        return node
+
+    return TypeDeserializer().deserialize(decoded_binaries(descriptor))
+
+
+def order_image(record: dict[str, Any]) -> dict[str, Any]:
+    return record["dynamodb"]["NewImage"]
+
+
+def line_item(sku: str, **undeclared: dict[str, Any]) -> dict[str, Any]:
+    return {"M": {"sku": {"S": sku}, "quantity": {"N": "1"}, **undeclared}}
+
+
+NESTED_ORDERS = {
+    "nested-address-and-second-item": full_order(
+        couponCode=None,
+        history=None,
+        shippingAddress={"M": {"city": {"S": "Ghent"}, "line2": {"S": "Flat 2"}}},
+        lineItems={"L": [line_item("A-1"), line_item("B-2", discount={"N": "0.15"})]},
+    ),
+    "nested-several-items": full_order(
+        couponCode=None,
+        history=None,
+        lineItems={
+            "L": [
+                line_item("A-1", giftWrap={"BOOL": True}),
+                line_item("B-2"),
+                line_item("C-3", discount={"N": "-2E+1"}, serials={"SS": ["s1", "s2"]}),
+                line_item("D-4", note={"NULL": True}),
+            ]
+        },
+    ),
+    "nested-with-top-level": full_order(  # keeps couponCode and history, both top-level
+        shippingAddress={"M": {"city": {"S": "Ghent"}, "geo": {"M": {"lat": {"N": "51.05"}}}}},
+        lineItems={"L": [line_item("A-1", photo={"B": base64.b64encode(b"\x89PNG").decode()})]},
+    ),
+    # A field name holding path characters is quoted, so it cannot pass for a deeper path.
+    "nested-quoted-names": full_order(
+        couponCode=None,
+        history=None,
+        **{"promo.code": {"S": "top"}},
+        shippingAddress={"M": {"city": {"S": "Ghent"}, 'door "B".2': {"S": "nested"}}},
+    ),
+}
+for _name, _record in NESTED_ORDERS.items():
+    case(_name, _record)
+case(
+    "nested-null-address",
+    full_order(couponCode=None, history=None, shippingAddress={"NULL": True}, lineItems={"L": [{"NULL": True}]}),
+)
+# A giftMessage whose NULL flag is not a boolean makes the whole image miss its typed
+# schema, so it is decoded attribute by attribute; its nested extras are kept all the same.
+case(
+    "nested-image-misfit",
+    full_order(
+        couponCode=None,
+        history=None,
+        giftMessage={"S": "Enjoy", "NULL": "no"},
+        shippingAddress={"M": {"city": {"S": "Ghent"}, "line2": {"S": "Flat 2"}}},
+    ),
+)
+# Not a DynamoDB descriptor at all: still kept as it came, never dropped.
+case(
+    "nested-bare-value",
+    full_order(couponCode=None, history=None, shippingAddress={"M": {"city": {"S": "Ghent"}, "floor": 3}}),
+)
+# A tombstone read from an OldImage that has undeclared nested fields.
+_NESTED_OLD_IMAGE = order_image(NESTED_ORDERS["nested-address-and-second-item"])
+case(
+    "nested-remove", without(change_record("orders", "REMOVE", ORDER_KEYS, None, _NESTED_OLD_IMAGE), "dynamodb", "Keys")
+)
+
+
+def test_undeclared_fields_in_an_m_value_and_in_an_l_item_are_kept_by_path(outcomes):
+    name = "nested-address-and-second-item"
+    row = decoded(outcomes, name, "orders")
+
+    assert json.loads(row["_extra_attributes"]) == {
+        "shippingAddress.line2": {"S": "Flat 2"},
+        "lineItems[1].discount": {"N": "0.15"},
+    }
+    assert_kept_exactly(row, order_image(NESTED_ORDERS[name]), {"shippingAddress.line2", "lineItems[1].discount"})
+    # The declared fields still land in their typed columns.
+    assert row["shipping_address"] == {"city": "Ghent", "postcode": None}
+    assert [item["sku"] for item in row["line_items"]] == ["A-1", "B-2"]
+
+
+def test_undeclared_fields_of_several_list_items_are_kept_with_their_item_index(outcomes):
+    name = "nested-several-items"
+    row = decoded(outcomes, name, "orders")
+
+    assert_kept_exactly(
+        row,
+        order_image(NESTED_ORDERS[name]),
+        {"lineItems[0].giftWrap", "lineItems[2].discount", "lineItems[2].serials", "lineItems[3].note"},
+    )
+
+
+def test_top_level_and_nested_undeclared_fields_are_kept_together(outcomes):
+    name = "nested-with-top-level"
+    row = decoded(outcomes, name, "orders")
+
+    assert_kept_exactly(
+        row, order_image(NESTED_ORDERS[name]), {"couponCode", "history", "shippingAddress.geo", "lineItems[0].photo"}
+    )
+
+
+def test_names_with_path_characters_are_quoted_at_every_level(outcomes):
+    name = "nested-quoted-names"
+    row = decoded(outcomes, name, "orders")
+
+    expected = {'["promo.code"]', 'shippingAddress["door \\"B\\".2"]'}
+    assert_kept_exactly(row, order_image(NESTED_ORDERS[name]), expected)
+
+
+def test_nested_fields_are_kept_when_the_image_is_decoded_attribute_by_attribute(outcomes):
+    name = "nested-image-misfit"
+    row = decoded(outcomes, name, "orders")
+
+    assert_kept_exactly(row, order_image(CASES[name][0]), {"shippingAddress.line2"})
+
+
+def test_a_nested_value_that_is_not_a_descriptor_is_kept_as_sent(outcomes):
+    row = decoded(outcomes, "nested-bare-value", "orders")
+
+    assert json.loads(row["_extra_attributes"]) == {"shippingAddress.floor": 3}
+    assert row["shipping_address"] == {"city": "Ghent", "postcode": None}
+
+
+@pytest.mark.parametrize("name", ["order-no-extras", "nested-null-address", "nested-remove"])
+def test_nothing_undeclared_at_any_level_or_a_tombstone_leaves_extra_attributes_null(outcomes, name):
+    # order-no-extras has M and L values with declared fields only; an M value or an L
+    # item that is {"NULL": true} holds nothing; a tombstone keeps no image values.
+    row = decoded(outcomes, name, "orders")
+
+    assert row["_extra_attributes"] is None
+
+
+# A contract with M inside M and L inside L items, loaded from its own YAML file.
+DEEP_CONTRACT = {
+    "table": "shipments",
+    "raw_table": "shipments",
+    "key": {"partition_key": "shipmentId"},
+    "attributes": {
+        "shipmentId": {"type": "S"},
+        "route": {
+            "type": "M",
+            "fields": {"carrier": {"type": "S"}, "origin": {"type": "M", "fields": {"city": {"type": "S"}}}},
+        },
+        "legs": {
+            "type": "L",
+            "items": {
+                "type": "M",
+                "fields": {"stops": {"type": "L", "items": {"type": "M", "fields": {"code": {"type": "S"}}}}},
+            },
+        },
+    },
+    "partitioning": {"column": "shipment_suffix", "expression": "substring(shipment_id, -1, 1)"},
+}
+
+
+def test_undeclared_fields_are_kept_at_any_depth(spark, tmp_path):
+    (tmp_path / "shipments.yml").write_text(yaml.safe_dump(DEEP_CONTRACT, sort_keys=False), encoding="utf-8")
+    contracts = load_contracts(tmp_path)
+    keys = {"shipmentId": {"S": "ship-1"}}
+    deep = {
+        **keys,
+        "route": {
+            "M": {
+                "carrier": {"S": "DHL"},
+                "eta": {"S": "tomorrow"},
+                "origin": {"M": {"city": {"S": "Ghent"}, "gate": {"N": "7"}}},
+            }
+        },
+        "legs": {
+            "L": [
+                {"M": {"stops": {"L": [{"M": {"code": {"S": "GNT"}}}]}}},
+                {
+                    "M": {
+                        "stops": {
+                            "L": [{"M": {"code": {"S": "BRU"}}}, {"M": {"code": {"S": "LGG"}, "dock": {"S": "D4"}}}]
+                        }
+                    }
+                },
+            ]
+        },
+        "priority": {"BOOL": True},
+    }
+    plain = {
+        **keys,
+        "route": {"M": {"origin": {"M": {"city": {"S": "Ghent"}}}}},
+        "legs": {"L": [{"M": {"stops": {"L": []}}}]},
+    }
+    # A bare value beside a declared M field makes Spark drop the outline of `route`
+    # (its fields are read as M outlines there); the exact path must still find it.
+    bare = {**keys, "route": {"M": {"origin": {"M": {"city": {"S": "Ghent"}}}, "legacy": 5}}}
+    records = [
+        change_record("shipments", "INSERT", keys, deep, event_id="deep"),
+        change_record("shipments", "MODIFY", keys, plain, event_id="plain"),
+        change_record("shipments", "MODIFY", keys, bare, event_id="bare"),
+    ]
+
+    tables, quarantine = decode_batch(envelope(spark, *records), contracts)
+    rows = {row["_event_id"]: row.asDict(recursive=True) for row in tables["shipments"].collect()}
+
+    assert quarantine.count() == 0
+    assert_kept_exactly(rows["deep"], deep, {"route.eta", "route.origin.gate", "legs[1].stops[1].dock", "priority"})
+    assert rows["deep"]["route"] == {"carrier": "DHL", "origin": {"city": "Ghent"}}
+    assert rows["plain"]["_extra_attributes"] is None
+    assert json.loads(rows["bare"]["_extra_attributes"]) == {"route.legacy": 5}
 
 
 VALID_NUMBERS = [
