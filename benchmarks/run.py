@@ -168,7 +168,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
                      f"  slope {row['slope_s_per_batch'] * 1000:+.1f} ms/batch")
     dbt = results.get("dbt")
     if dbt:
-        lines.append(f"dbt        {dbt['rows']:,} raw rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
+        lines.append(f"dbt        {dbt['rows']:,} raw change rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
                      f" full-refresh {dbt['full_refresh_build']['seconds']:.1f}s  ratio {_fmt_ratio(dbt['ratio'], TARGET_INCREMENTAL_OVER_FULL, at_most=True)}")
         lines.append(f"           staging models only: ratio {dbt['staging_ratio']:.2f}; incremental == full refresh: {dbt['incremental_equals_full_refresh']}")
     memory = results.get("memory")
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
         section("microbatches", microbatches)
     if "dbt" in sections:
-        progress(f"dbt: {plan.dbt_rows:,} raw rows, build, +1%, incremental build, full refresh ...")
+        progress(f"dbt: {plan.dbt_rows:,} raw change rows, build, +1%, incremental build, full refresh ...")
         section("dbt", lambda: measure_dbt(work, plan.dbt_rows))
     if "memory" in sections and base:
         progress(f"memory: {plan.memory_events:,} events with spark.driver.memory={plan.memory_driver_memory} ...")
