@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
@@ -113,11 +114,18 @@ def measure_throughput(landing: LandingSet, work: Path, master: str, copy_format
     return figures
 
 
+def folder_name(text: str) -> str:
+    """`text` as a folder name without glob characters: the sink lists its batch folders
+    with Hadoop's glob, which reads the `[2]` of `local[2]` in a data path as a pattern."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
 def measure_microbatches(landing: LandingSet, work: Path, master: str) -> dict[str, Any]:
     """One file per trigger over the whole set: does a batch's cost grow with the table?"""
-    run = stream_run(landing, work / f"microbatch-{master}", master, label=f"microbatch-{master}", max_files_per_trigger=1)
+    data_dir = work / f"microbatch-{folder_name(master)}"
+    run = stream_run(landing, data_dir, master, label=f"microbatch-{master}", max_files_per_trigger=1)
     seconds = run.result["batch_seconds"]
-    shutil.rmtree(work / f"microbatch-{master}", ignore_errors=True)
+    shutil.rmtree(data_dir, ignore_errors=True)
     return {"master": master, "batch_seconds": seconds, "batch_records": run.result["batch_records"],
             "events_per_s": landing.records / run.result["seconds"], **batch_growth(seconds)}
 

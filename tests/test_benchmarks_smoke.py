@@ -6,6 +6,7 @@ in-process on the session's SparkSession.
 """
 from __future__ import annotations
 
+import glob
 import json
 import shutil
 import statistics
@@ -26,6 +27,7 @@ from benchmarks.figures import batch_growth, percentile, throughput_figures
 from benchmarks.freshness import RawWatcher, file_prefix
 from benchmarks.fuzz import BAD_PREFIX, hostile_records
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
+from benchmarks.run import folder_name
 from lakehouse_dbt.raw_schema import load_contract
 from streaming import raw_layout
 from streaming.contract import INGEST_HOUR_COLUMN, change_log_schema, load_contracts
@@ -64,6 +66,12 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
     assert figures["ratio_to_copy"]["text"] == pytest.approx(
         figures["job_events_per_s"] / figures["copy_events_per_s"]["text"])
     assert figures["ratio_to_copy"]["text"] == pytest.approx(copy["seconds"] / job["seconds"])
+
+
+def test_micro_batch_data_folders_carry_no_glob_characters() -> None:
+    # The sink globs below its data directory (Hadoop's globStatus): `local[2]` would be a pattern.
+    assert folder_name("local[2]") == "local-2"
+    assert glob.escape(folder_name("local[*]")) == folder_name("local[*]") == "local"
 
 
 def test_prefix_sets_hold_the_requested_records(tmp_path: Path) -> None:
