@@ -205,8 +205,8 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
                                          "payload string, kinesis_sequence_number string, source_ref string")
         decoded, _ = decode_batch(envelope.select(*ENVELOPE_COLUMNS), contracts)
         per_batch.append(to_change_log_rows(decoded["customers"], contract, _BASE + timedelta(hours=batch_id), batch_id))
-    change_log = reduce(DataFrame.unionByName, per_batch).select("id", "email", "_is_deleted", "_ordering_value",
-                                                                 "_event_id", "_batch_id").cache()
+    change_log = reduce(DataFrame.unionByName, per_batch).select(
+        *contract.key_columns, "email", "_is_deleted", "_ordering_value", "_event_id", "_batch_id").cache()
     try:
         latest = latest_per_key(change_log, contract).collect()
         events: list[Counter[str]] = [Counter() for _ in batches]

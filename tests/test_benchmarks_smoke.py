@@ -22,6 +22,7 @@ import pytest
 from benchmarks import cases
 from benchmarks.cases import KillPlan, run_copy, run_stream_job
 from benchmarks.datasets import generate_landing, prefix_set
+from benchmarks.decoder_drills import delivered_events, key_history_records, raw_final_state
 from benchmarks.dbt_bench import write_raw_changes
 from benchmarks.figures import batch_growth, percentile, throughput_figures
 from benchmarks.freshness import RawWatcher, file_prefix
@@ -66,6 +67,22 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
     assert figures["ratio_to_copy"]["text"] == pytest.approx(
         figures["job_events_per_s"] / figures["copy_events_per_s"]["text"])
     assert figures["ratio_to_copy"]["text"] == pytest.approx(copy["seconds"] / job["seconds"])
+
+
+@pytest.mark.spark
+def test_property_drill_change_log_holds_each_batch_s_distinct_events_and_converges(spark) -> None:
+    records, expected = key_history_records([["PUT", "PUT", "REMOVE"], ["PUT", "PUT"]])
+    k0e0, k0e1, k0e2, k1e0, k1e1 = (line for _, _, line in records)
+    # Key 0's history arrives backwards over two batches; its REMOVE is delivered twice in
+    # batch 0 and once more in batch 1.
+    batches = [[k0e2, k1e0, k0e2, k1e1], [k0e1, k0e0, k0e2]]
+    state, events = raw_final_state(spark, batches)
+    assert expected == {"prop-00": None, "prop-01": "k1-e1@example.org"}
+    assert state == expected
+    assert events == delivered_events(batches) == [
+        Counter({"prop-k0-e2": 1, "prop-k1-e0": 1, "prop-k1-e1": 1}),
+        Counter({"prop-k0-e1": 1, "prop-k0-e0": 1, "prop-k0-e2": 1}),
+    ]
 
 
 def test_micro_batch_data_folders_carry_no_glob_characters() -> None:
