@@ -6,8 +6,8 @@ copy are compared on the work alone; the caller measures memory and wall time ou
 
 `BENCH_KILL_AT=<batch_id>:<phase>` makes the `stream` case SIGKILL its own process group
 (the Python driver and its JVM) at a point of that micro-batch, for the kill drill:
-`before_write` (decoded, nothing written), `mid_write` (first raw table written, the
-other not), `after_write` (everything written, checkpoint commit not yet done).
+`before_write` (decoded, nothing written), `mid_write` (the first table's change log
+written, the other not), `after_write` (everything written, checkpoint commit not yet done).
 """
 from __future__ import annotations
 
@@ -17,12 +17,14 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from benchmarks.measure import RESULT_PREFIX
+from streaming.contract import TableContract
 from streaming.pipeline import BatchReport, Pipeline
 from streaming.sinks import QuarantineWriter, RawSink
 
@@ -79,9 +81,9 @@ class KillableSink:
         self.inner = inner
         self.plan = plan
 
-    def write(self, df: DataFrame, raw_table: str, batch_id: int, rows: int | None = None) -> None:
+    def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)
-        self.inner.write(df, raw_table, batch_id, rows)
+        self.inner.write(changes, contract, batch_id, rows)
 
 
 class KillableQuarantine(QuarantineWriter):
@@ -115,24 +117,32 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
     from streaming.contract import load_contracts
+    from streaming.evolution import ContractRegistry, guard_contracts
     from streaming.runner import run_stream
     from streaming.sinks import choose_sink
     from streaming.sources import landing_files_stream
+    from streaming.stream_identity import claim_stream_identity
 
     data_dir = params["data_dir"]
     contracts = load_contracts()
+    query_name = params.get("query_name", QUERY_NAME)
+    checkpoint_dir = Path(data_dir) / "checkpoints" / query_name
+    # The start-up checks of `lakehouse stream` (streaming/cli.py `_stream_with`, `_pipeline`),
+    # so that the kill drill's restarts pass through them as an operator's restart would.
+    # The contracts' partition expressions are not re-checked: the benchmark never edits them.
+    stream_id = claim_stream_identity(Path(data_dir), checkpoint_dir, Path(params["landing_dir"]), contracts)
+    guard_contracts(ContractRegistry(Path(data_dir) / "raw"), contracts, datetime.now(timezone.utc))
     plan = KillPlan(os.environ.get(KILL_ENV))
-    sink = KillableSink(choose_sink("local", spark, data_dir=data_dir, contracts=contracts), plan)
-    pipeline = RecordingPipeline(contracts, sink, KillableQuarantine(data_dir, plan))
+    raw_sink = choose_sink("local", spark, data_dir=data_dir, contracts=contracts, stream_id=stream_id)
+    pipeline = RecordingPipeline(contracts, KillableSink(raw_sink, plan), KillableQuarantine(data_dir, plan))
     source = landing_files_stream(spark, params["landing_dir"], params.get("max_files_per_trigger"))
     trigger = params.get("trigger", "available-now")
-    query_name = params.get("query_name", QUERY_NAME)
     started = time.monotonic()
     query = run_stream(
         spark,
         pipeline,
         source,
-        checkpoint_dir=f"{data_dir}/checkpoints/{query_name}",
+        checkpoint_dir=str(checkpoint_dir),
         trigger=trigger,
         interval=params.get("interval", "10 seconds"),
         query_name=query_name,
@@ -149,6 +159,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
         "records_in": sum(report.records_in for report in pipeline.reports),
         "landed": sum(sum(report.landed.values()) for report in pipeline.reports),
         "quarantined": sum(report.quarantined for report in pipeline.reports),
+        "duplicates_dropped": sum(report.duplicates_dropped for report in pipeline.reports),
         "batch_seconds": [report.seconds for report in pipeline.reports],
         "batch_records": [report.records_in for report in pipeline.reports],
     }

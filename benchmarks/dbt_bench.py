@@ -13,12 +13,17 @@ row (macros/tests/changed_rows_only.sql).
 """
 from __future__ import annotations
 
+import shutil
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from lakehouse_dbt.raw_schema import load_contract
+from streaming import raw_layout
+from streaming.evolution import contract_version
 
 CUSTOMER_SHARE = 0.3
 EVENTS_PER_KEY = 3
@@ -121,6 +126,9 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
 
     With `batches` > 1 the rows of each table are split in event order into that many
     raw batches `batch_id`, `batch_id` + 1, ..., ingested one day apart from `ingested_at`.
+    Each batch lands where the local sink puts it (`streaming.raw_layout`):
+    `raw/<raw_table>_changes/_ingest_hour=<hour of its _ingested_at>/_batch_id=<n>/`, and,
+    like the sink's files, its files hold `_batch_id` as a column but not `_ingest_hour`.
     """
     customer_rows = int(rows * CUSTOMER_SHARE)
     plan = {
@@ -128,23 +136,35 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
         "orders": (_orders_sql, first_event + customer_rows, rows - customer_rows,
                    max(1, key_space - int(key_space * CUSTOMER_SHARE))),
     }
+    raw_root = data_dir / "raw"
     written = {}
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
         for table, (builder, first, count, keys) in plan.items():
+            contract = load_contract(table)
             sql = builder(first, count, keys, new_batch, ingested_at)
-            if batches == 1:
-                folder = data_dir / "raw" / table / f"_batch_id={batch_id}"
-                folder.mkdir(parents=True, exist_ok=True)
-                con.execute(f"copy (select * exclude (_event_no) from ({sql})) "
-                            f"to '{folder / 'part-00000.parquet'}' (format parquet)")
-            else:
-                (data_dir / "raw" / table).mkdir(parents=True, exist_ok=True)
-                chunk = f"((_event_no - {first}) * {batches} // {max(1, count)})"
-                split = (f"select * exclude (_event_no) replace (_ingested_at + to_days({chunk}::integer) as _ingested_at), "
-                         f"{batch_id} + {chunk} as _batch_id from ({sql})")
-                con.execute(f"copy ({split}) to '{data_dir / 'raw' / table}' "
-                            "(format parquet, partition_by (_batch_id), filename_pattern 'part-{i}', overwrite_or_ignore)")
+            chunk = f"((_event_no - {first}) * {batches} // {max(1, count)})"
+            split = (f"select * exclude (_event_no) replace (_ingested_at + to_days({chunk}::integer) as _ingested_at), "
+                     f"({batch_id} + {chunk})::bigint as _batch_id, "
+                     f"'{contract_version(contract)}' as _contract_version from ({sql})")
+            # One pass writes every batch folder (with `_batch_id` kept in the files) into
+            # scratch; each is then moved under the ingest hour its rows carry.
+            scratch = raw_root / raw_layout.TEMPORARY_FOLDER / f"bench-{contract.changes_table}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.parent.mkdir(parents=True, exist_ok=True)
+            con.execute(f"copy ({split}) to '{scratch}' (format parquet, partition_by (_batch_id), "
+                        "write_partition_columns true, filename_pattern 'part-{i}')")
+            for folder in sorted(scratch.glob(f"{raw_layout.BATCH_COLUMN}=*")):
+                times = con.execute(f"select distinct _ingested_at from read_parquet('{folder}/*.parquet')").fetchall()
+                if len(times) != 1:
+                    raise RuntimeError(f"{folder} holds rows of {len(times)} ingestion times; a batch has one")
+                batch_ingested_at = times[0][0]
+                target = (raw_layout.change_log_dir(raw_root, contract)
+                          / raw_layout.hour_folder(raw_layout.ingest_hour(batch_ingested_at)) / folder.name)
+                shutil.rmtree(target, ignore_errors=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                folder.rename(target)
+            shutil.rmtree(scratch)
             written[table] = count
     return written
 

@@ -110,7 +110,7 @@ def incremental_equals_full_refresh(work: Path, histories: int, batches: int, ke
         write_history(full, history, batches)
         _build(full, "--full-refresh")
         diff = differing(relations(incremental), relations(full))
-        outcomes.append({"batches": batches, "raw_rows": sum(len(rows) for b in history for rows in b["rows"].values()),
+        outcomes.append({"batches": batches, "change_rows": sum(len(rows) for b in history for rows in b["rows"].values()),
                          "differing_relations": diff})
         progress(f"dbt history {number + 1}/{histories}: incremental vs full refresh differ in {diff or 'nothing'}")
     return {

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
-from benchmarks.rows import batch_files
+from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
+from streaming import raw_layout
 from streaming.contract import load_contracts
 from streaming.pipeline import Pipeline
 from streaming.sinks import LocalParquetSink, QuarantineWriter
@@ -23,18 +24,18 @@ from streaming.sources import ENVELOPE_COLUMNS, landing_files_batch
 MARKER = re.compile(r"fz(\d{6})z")
 
 
-def _column(folder: Path, name: str) -> list[Any]:
+def _column(folder: Path, name: str, pattern: str = raw_layout.CHANGE_LOG_FILE_GLOB) -> list[Any]:
     values: list[Any] = []
-    for _, path in batch_files(folder):
+    for _, path in batch_files(folder, pattern):
         values += pq.read_table(path, columns=[name]).column(name).to_pylist()
     return values
 
 
-def _text_column_bytes(folder: Path, name: str) -> list[bytes | None]:
+def _text_column_bytes(folder: Path, name: str, pattern: str) -> list[bytes | None]:
     """A string column read as bytes: Spark passes invalid UTF-8 of a landing file
     through to Parquet unchanged, which strict readers refuse to decode."""
     values: list[bytes | None] = []
-    for _, path in batch_files(folder):
+    for _, path in batch_files(folder, pattern):
         values += pq.read_table(path, columns=[name]).column(name).cast(pa.binary()).to_pylist()
     return values
 
@@ -57,7 +58,8 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
     landing = work / "landing"
     landing.mkdir(parents=True, exist_ok=True)
     per_batch = -(-len(lines) // batches)
-    pipeline = Pipeline(load_contracts(), LocalParquetSink(str(work)), QuarantineWriter(str(work)))
+    contracts = load_contracts()
+    pipeline = Pipeline(contracts, LocalParquetSink(str(work)), QuarantineWriter(str(work)))
     failures, records_in = [], 0
     for batch_id in range(batches):
         path = landing / f"fuzz-{batch_id:02d}.jsonl"
@@ -71,9 +73,9 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
     reasons_by_marker: dict[int, list[str]] = {}
     unmarked_quarantined = 0
     empty_reasons = 0
-    payloads = _text_column_bytes(quarantine, "payload")
+    payloads = _text_column_bytes(quarantine, "payload", QUARANTINE_FILE_GLOB)
     invalid_utf8_payloads = sum(1 for payload in payloads if payload is not None and not _is_utf8(payload))
-    for payload, reason in zip(payloads, _column(quarantine, "reason")):
+    for payload, reason in zip(payloads, _column(quarantine, "reason", QUARANTINE_FILE_GLOB)):
         if not reason:
             empty_reasons += 1
         match = MARKER.search((payload or b"").decode("utf-8", errors="replace"))
@@ -83,8 +85,8 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
             unmarked_quarantined += 1
     landed_markers: Counter[int] = Counter()
     unmarked_landed = 0
-    for table in ("customers", "orders"):
-        for event_id in _column(work / "raw" / table, "_event_id"):
+    for contract in contracts.values():
+        for event_id in _column(raw_layout.change_log_dir(work / "raw", contract), "_event_id"):
             match = MARKER.fullmatch(event_id or "")
             if match:
                 landed_markers[int(match.group(1))] += 1
@@ -178,15 +180,22 @@ def key_history_records(ops_per_key: list[list[str]]) -> tuple[list[tuple[int, i
     return records, final
 
 
-def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> dict[str, str | None]:
-    """Decode + order each batch as the pipeline does, then the latest row per key over all batches."""
+def delivered_events(batches: list[list[str]]) -> list[Counter[str]]:
+    """What each batch's change log must hold: every distinct event delivered in it, once."""
+    return [Counter({json.loads(line)["eventID"]: 1 for line in lines}) for lines in batches]
+
+
+def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict[str, str | None], list[Counter[str]]]:
+    """Each batch's change-log rows as the pipeline makes them, then the latest row per key
+    over all batches (the current state a Hudi upsert or dbt's view derives from the change
+    log). Also returns the event ids of each batch's change-log rows, with their counts."""
     from functools import reduce
 
     from pyspark.sql import DataFrame
 
     from streaming.decode import decode_batch
     from streaming.order import latest_per_key
-    from streaming.pipeline import to_raw_rows
+    from streaming.pipeline import to_change_log_rows
 
     contracts = load_contracts()
     contract = contracts["customers"]
@@ -195,13 +204,23 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> dict[str, 
         envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines],
                                          "payload string, kinesis_sequence_number string, source_ref string")
         decoded, _ = decode_batch(envelope.select(*ENVELOPE_COLUMNS), contracts)
-        per_batch.append(to_raw_rows(decoded["customers"], contract, _BASE + timedelta(hours=batch_id), batch_id))
-    latest = latest_per_key(reduce(DataFrame.unionByName, per_batch), contract)
-    return {row["id"]: None if row["_is_deleted"] else row["email"] for row in latest.select("id", "email", "_is_deleted").collect()}
+        per_batch.append(to_change_log_rows(decoded["customers"], contract, _BASE + timedelta(hours=batch_id), batch_id))
+    change_log = reduce(DataFrame.unionByName, per_batch).select(
+        *contract.key_columns, "email", "_is_deleted", "_ordering_value", "_event_id", "_batch_id").cache()
+    try:
+        latest = latest_per_key(change_log, contract).collect()
+        events: list[Counter[str]] = [Counter() for _ in batches]
+        for row in change_log.select("_batch_id", "_event_id").collect():
+            events[row["_batch_id"]][row["_event_id"]] += 1
+    finally:
+        change_log.unpersist()
+    return {row["id"]: None if row["_is_deleted"] else row["email"] for row in latest}, events
 
 
-def staging_final_state(spark: SparkSession, batches: list[list[str]], data_dir: Path) -> dict[str, str | None]:
-    """The same batches through the pipeline's local sink, then dbt's stg_dynamodb__customers."""
+def staging_final_state(spark: SparkSession, batches: list[list[str]],
+                        data_dir: Path) -> tuple[dict[str, str | None], list[Counter[str]]]:
+    """The same batches through the pipeline's local sink, then dbt's stg_dynamodb__customers.
+    Also returns the event ids the sink's change-log files hold per batch, with their counts."""
     import duckdb
 
     from lakehouse_dbt import run_dbt
@@ -214,12 +233,15 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]], data_dir:
         envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines],
                                          "payload string, kinesis_sequence_number string, source_ref string")
         pipeline.process_batch(envelope, batch_id)
+    events: list[Counter[str]] = [Counter() for _ in batches]
+    for batch_id, path in batch_files(raw_layout.change_log_dir(data_dir / "raw", contracts["customers"])):
+        events[batch_id].update(pq.read_table(path, columns=["_event_id"]).column("_event_id").to_pylist())
     result = run_dbt(["run", "--select", "stg_dynamodb__customers"], data_dir)
     if not result.success:
         raise RuntimeError(f"dbt run of stg_dynamodb__customers failed: {result.exception}")
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
         rows = con.sql("select id, email, is_deleted from lakehouse_staging.stg_dynamodb__customers").fetchall()
-    return {item_id: None if deleted else email for item_id, email, deleted in rows}
+    return {item_id: None if deleted else email for item_id, email, deleted in rows}, events
 
 
 def property_drill(spark: SparkSession, work: Path, examples: int, staging_examples: int) -> dict[str, Any]:
@@ -243,14 +265,20 @@ def property_drill(spark: SparkSession, work: Path, examples: int, staging_examp
         cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(order) - 1)), max_size=3), label="batch cuts"))
         bounds = [0, *[cut for cut in cuts if cut < len(order)], len(order)]
         batches = [order[start:end] for start, end in zip(bounds, bounds[1:]) if end > start]
-        raw_state = raw_final_state(spark, batches)
+        expected_events = delivered_events(batches)
+        raw_state, raw_events = raw_final_state(spark, batches)
         outcome = {"keys": len(ops), "events": len(records), "deliveries": len(order), "batches": len(batches),
-                   "raw_ok": raw_state == expected}
+                   "raw_ok": raw_state == expected, "change_log_ok": raw_events == expected_events}
         if len([o for o in outcomes if "staging_ok" in o]) < staging_examples:
-            outcome["staging_ok"] = staging_final_state(spark, batches, next(staging_dirs)) == expected
+            staging_state, sink_events = staging_final_state(spark, batches, next(staging_dirs))
+            outcome["staging_ok"] = staging_state == expected
+            outcome["sink_change_log_ok"] = sink_events == expected_events
         outcomes.append(outcome)
         assert outcome["raw_ok"], f"raw final state {raw_state} != in-order state {expected}"
+        assert outcome["change_log_ok"], f"change-log events per batch {raw_events} != delivered {expected_events}"
         assert outcome.get("staging_ok", True), f"staging final state differs from in-order state {expected}"
+        assert outcome.get("sink_change_log_ok", True), (
+            f"the sink's change-log events per batch {sink_events} != delivered {expected_events}")
 
     failure = None
     try:
@@ -261,7 +289,8 @@ def property_drill(spark: SparkSession, work: Path, examples: int, staging_examp
     return {
         "passed": failure is None,
         "checks": len(outcomes),
-        "summary": f"{len(outcomes)} examples through raw, {len(staged)} also through stg_dynamodb__customers",
+        "summary": f"{len(outcomes)} examples through the change log (each distinct event once per batch, "
+                   f"latest per key = in-order state), {len(staged)} also through the sink and stg_dynamodb__customers",
         "failure": failure,
         "examples": outcomes,
     }

@@ -3,11 +3,12 @@
     python -m benchmarks.drills [--trials 20] [--quick] [--only kill,fuzz,property,dbt]
 
 - kill:     SIGKILL the streaming job at random points, restart until done; the raw
-            tables and quarantine must equal a clean run's (no loss, no duplicates).
+            change logs and quarantine must equal a clean run's (no loss, no duplicates).
 - fuzz:     >= 1000 malformed and hostile records mixed with good ones: no batch fails,
             every bad record quarantined with its reason, every good record lands.
 - property: hypothesis: any interleaving, duplication and batching of key histories
-            converges to the in-order final state, through raw and stg_ models.
+            lands each batch's distinct events once in the change log and converges to
+            the in-order final state (latest per key), through raw and stg_ models.
 - dbt:      incremental == full refresh after random batch histories; a build killed
             midway leaves the previous tables readable.
 

@@ -1,8 +1,10 @@
-"""Freshness: how long a landed file takes to become readable rows of the raw tables.
+"""Freshness: how long a landed file takes to become readable rows of the raw change logs.
 
 The streaming job runs with a processing-time trigger in its own process; this side
 drops files into landing at a fixed interval (not a multiple of the trigger, so files
-land at every phase of it) and watches the raw folders for each file's rows. Each file
+land at every phase of it) and watches the change-log folders for each file's rows, as
+every reader lists them (`streaming.raw_layout.CHANGE_LOG_FILE_GLOB`): a batch counts
+once it is renamed into place, not while it is written in the scratch folder. Each file
 carries its own key prefix, so its rows are recognisable whatever batch they land in.
 """
 from __future__ import annotations
@@ -17,8 +19,11 @@ import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
+from streaming import raw_layout
+from streaming.contract import TableContract, load_contracts
 from streaming.generator import generate_cdc
 
+# The column of each DynamoDB table that carries the file prefix (the customer id).
 KEY_COLUMNS = {"customers": "id", "orders": "customer_id"}
 
 
@@ -34,15 +39,17 @@ def freshness_lines(index: int, customers: int = 15) -> list[str]:
 
 @dataclass
 class RawWatcher:
-    """Remembers when rows with each file prefix first became readable in each raw table."""
+    """Remembers when rows with each file prefix first became readable in each change log."""
 
     raw_dir: Path
+    contracts: dict[str, TableContract] = field(default_factory=load_contracts)
     first_seen: dict[tuple[str, str], float] = field(default_factory=dict)
     _read: set[Path] = field(default_factory=set)
 
     def poll(self) -> None:
         for table, column in KEY_COLUMNS.items():
-            for path in sorted((self.raw_dir / table).glob("_batch_id=*/*.parquet")):
+            change_log = raw_layout.change_log_dir(self.raw_dir, self.contracts[table])
+            for path in raw_layout.change_log_files(change_log):
                 if path in self._read:
                     continue
                 try:

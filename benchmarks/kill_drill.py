@@ -3,9 +3,12 @@
 The reference is a clean run over the same landing files (one file per trigger); each
 trial kills the job's whole process tree (driver and JVM) once, either through the
 `BENCH_KILL_AT` hook at a chosen write phase of a chosen batch or after a random delay
-once the first offsets are logged, then restarts it until it finishes. The raw tables
-and the quarantine must equal the reference's as row multisets (`_ingested_at` aside):
-nothing lost, nothing duplicated.
+once the first offsets are logged, then restarts it until it finishes. Every restart
+goes through the stream's start-up checks (stream identity, contracts), which must
+accept it. The raw change logs (every distinct change of each batch) and the quarantine
+must equal the reference's as row multisets, each row with its batch id (`_ingested_at`
+and the ingest-hour folder derived from it aside): nothing lost, nothing duplicated,
+and no half-written batch left in a scratch folder.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from typing import Any
 from benchmarks.cases import KILL_ENV, KILL_PHASES, QUERY_NAME
 from benchmarks.datasets import LandingSet
 from benchmarks.measure import kill_tree, run_case, start_case
-from benchmarks.rows import compare_data_dirs, data_dir_rows
+from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
+from streaming.contract import load_contracts
 
 TIMER = "timer"
 MAX_RESTARTS = 4
@@ -66,10 +70,15 @@ def run_trial(landing: LandingSet, data_dir: Path, reference: dict[str, Any], rn
     committed_at_kill = committed_batches(data_dir)
     restarts = 0
     finished = False
+    restart_error = None
     while not finished and restarts < MAX_RESTARTS:
         restarts += 1
-        finished = run_case("stream", _params(landing, data_dir), check=False).returncode == 0
+        restart = run_case("stream", _params(landing, data_dir), check=False)
+        finished = restart.returncode == 0
+        # e.g. a start-up check refusing the restart: the reason is in the case's stderr.
+        restart_error = None if finished else restart.stderr_tail[-1500:]
     diffs = compare_data_dirs(reference, data_dir_rows(data_dir))
+    leftovers = staged_leftovers(data_dir)
     trial = {
         "how": how,
         "batch_id": batch_id if how != TIMER else None,
@@ -81,8 +90,11 @@ def run_trial(landing: LandingSet, data_dir: Path, reference: dict[str, Any], rn
         "lost": sum(diff.lost for diff in diffs.values()),
         "duplicated": sum(diff.duplicated for diff in diffs.values()),
         "unexpected": sum(diff.unexpected for diff in diffs.values()),
+        "staged_leftovers": [str(path.relative_to(data_dir)) for path in leftovers[:10]],
+        "restart_error": restart_error,
     }
-    trial["passed"] = finished and all(diff.equal for diff in diffs.values()) and trial["committed_at_end"] == len(landing.files)
+    trial["passed"] = (finished and all(diff.equal for diff in diffs.values()) and not leftovers
+                       and trial["committed_at_end"] == len(landing.files))
     shutil.rmtree(data_dir, ignore_errors=True)
     return trial
 
@@ -94,6 +106,11 @@ def kill_drill(landing: LandingSet, work: Path, trials: int, seed: int, progress
     run_case("stream", _params(landing, clean_dir))
     clean_seconds = time.monotonic() - started
     reference = data_dir_rows(clean_dir)
+    # Equal to an empty reference would prove nothing.
+    empty = [f"raw/{contract.changes_table}" for contract in load_contracts().values()
+             if not reference.get(f"raw/{contract.changes_table}")]
+    if empty:
+        raise RuntimeError(f"the clean run left no rows in {empty}; found {sorted(reference)}")
     progress(f"kill drill: clean run took {clean_seconds:.0f}s; {sum(sum(rows.values()) for rows in reference.values())} reference rows")
     rng = random.Random(seed)
     results = []
@@ -102,7 +119,8 @@ def kill_drill(landing: LandingSet, work: Path, trials: int, seed: int, progress
         results.append(trial)
         progress(f"kill trial {number + 1}/{trials}: {trial['how']} batch={trial['batch_id']} killed={trial['killed']} "
                  f"restarts={trial['restarts']} lost={trial['lost']} duplicated={trial['duplicated']} "
-                 f"unexpected={trial['unexpected']} -> {'ok' if trial['passed'] else 'FAILED'}")
+                 f"unexpected={trial['unexpected']} leftovers={len(trial['staged_leftovers'])} "
+                 f"-> {'ok' if trial['passed'] else 'FAILED'}")
     shutil.rmtree(clean_dir, ignore_errors=True)
     passed = all(trial["passed"] for trial in results)
     actually_killed = sum(trial["killed"] for trial in results)

@@ -41,7 +41,7 @@ def _dbt(ax: Any, dbt: dict[str, Any]) -> None:
     values = [dbt["initial_build"]["seconds"], dbt["incremental_build"]["seconds"], dbt["full_refresh_build"]["seconds"]]
     ax.bar(names, values, color=["grey", "tab:green", "tab:orange"])
     ax.set_ylabel("seconds")
-    ax.set_title(f"dbt build over {dbt['rows']:,} raw rows (ratio {dbt['ratio']:.2f})")
+    ax.set_title(f"dbt build over {dbt['rows']:,} raw change rows (ratio {dbt['ratio']:.2f})")
 
 
 def _freshness(ax: Any, fresh: dict[str, Any], memory: dict[str, Any] | None) -> None:

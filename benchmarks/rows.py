@@ -1,4 +1,11 @@
-"""Row multisets of the local raw tables, and their comparison (exactly-once checks)."""
+"""Row multisets of a local data directory's raw change logs and quarantine, and their
+comparison (the kill drill's exactly-once check).
+
+Files are found as every reader finds them (`streaming.raw_layout`): change logs at
+`raw/<raw_table>_changes/_ingest_hour=<h>/_batch_id=<n>/*.parquet`, the quarantine at
+`quarantine/_batch_id=<n>/*.parquet`. Scratch folders (`_tmp`) hold batches not yet
+renamed into place and are not part of any table.
+"""
 from __future__ import annotations
 
 import re
@@ -10,8 +17,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-BATCH_FOLDER = re.compile(r"^_batch_id=(\d+)$")
-# Differs between two runs over the same input by design: the processing time.
+from streaming import raw_layout
+
+BATCH_FOLDER = re.compile(rf"^{raw_layout.BATCH_COLUMN}=(-?\d+)$")
+QUARANTINE_FILE_GLOB = f"{raw_layout.BATCH_COLUMN}=*/*.parquet"
+# Differ between two runs over the same input by design: the processing time (the
+# ingest-hour folder is derived from it and is not a column of the files).
 RUN_DEPENDENT_COLUMNS = frozenset({"_ingested_at"})
 
 Row = tuple[Any, ...]
@@ -25,21 +36,22 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def batch_files(table_dir: Path) -> list[tuple[int, Path]]:
-    """(batch id, file) for every committed Parquet file of a batch-folder table."""
+def batch_files(table_dir: Path, pattern: str = raw_layout.CHANGE_LOG_FILE_GLOB) -> list[tuple[int, Path]]:
+    """(batch id of the folder, file) for every Parquet file `pattern` finds under `table_dir`."""
     found = []
-    for folder in sorted(table_dir.glob("_batch_id=*")):
-        match = BATCH_FOLDER.match(folder.name)
+    for path in sorted(table_dir.glob(pattern)):
+        match = BATCH_FOLDER.match(path.parent.name)
         if match:
-            found += [(int(match.group(1)), path) for path in sorted(folder.glob("*.parquet"))]
+            found.append((int(match.group(1)), path))
     return found
 
 
-def table_rows(table_dir: Path, exclude: Iterable[str] = RUN_DEPENDENT_COLUMNS) -> Counter[Row]:
-    """Multiset of a table's rows (with `_batch_id`), `exclude`d columns left out."""
+def table_rows(table_dir: Path, pattern: str = raw_layout.CHANGE_LOG_FILE_GLOB,
+               exclude: Iterable[str] = RUN_DEPENDENT_COLUMNS) -> Counter[Row]:
+    """Multiset of a table's rows, each led by its folder's batch id, `exclude`d columns left out."""
     excluded = set(exclude)
     rows: Counter[Row] = Counter()
-    for batch_id, path in batch_files(table_dir):
+    for batch_id, path in batch_files(table_dir, pattern):
         table = pq.read_table(path)
         names = [name for name in table.column_names if name not in excluded]
         for record in table.select(names).to_pylist():
@@ -47,11 +59,23 @@ def table_rows(table_dir: Path, exclude: Iterable[str] = RUN_DEPENDENT_COLUMNS) 
     return rows
 
 
+def change_log_dirs(data_dir: Path) -> list[Path]:
+    """Every change-log folder under `<data_dir>/raw`; `_`-prefixed ones (scratch, the
+    contract registry) are bookkeeping, not tables."""
+    raw = data_dir / "raw"
+    return [path for path in sorted(raw.glob("*")) if path.is_dir() and not path.name.startswith("_")]
+
+
 def data_dir_rows(data_dir: Path) -> dict[str, Counter[Row]]:
-    """Rows of every raw table and of the quarantine under a local data directory."""
-    tables = {f"raw/{path.name}": table_rows(path) for path in sorted((data_dir / "raw").glob("*")) if path.is_dir()}
-    tables["quarantine"] = table_rows(data_dir / "quarantine")
+    """Rows of every raw change log and of the quarantine under a local data directory."""
+    tables = {f"raw/{path.name}": table_rows(path) for path in change_log_dirs(data_dir)}
+    tables["quarantine"] = table_rows(data_dir / "quarantine", QUARANTINE_FILE_GLOB)
     return tables
+
+
+def staged_leftovers(data_dir: Path) -> list[Path]:
+    """Files still in a scratch folder: after a finished run every batch was renamed into place."""
+    return sorted(path for path in data_dir.glob(f"**/{raw_layout.TEMPORARY_FOLDER}/**/*") if path.is_file())
 
 
 @dataclass(frozen=True)

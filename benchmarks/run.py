@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
@@ -113,11 +114,18 @@ def measure_throughput(landing: LandingSet, work: Path, master: str, copy_format
     return figures
 
 
+def folder_name(text: str) -> str:
+    """`text` as a folder name without glob characters: the sink lists its batch folders
+    with Hadoop's glob, which reads the `[2]` of `local[2]` in a data path as a pattern."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
 def measure_microbatches(landing: LandingSet, work: Path, master: str) -> dict[str, Any]:
     """One file per trigger over the whole set: does a batch's cost grow with the table?"""
-    run = stream_run(landing, work / f"microbatch-{master}", master, label=f"microbatch-{master}", max_files_per_trigger=1)
+    data_dir = work / f"microbatch-{folder_name(master)}"
+    run = stream_run(landing, data_dir, master, label=f"microbatch-{master}", max_files_per_trigger=1)
     seconds = run.result["batch_seconds"]
-    shutil.rmtree(work / f"microbatch-{master}", ignore_errors=True)
+    shutil.rmtree(data_dir, ignore_errors=True)
     return {"master": master, "batch_seconds": seconds, "batch_records": run.result["batch_records"],
             "events_per_s": landing.records / run.result["seconds"], **batch_growth(seconds)}
 
@@ -168,7 +176,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
                      f"  slope {row['slope_s_per_batch'] * 1000:+.1f} ms/batch")
     dbt = results.get("dbt")
     if dbt:
-        lines.append(f"dbt        {dbt['rows']:,} raw rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
+        lines.append(f"dbt        {dbt['rows']:,} raw change rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
                      f" full-refresh {dbt['full_refresh_build']['seconds']:.1f}s  ratio {_fmt_ratio(dbt['ratio'], TARGET_INCREMENTAL_OVER_FULL, at_most=True)}")
         lines.append(f"           staging models only: ratio {dbt['staging_ratio']:.2f}; incremental == full refresh: {dbt['incremental_equals_full_refresh']}")
     memory = results.get("memory")
@@ -275,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
 
         section("microbatches", microbatches)
     if "dbt" in sections:
-        progress(f"dbt: {plan.dbt_rows:,} raw rows, build, +1%, incremental build, full refresh ...")
+        progress(f"dbt: {plan.dbt_rows:,} raw change rows, build, +1%, incremental build, full refresh ...")
         section("dbt", lambda: measure_dbt(work, plan.dbt_rows))
     if "memory" in sections and base:
         progress(f"memory: {plan.memory_events:,} events with spark.driver.memory={plan.memory_driver_memory} ...")

@@ -6,7 +6,9 @@ in-process on the session's SparkSession.
 """
 from __future__ import annotations
 
+import glob
 import json
+import shutil
 import statistics
 from collections import Counter
 from datetime import datetime, timezone
@@ -20,12 +22,18 @@ import pytest
 from benchmarks import cases
 from benchmarks.cases import KillPlan, run_copy, run_stream_job
 from benchmarks.datasets import generate_landing, prefix_set
+from benchmarks.decoder_drills import delivered_events, key_history_records, raw_final_state
 from benchmarks.dbt_bench import write_raw_changes
 from benchmarks.figures import batch_growth, percentile, throughput_figures
 from benchmarks.freshness import RawWatcher, file_prefix
 from benchmarks.fuzz import BAD_PREFIX, hostile_records
-from benchmarks.rows import compare_data_dirs, data_dir_rows
-from lakehouse_dbt.raw_schema import raw_schema as arrow_raw_schema
+from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
+from benchmarks.run import folder_name
+from lakehouse_dbt.raw_schema import load_contract
+from streaming import raw_layout
+from streaming.contract import INGEST_HOUR_COLUMN, change_log_schema, load_contracts
+from streaming.evolution import contract_version
+from streaming.stream_identity import read_identity
 
 
 @pytest.mark.spark
@@ -35,14 +43,52 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
                                  "query_name": "bench_smoke"})
     copy = run_copy(spark, {"landing_dir": str(landing.root), "out_dir": str(tmp_path / "copy"), "format": "text"})
 
-    # The job read every landed record and accounted for each one.
+    # The job read every landed record and accounted for each one: it landed as a distinct
+    # change, was quarantined, or was a second copy of a change in its batch.
     assert job["records_in"] == landing.records == spark.read.parquet(str(tmp_path / "copy")).count()
-    assert job["quarantined"] + job["landed"] <= job["records_in"]
+    assert job["landed"] + job["quarantined"] + job["duplicates_dropped"] == job["records_in"]
+    assert job["duplicates_dropped"] > 0  # the generator re-delivers some changes
+    # What the reports counted as landed is what the change logs hold, in the sink's layout,
+    # and the stream started as `lakehouse stream` does: its identity is recorded.
+    raw = tmp_path / "job" / "raw"
+    change_log_rows = 0
+    for contract in load_contracts().values():
+        for path in raw_layout.change_log_files(raw_layout.change_log_dir(raw, contract)):
+            batch = pq.read_table(path, columns=["_batch_id", "_ingested_at"]).to_pylist()
+            assert {row["_batch_id"] for row in batch} == {int(path.parent.name.split("=")[1])}
+            assert {raw_layout.hour_folder(raw_layout.ingest_hour(row["_ingested_at"])) for row in batch} == {
+                path.parent.parent.name}
+            change_log_rows += len(batch)
+    assert change_log_rows == job["landed"] > 0
+    identity = read_identity(tmp_path / "job")
+    assert identity is not None and identity.checkpoint == str((tmp_path / "job" / "checkpoints" / "bench_smoke").resolve())
     figures = throughput_figures(landing.records, job["seconds"], {"text": copy["seconds"]})
     assert figures["job_events_per_s"] > 0 and figures["copy_events_per_s"]["text"] > 0
     assert figures["ratio_to_copy"]["text"] == pytest.approx(
         figures["job_events_per_s"] / figures["copy_events_per_s"]["text"])
     assert figures["ratio_to_copy"]["text"] == pytest.approx(copy["seconds"] / job["seconds"])
+
+
+@pytest.mark.spark
+def test_property_drill_change_log_holds_each_batch_s_distinct_events_and_converges(spark) -> None:
+    records, expected = key_history_records([["PUT", "PUT", "REMOVE"], ["PUT", "PUT"]])
+    k0e0, k0e1, k0e2, k1e0, k1e1 = (line for _, _, line in records)
+    # Key 0's history arrives backwards over two batches; its REMOVE is delivered twice in
+    # batch 0 and once more in batch 1.
+    batches = [[k0e2, k1e0, k0e2, k1e1], [k0e1, k0e0, k0e2]]
+    state, events = raw_final_state(spark, batches)
+    assert expected == {"prop-00": None, "prop-01": "k1-e1@example.org"}
+    assert state == expected
+    assert events == delivered_events(batches) == [
+        Counter({"prop-k0-e2": 1, "prop-k1-e0": 1, "prop-k1-e1": 1}),
+        Counter({"prop-k0-e1": 1, "prop-k0-e0": 1, "prop-k0-e2": 1}),
+    ]
+
+
+def test_micro_batch_data_folders_carry_no_glob_characters() -> None:
+    # The sink globs below its data directory (Hadoop's globStatus): `local[2]` would be a pattern.
+    assert folder_name("local[2]") == "local-2"
+    assert glob.escape(folder_name("local[*]")) == folder_name("local[*]") == "local"
 
 
 def test_prefix_sets_hold_the_requested_records(tmp_path: Path) -> None:
@@ -71,28 +117,63 @@ def test_percentile_agrees_with_the_standard_library() -> None:
     assert percentile(values, 95) == pytest.approx(cuts[18])
 
 
-def _write_raw(data_dir: Path, batch_id: int, rows: list[dict]) -> None:
-    folder = data_dir / "raw" / "customers" / f"_batch_id={batch_id}"
+_HOUR = "2026-01-01-00"
+
+
+def _write_changes(data_dir: Path, batch_id: int, rows: list[dict], hour: str = _HOUR) -> Path:
+    folder = data_dir / "raw" / "customers_changes" / f"_ingest_hour={hour}" / f"_batch_id={batch_id}"
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "part-00000.parquet")
+    return folder
 
 
 def test_kill_drill_comparison_detects_a_duplicated_and_a_lost_row(tmp_path: Path) -> None:
     first = {"id": "c1", "email": "a@x", "_ingested_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
     second = {"id": "c2", "email": "b@x", "_ingested_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
-    rerun = {**first, "_ingested_at": datetime(2026, 1, 2, tzinfo=timezone.utc)}
-    _write_raw(tmp_path / "clean", 0, [first, second])
-    _write_raw(tmp_path / "same", 0, [rerun, second])  # replayed later: only _ingested_at differs
-    _write_raw(tmp_path / "broken", 0, [first, first])  # c1 written twice, c2 lost
+    rerun = {**first, "_ingested_at": datetime(2026, 1, 2, 5, tzinfo=timezone.utc)}
+    _write_changes(tmp_path / "clean", 0, [first, second])
+    # Replayed later, in another ingest hour: only _ingested_at and the hour folder differ.
+    _write_changes(tmp_path / "same", 0, [rerun, second], hour="2026-01-02-05")
+    _write_changes(tmp_path / "broken", 0, [first, first])  # c1 written twice, c2 lost
 
     reference = data_dir_rows(tmp_path / "clean")
+    assert sum(reference["raw/customers_changes"].values()) == 2
     assert all(diff.equal for diff in compare_data_dirs(reference, data_dir_rows(tmp_path / "same")).values())
-    broken = compare_data_dirs(reference, data_dir_rows(tmp_path / "broken"))["raw/customers"]
+    broken = compare_data_dirs(reference, data_dir_rows(tmp_path / "broken"))["raw/customers_changes"]
     assert (broken.lost, broken.duplicated, broken.unexpected) == (1, 1, 0)
 
-    _write_raw(tmp_path / "moved", 1, [first, second])  # same rows, other batch: not the same output
-    moved = compare_data_dirs(reference, data_dir_rows(tmp_path / "moved"))["raw/customers"]
+    _write_changes(tmp_path / "moved", 1, [first, second])  # same rows, other batch: not the same output
+    moved = compare_data_dirs(reference, data_dir_rows(tmp_path / "moved"))["raw/customers_changes"]
     assert (moved.lost, moved.unexpected) == (2, 2)
+
+    # A replay that left the first attempt in place under another hour doubles the batch.
+    _write_changes(tmp_path / "twice", 0, [first, second])
+    _write_changes(tmp_path / "twice", 0, [rerun, second], hour="2026-01-02-05")
+    twice = compare_data_dirs(reference, data_dir_rows(tmp_path / "twice"))["raw/customers_changes"]
+    assert (twice.lost, twice.duplicated, twice.unexpected) == (0, 2, 0)
+
+
+def test_kill_drill_reads_committed_folders_only_and_finds_scratch_leftovers(tmp_path: Path) -> None:
+    row = {"id": "c1", "email": "a@x", "_ingested_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    _write_changes(tmp_path / "clean", 0, [row])
+    quarantined = tmp_path / "clean" / "quarantine" / "_batch_id=0"
+    quarantined.mkdir(parents=True)
+    pq.write_table(pa.table({"reason": ["invalid_json"], "payload": ["{"]}), quarantined / "part-0.parquet")
+    reference = data_dir_rows(tmp_path / "clean")
+    assert sorted(reference) == ["quarantine", "raw/customers_changes"]
+    assert list(reference["quarantine"]) == [(0, "invalid_json", "{")]
+    assert staged_leftovers(tmp_path / "clean") == []
+
+    # A batch being written (the sink's scratch folders) and the stream's bookkeeping are no table rows.
+    candidate = tmp_path / "candidate"
+    shutil.copytree(tmp_path / "clean", candidate)
+    scratch = candidate / "raw" / "_tmp" / "customers_changes" / "1" / "staged" / f"_ingest_hour={_HOUR}"
+    scratch.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([row]), scratch / "part-00000.parquet")
+    (candidate / "_tmp" / "quarantine" / "1").mkdir(parents=True)
+    (candidate / "raw" / "_stream.json").write_text("{}")
+    assert all(diff.equal for diff in compare_data_dirs(reference, data_dir_rows(candidate)).values())
+    assert staged_leftovers(candidate) == [scratch / "part-00000.parquet"]
 
 
 def test_kill_hook_fires_at_the_planned_write(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,29 +221,62 @@ def test_fuzz_generator_yields_many_distinct_malformed_kinds() -> None:
     assert '"N":"' + "1" * 39 + '"' in kinds["number_39_digits"].line.decode()
 
 
-def test_dbt_benchmark_rows_have_the_raw_layout(tmp_path: Path) -> None:
-    ingested = datetime(2026, 1, 10, tzinfo=timezone.utc)
+def _sink_file_columns(table: str) -> list[str]:
+    """The columns of the local sink's change-log files: the ingest hour is only their folder."""
+    return [name for name in change_log_schema(load_contract(table)).fieldNames() if name != INGEST_HOUR_COLUMN]
+
+
+def test_dbt_benchmark_rows_have_the_change_log_layout(tmp_path: Path) -> None:
+    ingested = datetime(2026, 1, 10, 7, 30, tzinfo=timezone.utc)
     written = write_raw_changes(tmp_path, 0, 0, 3_000, 1_000, ingested, new_batch=False)
     assert sum(written.values()) == 3_000
     for table in ("customers", "orders"):
-        path = tmp_path / "raw" / table / "_batch_id=0" / "part-00000.parquet"
-        assert pq.read_schema(path).names == arrow_raw_schema(table).names
+        contract = load_contract(table)
+        (path,) = raw_layout.change_log_files(tmp_path / "raw" / f"{table}_changes")
+        assert path.parent == tmp_path / "raw" / f"{table}_changes" / "_ingest_hour=2026-01-10-07" / "_batch_id=0"
+        assert pq.read_schema(path).names == _sink_file_columns(table)
         with duckdb.connect() as con:
-            rows, events, winners = con.execute(
-                f"select count(*), count(distinct _event_id), count(distinct _ordering_value) from '{path}'").fetchone()
+            rows, events, winners, batch_ids, versions = con.execute(
+                f"select count(*), count(distinct _event_id), count(distinct _ordering_value), "
+                f"list(distinct _batch_id), list(distinct _contract_version) from '{path}'").fetchone()
         assert rows == events == winners == written[table]
+        assert batch_ids == [0]
+        assert versions == [contract_version(contract)]
+    assert staged_leftovers(tmp_path) == []
+
+
+def test_dbt_benchmark_history_batches_each_land_under_their_ingest_hour(tmp_path: Path) -> None:
+    first = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    written = write_raw_changes(tmp_path, 5, 0, 900, 300, first, new_batch=False, batches=3)
+    pattern = f"{tmp_path}/raw/orders_changes/{raw_layout.CHANGE_LOG_FILE_GLOB}"
+    with duckdb.connect() as con:
+        con.execute("set TimeZone = 'UTC'")
+        # Read as dbt's DuckDB source view reads it (macros/raw/register_raw_sources.sql).
+        per_batch = con.execute(
+            f"select _ingest_hour, _batch_id, min(_ingested_at), max(_ingested_at), count(*) from read_parquet("
+            f"'{pattern}', hive_partitioning = true, union_by_name = true, "
+            f"hive_types = {{'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'}}) group by all order by 2").fetchall()
+    assert [(hour, batch) for hour, batch, *_ in per_batch] == [
+        ("2026-01-10-00", 5), ("2026-01-11-00", 6), ("2026-01-12-00", 7)]
+    for hour, _, earliest, latest, _ in per_batch:
+        assert earliest == latest and raw_layout.ingest_hour(earliest) == hour
+    assert sum(count for *_, count in per_batch) == written["orders"]
 
 
 def test_freshness_watcher_needs_rows_in_both_tables(tmp_path: Path) -> None:
     watcher = RawWatcher(tmp_path)
-    folder = tmp_path / "customers" / "_batch_id=0"
+    folder = tmp_path / "customers_changes" / f"_ingest_hour={_HOUR}" / "_batch_id=0"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"id": [f"{file_prefix(2)}cust-000001"]}), folder / "part-0.parquet")
+    # Still in the scratch folder: not readable yet.
+    staged = tmp_path / "_tmp" / "orders_changes" / "0" / "staged" / f"_ingest_hour={_HOUR}"
+    staged.mkdir(parents=True)
+    pq.write_table(pa.table({"customer_id": [f"{file_prefix(2)}cust-000001"]}), staged / "part-0.parquet")
     watcher.poll()
     assert watcher.visible_at(2) is None
-    folder = tmp_path / "orders" / "_batch_id=0"
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({"customer_id": [f"{file_prefix(2)}cust-000001"]}), folder / "part-0.parquet")
+    folder = tmp_path / "orders_changes" / f"_ingest_hour={_HOUR}" / "_batch_id=0"
+    folder.parent.mkdir(parents=True)
+    staged.rename(folder)  # the sink's rename into place
     watcher.poll()
     assert watcher.visible_at(2) is not None and watcher.visible_at(3) is None
     assert Counter(prefix for prefix, _ in watcher.first_seen) == {file_prefix(2): 2}
