@@ -127,7 +127,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     contracts = load_contracts()
     query_name = params.get("query_name", QUERY_NAME)
     checkpoint_dir = Path(data_dir) / "checkpoints" / query_name
-    # The start-up checks of `lakehouse stream` (streaming/cli.py `_stream_with`, `_pipeline`),
+    # The start-up checks of `lakehouse stream` (streaming/cli.py `stream`),
     # so that the kill drill's restarts pass through them as an operator's restart would.
     # The contracts' partition expressions are not re-checked: the benchmark never edits them.
     stream_id = claim_stream_identity(Path(data_dir), checkpoint_dir, Path(params["landing_dir"]), contracts)

@@ -3,7 +3,12 @@ local folder, `s3://` (Glue, EMR) and `s3a://`: the sinks' batch folders, the Hu
 timeline reader and the Glue job's checkpoint id all go through it."""
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import SparkSession
+
+# Characters Hadoop's glob treats specially; a backslash makes each literal.
+_GLOB_SPECIAL = re.compile(r"([\\\[\]{}*?])")
 
 
 class HadoopFiles:
@@ -33,8 +38,11 @@ class HadoopFiles:
         finally:
             stream.close()
 
-    def glob(self, pattern: str) -> list[str]:
-        hadoop_path, filesystem = self._path_and_fs(pattern)
+    def glob_in(self, folder: str, pattern: str) -> list[str]:
+        """Paths matching the glob `pattern` below `folder`, whose own name is taken
+        literally: a data directory named e.g. `run[2]` is not a character class."""
+        escaped = _GLOB_SPECIAL.sub(r"\\\1", folder.rstrip("/"))
+        hadoop_path, filesystem = self._path_and_fs(f"{escaped}/{pattern}")
         return sorted(status.getPath().toString() for status in filesystem.globStatus(hadoop_path) or [])
 
     def delete(self, path: str) -> None:

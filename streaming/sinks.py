@@ -64,14 +64,14 @@ def replace_batch_folder(
             writer = writer.partitionBy(partition_column)
         writer.parquet(staged)
         if partition_column:
-            (written_partition,) = files.glob(f"{staged}/{partition_column}=*")
+            (written_partition,) = files.glob_in(staged, f"{partition_column}=*")
             staged, target = written_partition, f"{parent}/{written_partition.rsplit('/', 1)[-1]}"
         else:
             target = parent
         target = f"{target}/{raw_layout.batch_folder(batch_id)}"
-    earlier = f"{parent}/*/{raw_layout.batch_folder(batch_id)}" if partition_column else (
-        f"{parent}/{raw_layout.batch_folder(batch_id)}")
-    for folder in files.glob(earlier):
+    earlier = files.glob_in(parent, f"*/{raw_layout.batch_folder(batch_id)}" if partition_column else
+                            raw_layout.batch_folder(batch_id))
+    for folder in earlier:
         files.delete(folder)
     if written:
         files.move(staged, target)

@@ -129,3 +129,15 @@ def test_choose_sink(spark, tmp_path, caplog):
     if not bundle:
         with pytest.raises(RuntimeError, match="Hudi Spark bundle"):
             choose_sink("hudi", spark, data_dir=str(tmp_path), contracts=contracts)
+
+
+def test_a_root_with_glob_characters_is_taken_literally(spark, tmp_path, customers):
+    """Hadoop globs the sink's listings; a data directory like `run[2]` must not turn into
+    a character class that matches nothing (a replay would then duplicate its batch)."""
+    root = tmp_path / "run[2]{a,b}*"
+    sink = LocalParquetSink(str(root))
+    sink.write(changes(spark, [1, 2], 0, "2026-11-23-23"), customers, 0)
+
+    sink.write(changes(spark, [1], 0, "2026-11-24-00"), customers, 0)
+
+    assert folder_rows(root / "raw" / "customers_changes") == {"_ingest_hour=2026-11-24-00/_batch_id=0": 1}
