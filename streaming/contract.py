@@ -41,6 +41,14 @@ _ITEM_KEYS = frozenset({"type", "cast", "description", "items", "fields"})
 # Starting with a letter also keeps business columns clear of the `_` metadata columns.
 _COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
+# The SQL types staging casts to (`cast:`), per DynamoDB type of the raw text: ISO-8601
+# strings to a timestamp or date, numbers to a whole number or an exact decimal. dbt
+# reads them through lakehouse_dbt/contract_casts.py; decimal precision is at most 38,
+# the digits of a DynamoDB number and the widest decimal of Athena and DuckDB.
+CASTS_BY_TYPE: Mapping[str, tuple[str, ...]] = {"S": ("timestamp", "date"), "N": ("bigint", "decimal(p,s)")}
+MAX_DECIMAL_PRECISION = 38
+_DECIMAL_CAST = re.compile(r"^decimal\(\s*([0-9]+)\s*,\s*([0-9]+)\s*\)$")
+
 # Columns every raw table carries after the business and partition columns;
 # `_ingested_at` and `_batch_id` are added by the pipeline, not by decode.
 METADATA_FIELDS: tuple[T.StructField, ...] = (
@@ -312,8 +320,8 @@ def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: 
             f"{source}: {where}.column {column!r} must be lower snake_case (derived from {name!r} when omitted)"
         )
     cast = spec.get("cast")
-    if cast is not None and (not isinstance(cast, str) or not cast.strip()):
-        raise ContractError(f"{source}: {where}.cast must be a SQL type name")
+    if cast is not None:
+        _check_cast(cast, attribute_type, source, where)
     pii = spec.get("pii", False)
     if not isinstance(pii, bool):
         raise ContractError(f"{source}: {where}.pii must be true or false")
@@ -352,6 +360,34 @@ def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: 
         items=items,
         fields=fields,
     )
+
+
+def parse_cast(cast: str) -> tuple[str, int, int] | None:
+    """`decimal(18,2)` -> ("decimal", 18, 2), `bigint` -> ("bigint", 0, 0); None when not a known cast."""
+    decimal = _DECIMAL_CAST.match(cast)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        if 1 <= precision <= MAX_DECIMAL_PRECISION and scale <= precision:
+            return ("decimal", precision, scale)
+        return None
+    if cast in ("timestamp", "date", "bigint"):
+        return (cast, 0, 0)
+    return None
+
+
+def _check_cast(cast: Any, attribute_type: str, source: str, where: str) -> None:
+    allowed = CASTS_BY_TYPE.get(attribute_type, ())
+    if not allowed:
+        raise ContractError(
+            f"{source}: {where}.cast {cast!r}: type {attribute_type} is never cast; "
+            f"only {sorted(CASTS_BY_TYPE)} attributes take a cast"
+        )
+    parsed = parse_cast(cast) if isinstance(cast, str) else None
+    if parsed is None or ("decimal(p,s)" if parsed[0] == "decimal" else parsed[0]) not in allowed:
+        raise ContractError(
+            f"{source}: {where}.cast {cast!r} is not a cast of type {attribute_type}; use one of {list(allowed)} "
+            f"(decimal: 1 <= p <= {MAX_DECIMAL_PRECISION}, 0 <= s <= p)"
+        )
 
 
 def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:
