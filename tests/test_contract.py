@@ -213,15 +213,13 @@ def test_a_raw_table_may_not_take_the_change_log_name_of_another(tmp_path):
         # cast: only the SQL types staging knows how to reach exactly from the raw text.
         (
             with_attributes(amount={"type": "N", "cast": "decimel(18,2)"}),
-            "attributes.amount.cast 'decimel(18,2)' is not a cast of type N",
+            "attributes.amount.cast 'decimel(18,2)' is not a cast staging knows",
         ),
         (with_attributes(amount={"type": "N", "cast": "decimal(39,2)"}), "attributes.amount.cast 'decimal(39,2)'"),
         (with_attributes(amount={"type": "N", "cast": "decimal(2,3)"}), "attributes.amount.cast 'decimal(2,3)'"),
         (with_attributes(amount={"type": "N", "cast": "double"}), "attributes.amount.cast 'double'"),
-        (with_attributes(amount={"type": "N", "cast": "timestamp"}), "'timestamp' is not a cast of type N"),
         (with_attributes(amount={"type": "N", "cast": 18}), "attributes.amount.cast 18"),
-        (with_attributes(customerId={"type": "S", "cast": "bigint"}), "'bigint' is not a cast of type S"),
-        (with_attributes(isGift={"type": "BOOL", "cast": "boolean"}), "attributes.isGift.cast 'boolean': type BOOL"),
+        (with_attributes(isGift={"type": "BOOL", "cast": "boolean"}), "attributes.isGift.cast 'boolean'"),
         (
             with_attributes(
                 lineItems={"type": "L", "items": {"type": "M", "fields": {"qty": {"type": "N", "cast": "int"}}}}
