@@ -37,12 +37,13 @@
 {%- endmacro %}
 
 {#
-  SQL fragments over the text of a number (null when it is not a number):
+  SQL fragments over the text of a number (callers check its grammar first):
   - sign: '-' or '';
   - significant: its digits without leading and trailing zeros ('' for zero);
   - last_digit_exponent: the power of ten of the last significant digit, so the value
-    is sign * significant * 10^last_digit_exponent (null for exponents of 10 digits,
-    which no DynamoDB number has).
+    is sign * significant * 10^last_digit_exponent; null when the exponent has more
+    than 10 characters (DynamoDB's stay within -130..+125), which also keeps the
+    arithmetic far from bigint overflow.
 #}
 {% macro exact_number_parts(expr) %}
   {%- set mantissa = "regexp_replace(" ~ expr ~ ", '[eE].*$', '')" -%}
@@ -51,7 +52,8 @@
   {%- set significant = "regexp_replace(" ~ without_leading_zeros ~ ", '0+$', '')" -%}
   {%- set fraction_length = "(case when strpos(" ~ mantissa ~ ", '.') > 0 then length(" ~ mantissa
       ~ ") - strpos(" ~ mantissa ~ ", '.') else 0 end)" -%}
-  {%- set exponent_text = "regexp_replace(" ~ expr ~ ", '^[^eE]*([eE]|$)', '')" -%}
+  {#- The exponent without a '+', which not every engine's text-to-bigint cast takes. -#}
+  {%- set exponent_text = "regexp_replace(" ~ expr ~ ", '^[^eE]*([eE][+]?|$)', '')" -%}
   {%- set exponent = "(case when " ~ exponent_text ~ " = '' then 0 when length(" ~ exponent_text
       ~ ") <= 10 then try_cast(" ~ exponent_text ~ " as bigint) end)" -%}
   {%- set last_digit_exponent = "(" ~ exponent ~ " - " ~ fraction_length ~ " + length(" ~ without_leading_zeros
