@@ -312,7 +312,7 @@ def test_exact_number_casts_for_athena_validate_and_mean_what_the_oracle_says(
     # statement complexity limit (each model holds at most two of these expressions).
     athena_sql = compile_inline(
         "select {{ exact_decimal('v', 18, 2) }} as amount, {{ exact_bigint('v') }} as quantity,"
-        " {{ parse_iso_timestamp('v') }} as ts from number_texts",
+        " {{ parse_iso_timestamp('v') }} as ts, {{ parse_iso_date('v') }} as day from number_texts",
         tmp_path, target="athena",
     )
 

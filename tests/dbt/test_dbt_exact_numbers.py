@@ -77,3 +77,16 @@ def test_timestamps_keep_microseconds_and_unparseable_text_is_null(tmp_path: Pat
     assert str(rows["2024-03-01T10:00:00.1234567Z"]) == "2024-03-01 10:00:00.123456"
     assert str(rows["2024-03-01"]) == "2024-03-01 00:00:00"
     assert rows["yesterday"] is None
+
+
+def test_dates_are_calendar_dates_only(tmp_path: Path) -> None:
+    compiled = compile_inline("select v, {{ parse_iso_date('v') }} as day from number_texts", tmp_path)
+
+    rows = dict(evaluate(compiled, ["2024-03-01", "2024-02-29", "2023-02-29", "2024-03-01T10:00:00Z", "01.03.2024"]))
+
+    assert str(rows["2024-03-01"]) == "2024-03-01"
+    assert str(rows["2024-02-29"]) == "2024-02-29"
+    # Not a day of the calendar, or more than a day: null, never a guess.
+    assert rows["2023-02-29"] is None
+    assert rows["2024-03-01T10:00:00Z"] is None
+    assert rows["01.03.2024"] is None
