@@ -41,6 +41,16 @@ _ITEM_KEYS = frozenset({"type", "cast", "description", "items", "fields"})
 # Starting with a letter also keeps business columns clear of the `_` metadata columns.
 _COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
+# The SQL types staging casts to (`cast:`): timestamp and date for ISO-8601 text (S),
+# bigint and decimal(p,s) for numbers (N). dbt reads them through
+# lakehouse_dbt/contract_casts.py, which also checks each fits its attribute's type
+# (not done here: a type change with its cast left over must reach the evolution
+# check, which refuses it with the way to reprocess). Precision is at most 38, the
+# digits of a DynamoDB number and the widest decimal of Athena and DuckDB.
+CAST_TYPES = ("timestamp", "date", "bigint", "decimal(p,s)")
+MAX_DECIMAL_PRECISION = 38
+_DECIMAL_CAST = re.compile(r"^decimal\(\s*([0-9]+)\s*,\s*([0-9]+)\s*\)$")
+
 # Columns every raw table carries after the business and partition columns;
 # `_ingested_at` and `_batch_id` are added by the pipeline, not by decode.
 METADATA_FIELDS: tuple[T.StructField, ...] = (
@@ -312,8 +322,8 @@ def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: 
             f"{source}: {where}.column {column!r} must be lower snake_case (derived from {name!r} when omitted)"
         )
     cast = spec.get("cast")
-    if cast is not None and (not isinstance(cast, str) or not cast.strip()):
-        raise ContractError(f"{source}: {where}.cast must be a SQL type name")
+    if cast is not None:
+        _check_cast(cast, source, where)
     pii = spec.get("pii", False)
     if not isinstance(pii, bool):
         raise ContractError(f"{source}: {where}.pii must be true or false")
@@ -352,6 +362,27 @@ def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: 
         items=items,
         fields=fields,
     )
+
+
+def parse_cast(cast: str) -> tuple[str, int, int] | None:
+    """`decimal(18,2)` -> ("decimal", 18, 2), `bigint` -> ("bigint", 0, 0); None when not a known cast."""
+    decimal = _DECIMAL_CAST.match(cast)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        if 1 <= precision <= MAX_DECIMAL_PRECISION and scale <= precision:
+            return ("decimal", precision, scale)
+        return None
+    if cast in ("timestamp", "date", "bigint"):
+        return (cast, 0, 0)
+    return None
+
+
+def _check_cast(cast: Any, source: str, where: str) -> None:
+    if not isinstance(cast, str) or parse_cast(cast) is None:
+        raise ContractError(
+            f"{source}: {where}.cast {cast!r} is not a cast staging knows; use one of {list(CAST_TYPES)} "
+            f"(decimal: 1 <= p <= {MAX_DECIMAL_PRECISION}, 0 <= s <= p)"
+        )
 
 
 def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:

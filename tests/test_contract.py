@@ -15,6 +15,7 @@ from streaming.contract import (
     check_partition_expression,
     load_contract,
     load_contracts,
+    parse_cast,
     raw_schema,
     snake_case,
 )
@@ -209,6 +210,22 @@ def test_a_raw_table_may_not_take_the_change_log_name_of_another(tmp_path):
         (changed(partitioning=None), "partitioning: must be a mapping"),
         (changed(attributes={}), "attributes: must be a non-empty mapping"),
         (changed(table=None), "table is required"),
+        # cast: only the SQL types staging knows how to reach exactly from the raw text.
+        (
+            with_attributes(amount={"type": "N", "cast": "decimel(18,2)"}),
+            "attributes.amount.cast 'decimel(18,2)' is not a cast staging knows",
+        ),
+        (with_attributes(amount={"type": "N", "cast": "decimal(39,2)"}), "attributes.amount.cast 'decimal(39,2)'"),
+        (with_attributes(amount={"type": "N", "cast": "decimal(2,3)"}), "attributes.amount.cast 'decimal(2,3)'"),
+        (with_attributes(amount={"type": "N", "cast": "double"}), "attributes.amount.cast 'double'"),
+        (with_attributes(amount={"type": "N", "cast": 18}), "attributes.amount.cast 18"),
+        (with_attributes(isGift={"type": "BOOL", "cast": "boolean"}), "attributes.isGift.cast 'boolean'"),
+        (
+            with_attributes(
+                lineItems={"type": "L", "items": {"type": "M", "fields": {"qty": {"type": "N", "cast": "int"}}}}
+            ),
+            "attributes.lineItems.items.fields.qty.cast 'int'",
+        ),
     ],
 )
 def test_invalid_contract_names_the_file_and_the_field(tmp_path, document, expected):
@@ -219,6 +236,21 @@ def test_invalid_contract_names_the_file_and_the_field(tmp_path, document, expec
 
     assert str(path) in str(error.value)
     assert expected in str(error.value)
+
+
+@pytest.mark.parametrize("cast", ["decimal(18,2)", "decimal(38, 10)", "decimal(1,0)", "bigint"])
+def test_number_casts_staging_can_reach_exactly_load(tmp_path, cast):
+    contract = load_contract(write_contract(tmp_path, with_attributes(amount={"type": "N", "cast": cast})))
+
+    assert contract.attribute("amount").cast == cast
+
+
+def test_parse_cast_reads_precision_and_scale():
+    assert parse_cast("decimal(18,2)") == ("decimal", 18, 2)
+    assert parse_cast("decimal( 38 , 0 )") == ("decimal", 38, 0)
+    assert parse_cast("timestamp") == ("timestamp", 0, 0)
+    assert parse_cast("decimal(0,0)") is None
+    assert parse_cast("Decimal(18,2)") is None
 
 
 def test_invalid_yaml_is_a_contract_error(tmp_path):

@@ -7,24 +7,27 @@
 {% macro default__type_timestamp() %}timestamp{% endmacro %}
 {% macro athena__type_timestamp() %}timestamp(6){% endmacro %}
 
-{# ISO-8601 text -> UTC timestamp without zone; null when unparseable (never an error). #}
+{# ISO-8601 text -> UTC timestamp without zone, to the microsecond; null when
+   unparseable (never an error). Digits beyond the microsecond are cut, as DuckDB's
+   parse does. #}
 {% macro parse_iso_timestamp(expr) %}
   {{ return(adapter.dispatch('parse_iso_timestamp', 'dynamodb_lakehouse')(expr)) }}
 {% endmacro %}
 {% macro default__parse_iso_timestamp(expr) -%}
   cast(try_cast({{ expr }} as timestamptz) at time zone 'UTC' as timestamp)
 {%- endmacro %}
+{# from_iso8601_timestamp keeps milliseconds only (timestamp(3)); the _nanos parse
+   keeps every digit (trinodb/trino core/trino-main/src/main/java/io/trino/operator/
+   scalar/DateTimeFunctions.java). Its java.time ISO_DATE_TIME grammar needs a time of
+   day, so a date alone goes through from_iso8601_timestamp, exact at midnight. The
+   fraction is cut to 6 digits first, so the cast to timestamp(6) never rounds. #}
 {% macro athena__parse_iso_timestamp(expr) -%}
-  cast(try(from_iso8601_timestamp({{ expr }})) at time zone 'UTC' as timestamp(6))
-{%- endmacro %}
-
-{# Decimal text -> decimal(p, s), null unless the value fits exactly: both engines
-   would round 1.005 to 1.01 on a plain cast, and money is never silently rounded. #}
-{% macro exact_decimal(expr, precision, scale) -%}
-  case
-    when try_cast({{ expr }} as decimal(38, 10)) = try_cast({{ expr }} as decimal({{ precision }}, {{ scale }}))
-      then try_cast({{ expr }} as decimal({{ precision }}, {{ scale }}))
-  end
+  cast(
+    coalesce(
+      try(from_iso8601_timestamp_nanos(regexp_replace({{ expr }}, '([.,][0-9]{6})[0-9]+', '$1'))),
+      case when regexp_like({{ expr }}, '^[0-9]{4}-[0-9]{2}-[0-9]{2}$') then try(from_iso8601_timestamp({{ expr }})) end
+    ) at time zone 'UTC' as timestamp(6)
+  )
 {%- endmacro %}
 
 {% macro regex_matches(expr, pattern) %}

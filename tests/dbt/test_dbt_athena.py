@@ -21,6 +21,8 @@ import pytest
 import sqlglot
 from trino_sql_validator import validate
 
+from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluate, mismatches, random_number_texts
+
 from lakehouse_dbt import run_dbt
 from lakehouse_dbt.raw_schema import raw_schema
 
@@ -296,3 +298,35 @@ def test_athena_full_refresh_builds_before_it_swaps_and_never_drops_the_live_tab
     assert glue.get_table(DatabaseName=database, Name=model)["Table"]["Name"] == model
     live_files = s3.list_objects_v2(Bucket=CURATED_BUCKET, Prefix=f"dbt/{database}/{model}/live-version/")
     assert live_files["KeyCount"] == 1
+
+
+def test_exact_number_casts_for_athena_validate_and_mean_what_the_oracle_says(
+    compiled_sql: dict[str, str], tmp_path: Path
+) -> None:
+    """No Trino runs here. The Athena form of the exact casts (and of the microsecond
+    timestamp parse) passes both validators; then sqlglot translates the number casts
+    from Trino to DuckDB (it knows Trino's regexp_replace replaces every match, which
+    DuckDB's does only with 'g') and DuckDB runs them: the results equal the Python
+    decimal oracle of exact_number_cases.py. That checks the logic as sqlglot reads
+    Trino's functions, not Trino itself; Trino's text-to-decimal cast of the plain
+    digits the macro builds is BigDecimal(text).setScale(scale, HALF_UP), exact for
+    them (trinodb/trino core/trino-main/src/main/java/io/trino/type/DecimalCasts.java)."""
+    # The casts the models use; all six decimal types at once exceed the validator's
+    # statement complexity limit (each model holds at most two of these expressions).
+    athena_sql = compile_inline(
+        "select {{ exact_decimal('v', 18, 2) }} as amount, {{ exact_bigint('v') }} as quantity,"
+        " {{ parse_iso_timestamp('v') }} as ts, {{ parse_iso_date('v') }} as day from number_texts",
+        tmp_path, target="athena",
+    )
+
+    result = validate(athena_sql, dialect="trino")
+    assert result.valid, result.error
+    assert not result.unknown_functions and not result.unknown_types
+    sqlglot.parse(athena_sql, read="athena", error_level=sqlglot.ErrorLevel.RAISE)
+    assert "from_iso8601_timestamp_nanos(" in athena_sql and "as timestamp(6)" in athena_sql
+    assert "regexp_like(" in athena_sql and "'g'" not in athena_sql
+
+    number_sql = compile_inline(casts_select(), tmp_path, target="athena")
+    as_duckdb = sqlglot.transpile(number_sql, read="trino", write="duckdb")[0]
+    rows = evaluate(as_duckdb, [*EDGE_TEXTS, *random_number_texts(1000, seed=5)])
+    assert mismatches(rows) == []

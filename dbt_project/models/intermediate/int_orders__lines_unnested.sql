@@ -1,5 +1,7 @@
 {#
-  One row per line item of every current, non-deleted order; money kept exact.
+  One row per line item of every current, non-deleted order; quantity and unit price
+  typed as the orders contract says, exact or null and flagged (typed_by_contract),
+  so line_total is never computed from a rounded number.
   Incremental (macros/marts/incremental_marts.sql): a run unnests only the orders whose
   staged row changed, and deletes the stored lines such an order no longer has (the
   order was deleted or its list got shorter); on DuckDB by deleting all stored lines
@@ -8,6 +10,8 @@
   per build.
 #}
 {{ incremental_mart_config('order_line_key', replaced_by='order_key') }}
+{#- Exact at the unit price's scale: a bigint quantity (19 digits) times the price. -#}
+{%- set line_total_type = 'decimal(38, ' ~ contract_cast('orders', 'line_items[].unit_price').scale ~ ')' %}
 
 with changed_orders as (
     select
@@ -36,8 +40,8 @@ order_lines as (
         line.sku,
         line.quantity as quantity_text,
         line.unit_price as unit_price_text,
-        try_cast(line.quantity as bigint) as quantity,
-        {{ exact_decimal('line.unit_price', 18, 2) }} as unit_price
+        {{ typed_by_contract('orders', 'line_items[].quantity', 'line.quantity') }} as quantity,
+        {{ typed_by_contract('orders', 'line_items[].unit_price', 'line.unit_price') }} as unit_price
     from orders
     {{ unnest_struct_array('orders.line_items', 'line', ['sku', 'quantity', 'unit_price'], 'line_number') }}
 ),
@@ -53,8 +57,10 @@ current_lines as (
         unit_price,
         quantity_text,
         unit_price_text,
+        (quantity is not null or quantity_text is null) as is_quantity_valid,
+        (unit_price is not null or unit_price_text is null) as is_unit_price_valid,
         _ingested_at,
-        cast(cast(quantity as decimal(18, 0)) * unit_price as decimal(38, 2)) as line_total,
+        cast(cast(quantity as decimal(19, 0)) * unit_price as {{ line_total_type }}) as line_total,
         order_key || '#' || cast(line_number as varchar) as order_line_key
     from order_lines
 )
@@ -66,11 +72,13 @@ select * from current_lines
     ['order_key', 'varchar'],
     ['line_number', 'bigint'],
     ['sku', 'varchar'],
-    ['quantity', 'bigint'],
-    ['unit_price', 'decimal(18, 2)'],
+    ['quantity', contract_sql_type('orders', 'line_items[].quantity')],
+    ['unit_price', contract_sql_type('orders', 'line_items[].unit_price')],
     ['quantity_text', 'varchar'],
     ['unit_price_text', 'varchar'],
+    ['is_quantity_valid', 'boolean'],
+    ['is_unit_price_valid', 'boolean'],
     ['_ingested_at', type_timestamp()],
-    ['line_total', 'decimal(38, 2)'],
+    ['line_total', line_total_type],
     ['order_line_key', 'varchar']
 ]) }}

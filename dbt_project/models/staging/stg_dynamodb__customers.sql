@@ -16,7 +16,7 @@ cleaned as (
         trim(cust_name) as customer_name,
         lower(trim(email)) as email,
         registration_date as registration_date_text,
-        {{ parse_iso_timestamp('registration_date') }} as registration_date,
+        {{ typed_by_contract('customers', 'registration_date') }} as registration_date,
         {{ change_metadata_columns() }}
     from latest
 )

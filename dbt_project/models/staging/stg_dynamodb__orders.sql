@@ -1,8 +1,8 @@
 {#
   Current state per order key (customer_id, order_id) from the raw change log; same
   incremental, ordering and reprocessing rules as stg_dynamodb__customers
-  (macros/staging/current_state.sql). Numbers are cast as the contract says;
-  a value that does not fit exactly becomes null and is flagged.
+  (macros/staging/current_state.sql). Typed columns are cast as the contract says
+  (typed_by_contract); a value that does not fit exactly becomes null and is flagged.
 #}
 {% set key_columns = ['customer_id', 'order_id'] %}
 {{ current_state_config(key_columns) }}
@@ -15,10 +15,10 @@ cleaned as (
         order_id,
         customer_id || '#' || order_id as order_key,
         created_at as created_at_text,
-        {{ parse_iso_timestamp('created_at') }} as created_at,
+        {{ typed_by_contract('orders', 'created_at') }} as created_at,
         upper(trim(status)) as status,
         amount as amount_text,
-        {{ exact_decimal('amount', 18, 2) }} as amount,
+        {{ typed_by_contract('orders', 'amount') }} as amount,
         upper(trim(currency)) as currency,
         is_gift,
         gift_message,
