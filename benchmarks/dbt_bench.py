@@ -159,9 +159,11 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
                 if len(times) != 1:
                     raise RuntimeError(f"{folder} holds rows of {len(times)} ingestion times; a batch has one")
                 batch_ingested_at = times[0][0]
-                target = (raw_layout.change_log_dir(raw_root, contract)
-                          / raw_layout.hour_folder(raw_layout.ingest_hour(batch_ingested_at)) / folder.name)
-                shutil.rmtree(target, ignore_errors=True)
+                change_log = raw_layout.change_log_dir(raw_root, contract)
+                # As the sink replays a batch: whatever an earlier write of it left goes first.
+                for earlier in change_log.glob(f"*/{folder.name}"):
+                    shutil.rmtree(earlier)
+                target = change_log / raw_layout.hour_folder(raw_layout.ingest_hour(batch_ingested_at)) / folder.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 folder.rename(target)
             shutil.rmtree(scratch)

@@ -11,7 +11,7 @@ import json
 import shutil
 import statistics
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -261,6 +261,14 @@ def test_dbt_benchmark_history_batches_each_land_under_their_ingest_hour(tmp_pat
     for hour, _, earliest, latest, _ in per_batch:
         assert earliest == latest and raw_layout.ingest_hour(earliest) == hour
     assert sum(count for *_, count in per_batch) == written["orders"]
+
+    # Written again an hour later, batch 7 replaces its earlier folder instead of doubling it.
+    again = write_raw_changes(tmp_path, 7, 0, 900, 300, first + timedelta(days=2, hours=1), new_batch=False)
+    folders = sorted(path.parent.relative_to(tmp_path / "raw" / "orders_changes").as_posix()
+                     for path in raw_layout.change_log_files(tmp_path / "raw" / "orders_changes"))
+    assert folders == ["_ingest_hour=2026-01-10-00/_batch_id=5", "_ingest_hour=2026-01-11-00/_batch_id=6",
+                       "_ingest_hour=2026-01-12-01/_batch_id=7"]
+    assert pq.read_metadata(tmp_path / "raw" / "orders_changes" / folders[2] / "part-0.parquet").num_rows == again["orders"]
 
 
 def test_freshness_watcher_needs_rows_in_both_tables(tmp_path: Path) -> None:
