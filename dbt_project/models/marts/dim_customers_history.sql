@@ -8,25 +8,37 @@
   model keeps (earliest ingested, then lowest _event_id).
 
   Incremental: a run recomputes the whole history of the keys with a raw change
-  ingested since the table's newest _ingested_at minus raw_lookback_hours (or, on a
-  reprocess run, with an event in the range), reading all raw changes of those keys;
-  every other key is untouched. _ingested_at of a version is the newest ingestion of
+  ingested since the table's newest _ingested_at minus raw_lookback_hours (on a
+  reprocess run instead: with an event in the range, as the staging models do),
+  reading all raw changes of those keys; every other key is untouched. _ingested_at of a version is the newest ingestion of
   any change of its key, so every row a run writes is after its cutoff (the data tests
   narrow on that) and a full build computes the same value. PII per pii_mode, as in
   dim_customers; a change of pii_mode or the salt needs a --full-refresh.
 #}
-{{ incremental_mart_config('version_event_id', athena_partitioning(['bucket(customer_id, 16)']), replaced_by='customer_key') }}
+{{ incremental_mart_config(
+    'version_event_id',
+    athena_partitioning(['bucket(customer_id, 16)']),
+    replaced_by='customer_key'
+) }}
+
+{%- set reprocess = reprocess_window() %}
 
 with
 {%- if is_incremental() %}
 touched_keys as (
-    -- The raw changes since the last build: the same window the staging models read.
+    -- The raw changes this run reads, by the staging models' rule: those ingested since
+    -- the cutoff, or on a reprocess run those whose event time is in the range.
     select distinct
         {{ sha256_hex("id || '|' || cust_name") }} as customer_key,
         id,
         cust_name
     from {{ source('dynamodb', 'customers_changes') }}
-    {{ staged_changes_since_last_build() }}
+    {%- if reprocess is not none %}
+    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
+        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    {%- else %}
+    where _ingested_at > {{ lookback_cutoff() }}
+    {%- endif %}
 ),
 {%- endif %}
 
@@ -75,7 +87,7 @@ events as (
 
 sequenced as (
     select
-        events.*,
+        *,
         lead(event_name) over (partition by id, cust_name order by event_position) as next_event_name,
         lead(is_ttl_delete) over (partition by id, cust_name order by event_position) as next_is_ttl_delete,
         lead(event_ts) over (partition by id, cust_name order by event_position) as next_event_ts
