@@ -148,8 +148,7 @@ def test_history_equals_the_oracle_after_every_incremental_build_and_a_full_refr
 
     _assert_success(run_dbt([*HISTORY_BUILD, "--full-refresh"], full_dir))
     full, incremental = _history(full_dir), _history(incremental_dir)
-    as_rows = lambda rows: sorted(tuple(row.values()) for row in rows)  # noqa: E731
-    assert as_rows(full) == as_rows(incremental)
+    assert sorted(tuple(row.values()) for row in full) == sorted(tuple(row.values()) for row in incremental)
 
     # customer_key: one per DynamoDB key, never shared; names and e-mails never in clear.
     key_of_event = {d.event_id: d.event.key for d in delivered}
