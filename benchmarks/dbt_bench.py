@@ -36,6 +36,7 @@ COMPARED_TABLES = (
     "lakehouse_marts.fct_orders",
     "lakehouse_marts.fct_order_lines",
     "lakehouse_marts.dim_customers",
+    "lakehouse_marts.dim_customers_history",
 )
 _FIRST_INGEST = datetime(2026, 1, 10, tzinfo=timezone.utc)
 # The history arrives as this many raw batches, one a day, as a stream's history

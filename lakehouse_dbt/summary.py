@@ -7,8 +7,12 @@ from pathlib import Path
 import duckdb
 
 MARTS_SCHEMA = "lakehouse_marts"
+# Customers whose versions the summary shows: those with the most versions, so a demo
+# shows changes, a delete and its end.
+HISTORY_CUSTOMERS_SHOWN = 2
 MARTS = (
     "dim_customers",
+    "dim_customers_history",
     "fct_orders",
     "fct_order_lines",
     "agg_daily_customer_activity",
@@ -26,7 +30,8 @@ def _table(headers: list[str], rows: list[tuple]) -> str:
 
 
 def summarize_marts(data_dir: Path | str) -> str:
-    """Row counts of every mart plus revenue per status and customer activity totals."""
+    """Row counts of every mart, revenue per status, customer activity per day and the
+    versions of a few customers."""
     database = Path(data_dir) / "lakehouse.duckdb"
     with duckdb.connect(str(database), read_only=True) as con:
         counts = [
@@ -43,14 +48,36 @@ def summarize_marts(data_dir: Path | str) -> str:
         ).fetchall()
         activity = con.sql(
             f"""
-            select sum(registrations), sum(profile_updates), sum(deletes), sum(ttl_deletes)
+            select activity_date, registrations, profile_updates, deletes, ttl_deletes, net_customer_change
             from {MARTS_SCHEMA}.agg_daily_customer_activity
+            order by activity_date
+            """
+        ).fetchall()
+        history = con.sql(
+            f"""
+            with shown as (
+                select customer_key
+                from {MARTS_SCHEMA}.dim_customers_history
+                group by customer_key
+                order by count(*) desc, bool_or(is_deleted) desc, customer_key
+                limit {HISTORY_CUSTOMERS_SHOWN}
+            )
+            select
+                customer_id, version_number, version_event_name,
+                strftime(valid_from, '%Y-%m-%d %H:%M:%S'), strftime(valid_to, '%Y-%m-%d %H:%M:%S'),
+                is_current, is_deleted
+            from {MARTS_SCHEMA}.dim_customers_history
+            where customer_key in (select customer_key from shown)
+            order by customer_key, version_number
             """
         ).fetchall()
     return "\n\n".join(
         [
             _table(["mart", "rows"], counts),
             _table(["status", "currency", "orders", "amount"], revenue),
-            _table(["registrations", "updates", "deletes", "ttl_deletes"], activity),
+            "agg_daily_customer_activity\n"
+            + _table(["day", "registrations", "updates", "deletes", "ttl_deletes", "net"], activity),
+            f"dim_customers_history (the {HISTORY_CUSTOMERS_SHOWN} customers with the most versions)\n"
+            + _table(["customer_id", "version", "event", "valid_from", "valid_to", "current", "deleted"], history),
         ]
     )

@@ -85,6 +85,17 @@ def invalid_number_reason(attribute: str) -> str:
     return f"invalid_number:{attribute}"
 
 
+@dataclass(frozen=True)
+class TrueEvent:
+    """One change of an item as DynamoDB made it, before delivery shuffles or repeats it."""
+
+    event_time: datetime  # exact, microseconds; a record may carry it at coarser precision
+    key: ItemKey  # the key attribute values, in the contract's key order
+    event_name: str  # INSERT, MODIFY or REMOVE
+    new_image: DynamoItem | None  # None for REMOVE
+    is_ttl_delete: bool
+
+
 @dataclass
 class GeneratedCDC:
     """Records in arrival order plus the ground truth to check a pipeline against."""
@@ -100,6 +111,7 @@ class GeneratedCDC:
     ttl_delete_events: int  # REMOVEs issued by DynamoDB TTL, among the true events
     key_attributes: dict[str, tuple[str, ...]]
     arrival_times_us: list[int] = field(repr=False)  # per record: the time it reached the stream
+    _events: list[Event] = field(repr=False)  # the true events, in event-time order
     _history: dict[str, dict[ItemKey, list[tuple[int, DynamoItem | None]]]] = field(repr=False)
     _keys: dict[str, dict[ItemKey, DynamoItem]] = field(repr=False)
 
@@ -112,6 +124,16 @@ class GeneratedCDC:
             if image is not None:
                 state[key] = image
         return state
+
+    def true_events(self, table: str) -> list[TrueEvent]:
+        """The true events of `table` in event-time order, each once (no re-deliveries,
+        no malformed records): what a change log holds when nothing is lost or doubled."""
+        return [
+            TrueEvent(_from_epoch_us(ts), tuple(keys[name]["S"] for name in self.key_attributes[table]),
+                      name, new, is_ttl)
+            for ts, event_table, keys, name, new, _old, is_ttl in self._events
+            if event_table == table
+        ]
 
     def changes_between(self, table: str, start: datetime, end: datetime) -> list[IncrementalChange]:
         """Net change per item in [start, end), as an incremental export reports it."""
@@ -203,6 +225,7 @@ def generate_cdc(
             ttl_delete_events=sum(1 for event in events if event[6]),
             key_attributes={table: key_attributes[table] for table in (CUSTOMERS, ORDERS)},
             arrival_times_us=[ts for _, _, ts in arrivals],
+            _events=events,
             _history=histories.history,
             _keys=histories.key_items,
         )
@@ -227,7 +250,13 @@ def _cyclic_gc_paused() -> Iterator[None]:
 def write_landing_files(
     landing_dir: Path | str, *, records_per_file: int = 500, **generate_kwargs: Any
 ) -> GenerationSummary:
-    """Generate CDC and land it as `<landing>/<yyyy>/<mm>/<dd>/<hh>/cdc-<n>.jsonl`, tables mixed.
+    """Generate CDC and land it as `<landing>/<yyyy>/<mm>/<dd>/<hh>/cdc-<n>.jsonl`, tables mixed."""
+    return land_cdc(landing_dir, generate_cdc(**generate_kwargs), records_per_file=records_per_file)
+
+
+def land_cdc(landing_dir: Path | str, cdc: GeneratedCDC, *, records_per_file: int = 500) -> GenerationSummary:
+    """Land generated CDC as `<landing>/<yyyy>/<mm>/<dd>/<hh>/cdc-<n>.jsonl`, tables mixed;
+    the caller keeps `cdc` and with it the true events to check the landed data against.
 
     The hour folder comes from the first record of each file, as a Firehose delivery
     stream partitions by arrival time. File numbers continue after any `cdc-<n>.jsonl`
@@ -235,7 +264,6 @@ def write_landing_files(
     """
     if records_per_file < 1:
         raise ValueError("records_per_file must be at least 1")
-    cdc = generate_cdc(**generate_kwargs)
     landing = Path(landing_dir)
     number = _last_file_number(landing)
     files = []

@@ -96,7 +96,19 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
             for table, mart in (("customers", "dim_customers"), ("orders", "fct_orders"))
         }
     assert marts == live
-    assert result.marts_summary is not None and "dim_customers" in result.marts_summary
+    # The activity mart counts each true event once: registrations are the distinct INSERTs.
+    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
+        registrations, updates = con.execute(
+            f"select sum(registrations), sum(profile_updates) from {MARTS_SCHEMA}.agg_daily_customer_activity"
+        ).fetchall()[0]
+        current_versions = con.execute(
+            f"select count(*) from {MARTS_SCHEMA}.dim_customers_history where is_current").fetchall()[0][0]
+    assert registrations == truth.event_counts["customers"]["INSERT"]
+    assert updates == truth.event_counts["customers"]["MODIFY"]
+    assert current_versions == live["customers"]
+    assert result.marts_summary is not None
+    assert "agg_daily_customer_activity\nday" in result.marts_summary
+    assert "dim_customers_history (the 2 customers with the most versions)" in result.marts_summary
 
 
 def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):

@@ -106,6 +106,30 @@ def test_record_images_match_the_true_history_at_their_time(cdc):
     assert set(checked) == {"INSERT", "MODIFY", "REMOVE"}
 
 
+def test_true_events_are_the_distinct_valid_records_in_event_order(cdc):
+    """true_events(table) is what the delivered records hold once de-duplicated by
+    eventID: same count per event name, same keys, names, TTL flags and new images,
+    and each event's exact time truncates to the time its record reports."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    for table in ("customers", "orders"):
+        events = cdc.true_events(table)
+        assert Counter(event.event_name for event in events) == cdc.event_counts[table]
+        assert [event.event_time for event in events] == sorted(event.event_time for event in events)
+        distinct = {record["eventID"]: record for record in valid_records(cdc) if table_of(record) == table}
+        delivered = Counter(
+            (item_key(record, cdc.key_attributes[table]), record["eventName"],
+             json.dumps(record["dynamodb"].get("NewImage"), sort_keys=True),
+             (record.get("userIdentity") or {}).get("principalId") == TTL_PRINCIPAL)
+            for record in distinct.values()
+        )
+        true = Counter((event.key, event.event_name, json.dumps(event.new_image, sort_keys=True), event.is_ttl_delete)
+                       for event in events)
+        assert delivered == true
+        reported = sorted(epoch + timedelta(microseconds=event_time_us(record)) for record in distinct.values())
+        assert all(timedelta(0) <= event.event_time - time < timedelta(seconds=1)
+                   for event, time in zip(events, reported))
+
+
 def test_item_histories_cover_every_kind_of_change(cdc):
     for table in ("customers", "orders"):
         assert {"INSERT", "MODIFY", "REMOVE"} <= set(cdc.event_counts[table])

@@ -11,6 +11,7 @@ TABLES = (
     "lakehouse_staging.stg_dynamodb__customers",
     "lakehouse_staging.stg_dynamodb__orders",
     "lakehouse_marts.dim_customers",
+    "lakehouse_marts.dim_customers_history",
     "lakehouse_marts.fct_orders",
     "lakehouse_marts.fct_order_lines",
     "lakehouse_marts.agg_daily_customer_activity",

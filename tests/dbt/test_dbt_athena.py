@@ -150,7 +150,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
     # staging models and the order line models, whose deletions differ by engine).
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
                             ("lakehouse_intermediate", "int_orders__lines_unnested"),
-                            ("lakehouse_marts", "fct_order_lines")):
+                            ("lakehouse_marts", "fct_order_lines"), ("lakehouse_marts", "dim_customers_history")):
         _create_external_table(glue, database, model, [("_ordering_value", "string"), ("_ingested_at", "timestamp")],
                                f"s3://curated-bucket/{model}/", {"table_type": "ICEBERG"})
     data_dir = tmp_path_factory.mktemp("athena")
@@ -164,7 +164,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
 def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, str]) -> None:
     names = " ".join(compiled_sql)
     for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "int_orders__lines_unnested",
-                  "dim_customers", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
+                  "dim_customers", "dim_customers_history", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
                   "agg_daily_revenue_by_status"):
         assert f"{model}.sql" in names
     data_tests = [name for name in compiled_sql if ".yml/" in name]

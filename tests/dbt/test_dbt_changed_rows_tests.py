@@ -106,9 +106,12 @@ def test_full_check_var_finds_the_old_bad_row(builds: Builds) -> None:
 def test_incremental_build_catches_the_bad_rows_it_writes(builds: Builds) -> None:
     failed = _failed_tests(builds.bad)
     # c5's key is touched only through the raw change the build read. The marts are
-    # skipped: their staging model failed a test.
+    # skipped: their staging model failed a test. dim_customers_history, built from the
+    # raw changes, made c5's late MODIFY its current version; the check against the
+    # staged row (still the corrupted one) fails as well.
     assert failed == {"not_negative_stg_dynamodb__orders_amount",
-                      "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers_changes"}
+                      "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers_changes",
+                      "customer_history_matches_current_state"}
     skipped = {r.node.name for r in builds.bad.result if str(r.status) == "skipped"}
     assert {"fct_orders", "is_valid_iso_currency_fct_orders_currency"} <= skipped
 

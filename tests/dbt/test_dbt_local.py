@@ -23,6 +23,7 @@ MODELS = {
     "lakehouse_intermediate": ["int_orders__lines_unnested", "int_customers__change_events"],
     "lakehouse_marts": [
         "dim_customers",
+        "dim_customers_history",
         "fct_orders",
         "fct_order_lines",
         "agg_daily_customer_activity",
@@ -201,21 +202,36 @@ def test_daily_customer_activity_counts_distinct_events(incremental_runs) -> Non
     assert activity == [("2024-03-01", 5, 2, 1, 1), ("2024-03-02", 2, 1, 0, 0)]
 
 
-def test_snapshot_keeps_customer_history(incremental_runs) -> None:
+def test_customer_history_keeps_every_version_in_event_order(incremental_runs) -> None:
     data_dir = incremental_runs.data_dir
-    versions = _query(
+    history = _query(
         data_dir,
-        """select id, count(*), count(*) filter (where dbt_valid_to is null)
-           from lakehouse_snapshots.snap_customers group by id order by id""",
+        """select customer_id, version_number, version_event_name, strftime(valid_from, '%d %H:%M'),
+                  strftime(valid_to, '%d %H:%M'), is_current, is_deleted, is_ttl_delete
+           from lakehouse_marts.dim_customers_history order by 1, 2""",
     )
-    # One version per build in which the key's winning change moved forward.
-    assert versions == [("c1", 2, 1), ("c2", 2, 1), ("c3", 2, 1), ("c4", 2, 1), ("c5", 1, 1), ("c6", 1, 1), ("c7", 1, 1)]
+    # c1: batch 3's late MODIFY (05:00) lands between the INSERT and batch 1's MODIFY,
+    # which stays current. c2's redelivered INSERT is no second version; its delete
+    # ends the only one. c4 expired by TTL. c3's MODIFY came one build after its INSERT.
+    assert history == [
+        ("c1", 1, "INSERT", "01 00:00", "01 05:00", False, False, False),
+        ("c1", 2, "MODIFY", "01 05:00", "01 09:00", False, False, False),
+        ("c1", 3, "MODIFY", "01 09:00", None, True, False, False),
+        ("c2", 1, "INSERT", "01 00:01", "01 09:30", False, True, False),
+        ("c3", 1, "INSERT", "01 00:02", "02 08:00", False, False, False),
+        ("c3", 2, "MODIFY", "02 08:00", None, True, False, False),
+        ("c4", 1, "INSERT", "01 00:03", "01 09:40", False, True, True),
+        ("c5", 1, "INSERT", "01 09:50", None, True, False, False),
+        ("c6", 1, "INSERT", "02 08:30", None, True, False, False),
+        ("c7", 1, "INSERT", "02 10:00", None, True, False, False),
+    ]
 
 
 def test_summarize_marts_lists_every_mart(incremental_runs) -> None:
     data_dir = incremental_runs.data_dir
     summary = summarize_marts(data_dir)
     assert "dim_customers                5" in summary
+    assert "dim_customers_history        10" in summary
     assert "fct_order_lines              5" in summary
     assert "SHIPPED" in summary and "20.30" in summary
 

@@ -99,6 +99,17 @@ def test_microbatch_mart_recomputes_only_the_days_in_the_range(reprocessed: Repr
     assert _changes(reprocessed, table, 1)[1] == {(DAY_2.date(),)}
 
 
+def test_customer_history_recomputes_only_keys_with_changes_in_the_range(reprocessed: Reprocessed) -> None:
+    table = "lakehouse_marts.dim_customers_history"
+    only_before, only_after = _changes(reprocessed, table, 2)
+    # c6's version carries the corrected e-mail, c8 is new; c1's missing day-1 change
+    # and c5's day-1 correction are outside the range.
+    assert {customer_id for _, customer_id in only_before} == {"c6"}
+    assert {customer_id for _, customer_id in only_after} == {"c6", "c8"}
+    domains = dict(query(reprocessed.data_dir, f"select customer_id, email_domain from {table} where is_current"))
+    assert domains["c6"] == "corrected.example.org" and domains["c5"] == "yahoo.com"
+
+
 def test_table_marts_reflect_the_reprocessed_staging(reprocessed: Reprocessed) -> None:
     dim = {row[0] for row in query(reprocessed.data_dir, "select customer_id from lakehouse_marts.dim_customers")}
     assert dim == {"c1", "c3", "c5", "c6", "c7", "c8"}
