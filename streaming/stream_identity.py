@@ -8,8 +8,9 @@ re-read every landing file as new and write batch 0, 1, ... again: over the batc
 folders already in raw (rows lost where landing files have expired) or beside them
 (rows duplicated). The first stream start on a data root records, in
 `<root>/raw/_stream.json`, the checkpoint's query id (Spark's `<checkpoint>/metadata`)
-and the absolute checkpoint and landing paths; every later start must match them, and
-every batch the checkpoint committed must still have its folders in raw.
+and the absolute checkpoint and landing paths; every later start must match them. A
+checkpoint that committed batches beside a raw folder without that record (deleted with
+it) is refused too.
 """
 from __future__ import annotations
 
@@ -98,13 +99,19 @@ def claim_stream_identity(
             f"Restore the checkpoint folder to resume; or rebuild with `lakehouse reprocess --to <new data root>` "
             f"and `lakehouse switch`; or, {_START_OVER}"
         )
-    lost = committed_batch_ids(checkpoint_dir) - written
-    if lost:
-        raise StreamIdentityError(
-            f"the checkpoint {checkpoint} committed batches {_ids(lost)}, but {data_root / 'raw'} and the "
-            f"quarantine hold nothing of them: raw was deleted or replaced. Restore it, or rebuild with "
-            f"`lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
-        )
+    else:
+        # No record (it lives in raw/) yet a checkpoint that committed batches, and no stream
+        # batch in raw: raw was deleted under a live checkpoint. With batches in raw, it is a
+        # raw folder from before these records existed, adopted below. (A committed batch
+        # may leave no folder at all, e.g. an empty landing file, so folders are not matched
+        # batch by batch.)
+        committed = committed_batch_ids(checkpoint_dir)
+        if committed and not written:
+            raise StreamIdentityError(
+                f"the checkpoint {checkpoint} committed batches {_ids(committed)}, but {data_root / 'raw'} and "
+                f"the quarantine hold none of them: raw was deleted or replaced. Restore it, or rebuild with "
+                f"`lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
+            )
     if recorded is not None:
         return recorded.stream_id
     stream_id = checkpoint_id or _new_checkpoint_identity(checkpoint_dir)

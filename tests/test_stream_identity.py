@@ -141,3 +141,18 @@ def test_backfill_batches_alone_do_not_need_a_checkpoint(tmp_path):
 
     assert checkpoint_stream_id(tmp_path / "cp") == stream_id
     assert claim_stream_identity(tmp_path, tmp_path / "cp", tmp_path / "landing", load_contracts()) == stream_id
+
+
+@pytest.mark.spark
+def test_a_committed_batch_that_wrote_nothing_does_not_block_a_restart(spark, tmp_path):
+    layout = DataLayout(tmp_path / "data")
+    empty = layout.landing / "2026" / "11" / "23" / "10" / "blank.jsonl"
+    empty.parent.mkdir(parents=True)
+    empty.write_text("\n  \n")
+    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    assert (layout.root / CHECKPOINT / "commits" / "0").is_file() and not list(layout.raw.rglob("*.parquet"))
+
+    write_landing_files(layout.landing, seed=23, customers=2, orders_per_customer=1, records_per_file=30)
+    stream(layout, sink="local", spark=spark, out=lambda _: None)
+
+    assert status(layout).change_rows["customers"] > 0
