@@ -179,6 +179,11 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         lines.append(f"dbt        {dbt['rows']:,} raw change rows +{dbt['new_rows']:,}: incremental {dbt['incremental_build']['seconds']:.1f}s"
                      f" full-refresh {dbt['full_refresh_build']['seconds']:.1f}s  ratio {_fmt_ratio(dbt['ratio'], TARGET_INCREMENTAL_OVER_FULL, at_most=True)}")
         lines.append(f"           staging models only: ratio {dbt['staging_ratio']:.2f}; incremental == full refresh: {dbt['incremental_equals_full_refresh']}")
+        reads = dbt.get("incremental_raw_reads")
+        if reads:
+            lines.append(f"           raw read by the incremental build: {reads['bytes_read'] / reads['raw_bytes']:.2f} x the raw "
+                         f"change logs' bytes ({reads['bytes_read']:,} of {reads['raw_bytes']:,} B; "
+                         f"{reads['files_read']} of {reads['raw_files']} files opened)")
     memory = results.get("memory")
     if memory:
         lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "

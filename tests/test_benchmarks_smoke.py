@@ -288,3 +288,22 @@ def test_freshness_watcher_needs_rows_in_both_tables(tmp_path: Path) -> None:
     watcher.poll()
     assert watcher.visible_at(2) is not None and watcher.visible_at(3) is None
     assert Counter(prefix for prefix, _ in watcher.first_seen) == {file_prefix(2): 2}
+
+
+@pytest.mark.dbt
+def test_raw_reads_of_a_build_are_counted_from_duckdbs_file_log(tmp_path: Path) -> None:
+    """The bench's raw-bytes figure: DuckDB's own log of the reads of the dbt build
+    (same process, same database instance), restricted to the raw change logs."""
+    from benchmarks.dbt_bench import PRODUCTION_BUILD, raw_reads_during
+
+    first = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    write_raw_changes(tmp_path, 0, 0, 600, 200, first, new_batch=False, batches=2)
+
+    build, reads = raw_reads_during(tmp_path, PRODUCTION_BUILD)
+
+    assert build["seconds"] > 0
+    files = list((tmp_path / "raw").glob(f"*/{raw_layout.CHANGE_LOG_FILE_GLOB}"))
+    assert reads["raw_files"] == len(files) == 4
+    assert reads["raw_bytes"] == sum(path.stat().st_size for path in files)
+    # A first build reads every raw file, and some of them more than once.
+    assert reads["files_read"] == 4 and reads["bytes_read"] >= reads["raw_bytes"] // 2
