@@ -1,0 +1,65 @@
+{#
+  Keyed pseudonyms: lower-case hex HMAC-SHA-256 (RFC 2104) of `<label>:<text>` under the
+  PII key. Without the key nobody can recompute one from a guessed name or e-mail, and
+  the label keeps pseudonyms of different columns apart (an e-mail's pseudonym never
+  equals a name's). The key never appears in SQL text (lakehouse_dbt/pii_key.py):
+  - DuckDB: variables holding the key's HMAC pad blocks, bound by the dbt-duckdb plugin
+    lakehouse_dbt.duckdb_pii_key on each dbt connection; HMAC is two sha256 calls.
+  - Athena: Trino's hmac_sha256(binary, key) (https://trino.io/docs/current/functions/binary.html)
+    with the key read from a one-row table only the dbt role may read (pii_key_table).
+#}
+{% macro pseudonymize(expr, label) %}
+  {%- if not modules.re.match('^[a-z][a-z0-9_]*$', label) -%}
+    {{ exceptions.raise_compiler_error("pseudonymize: label must be a lower-case identifier, got: " ~ label) }}
+  {%- endif -%}
+  {{ return(adapter.dispatch('pseudonymize', 'dynamodb_lakehouse')(expr, label)) }}
+{% endmacro %}
+
+{% macro default__pseudonymize(expr, label) -%}
+  sha256(
+    getvariable('lakehouse_pii_hmac_outer')
+    || unhex(sha256(getvariable('lakehouse_pii_hmac_inner') || encode('{{ label }}:' || {{ expr }})))
+  )
+{%- endmacro %}
+
+{% macro athena__pseudonymize(expr, label) -%}
+  lower(to_hex(hmac_sha256(
+    to_utf8('{{ label }}:' || {{ expr }}),
+    (select to_utf8(trim(pii_key)) from {{ pii_key_table() }})
+  )))
+{%- endmacro %}
+
+{# Athena: the one-row table (column pii_key) holding the key; see README, "PII". #}
+{% macro pii_key_table() %}
+  {{ return(var('pii_key_table', target.schema ~ '_staging.pii_key')) }}
+{% endmacro %}
+
+{#
+  A people's surrogate key from key columns: their keyed pseudonym, so it neither
+  repeats a clear value nor can be recomputed from one. Each part is escaped so that
+  ('a|b', 'c') and ('a', 'b|c') give different texts.
+#}
+{% macro keyed_surrogate_key(columns, label) -%}
+  {%- set parts = [] -%}
+  {%- for column in columns -%}
+    {%- do parts.append("replace(replace(" ~ column ~ ", '\\', '\\\\'), '|', '\\|')") -%}
+  {%- endfor -%}
+  {{ pseudonymize(parts | join(" || '|' || "), label) }}
+{%- endmacro %}
+
+{#
+  on-run-start: `dbt run`/`dbt build` stop before any model when the key is missing,
+  instead of writing null pseudonyms. Athena: the hash's own read of pii_key_table fails
+  a model when the table is missing (the deploy creates it, README "PII").
+#}
+{% macro require_pii_key() %}
+  {%- if execute and flags.WHICH in ('run', 'build') and target.type == 'duckdb' -%}
+    {%- set found = run_query("select getvariable('lakehouse_pii_hmac_inner') is not null as has_key") -%}
+    {%- if not found.columns[0].values()[0] -%}
+      {{ exceptions.raise_compiler_error(
+          "No PII key: set env LAKEHOUSE_PII_KEY (at least 32 characters), or run dbt through "
+          ~ "`lakehouse dbt ...`, which creates <data>/secrets/pii_key once per data directory. "
+          ~ "The marts' pseudonyms are keyed hashes and cannot be built without it.") }}
+    {%- endif -%}
+  {%- endif -%}
+{% endmacro %}
