@@ -27,7 +27,9 @@ select
     customers.is_email_valid,
     (free_mail_domains.domain is not null) as is_free_mail,
     {{ from_contract('customers', 'registration_date', 'customers.registration_date') }} as registration_date,
-    {{ from_contract('customers', 'registration_date', 'cast(customers.registration_date as date)') }} as registration_day,
+    {{ from_contract(
+        'customers', 'registration_date', 'cast(customers.registration_date as date)'
+    ) }} as registration_day,
     customers._event_ts as last_changed_at,
     {{ ingested_at_unless_deleted('customers') }} as _ingested_at
 from customers

@@ -42,7 +42,9 @@ select
     orders._event_ts as last_changed_at,
     -- A struct field, which sqlfluff takes for a table reference. The contract marks the
     -- whole address PII, so the country is protected like it.
-    {{ from_contract('orders', 'shipping_address', 'orders.shipping_address.country') }} as shipping_country, -- noqa: RF01
+    {{ from_contract(
+        'orders', 'shipping_address', 'orders.shipping_address.country'
+    ) }} as shipping_country, -- noqa: RF01
     cast(orders.created_at as date) as order_date,
     coalesce(statuses.is_final, false) as is_final_status,
     coalesce(statuses.counts_as_revenue, false) as counts_as_revenue,
