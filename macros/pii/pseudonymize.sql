@@ -48,9 +48,14 @@
 {%- endmacro %}
 
 {#
-  on-run-start: `dbt run`/`dbt build` stop before any model when the key is missing,
-  instead of writing null pseudonyms. Athena: the hash's own read of pii_key_table fails
-  a model when the table is missing (the deploy creates it, README "PII").
+  on-run-start of `dbt run`/`dbt build` (DuckDB): stop before any model
+  - when there is no key, instead of writing null pseudonyms;
+  - when the key differs from the one the marts were built with (a shell with
+    LAKEHOUSE_PII_KEY set, the next without it): incremental marts would mix
+    pseudonyms of two keys. Table pii_key_fingerprint (in the marts schema) holds a
+    keyed hash of a constant, which reveals nothing of the key; --full-refresh
+    rebuilds the marts and records the new key's fingerprint.
+  Athena: a missing key table fails the first model that reads it (README, "PII").
 #}
 {% macro require_pii_key() %}
   {%- if execute and flags.WHICH in ('run', 'build') and target.type == 'duckdb' -%}
@@ -60,6 +65,21 @@
           "No PII key: set env LAKEHOUSE_PII_KEY (at least 32 characters), or run dbt through "
           ~ "`lakehouse dbt ...`, which creates <data>/secrets/pii_key once per data directory. "
           ~ "The marts' pseudonyms are keyed hashes and cannot be built without it.") }}
+    {%- endif -%}
+    {%- set schema = generate_schema_name('marts', none) | trim -%}
+    {%- set fingerprint = pseudonymize("'lakehouse pii key check'", 'pii_key_fingerprint') -%}
+    {%- set stored = adapter.get_relation(database=target.database, schema=schema, identifier='pii_key_fingerprint') -%}
+    {%- if stored is not none and not flags.FULL_REFRESH -%}
+      {%- set same = run_query("select fingerprint = " ~ fingerprint ~ " from " ~ stored) -%}
+      {%- if not same.columns[0].values()[0] -%}
+        {{ exceptions.raise_compiler_error(
+            "The PII key differs from the one the marts were built with: an incremental build "
+            ~ "would mix pseudonyms of two keys. Use the previous key (env LAKEHOUSE_PII_KEY or "
+            ~ "<data>/secrets/pii_key), or rebuild with `dbt build --full-refresh`.") }}
+      {%- endif -%}
+    {%- else -%}
+      {%- do run_query("create schema if not exists " ~ schema) -%}
+      {%- do run_query("create or replace table " ~ schema ~ ".pii_key_fingerprint as select " ~ fingerprint ~ " as fingerprint") -%}
     {%- endif -%}
   {%- endif -%}
 {% endmacro %}

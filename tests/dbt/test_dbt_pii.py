@@ -290,3 +290,25 @@ def test_hmac_pads_give_rfc_2104_hmac_sha256(length: int) -> None:
     message = b"email:ana.silva1@example.com"
     two_hashes = hashlib.sha256(outer + hashlib.sha256(inner + message).digest()).hexdigest()
     assert two_hashes == hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def test_a_changed_key_stops_an_incremental_build_until_a_full_refresh(sample: BuiltSample, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(sample.data_dir, data_dir)
+    other_key = "another-key-" + "fedcba9876543210" * 2
+    before = _query(data_dir, f"select customer_key from {MARTS_SCHEMA}.dim_customers order by 1")
+
+    result, console = _build(data_dir, "build", *EVENT_WINDOW, extra_env={KEY_ENV: other_key})
+    assert not result.success
+    assert "The PII key differs from the one the marts were built with" in console
+    assert _query(data_dir, f"select customer_key from {MARTS_SCHEMA}.dim_customers order by 1") == before
+
+    result, console = _build(data_dir, "build", "--full-refresh", *EVENT_WINDOW, extra_env={KEY_ENV: other_key})
+    assert result.success, console[-3000:]
+    rebuilt = _query(data_dir, f"select customer_id, customer_name from {MARTS_SCHEMA}.dim_customers")
+    assert sorted(rebuilt) == sorted(
+        (c["id"], hmac.new(other_key.encode(), f"cust_name:{c['cust_name'].strip()}".encode(), hashlib.sha256).hexdigest())
+        for c in sample.customers
+    )
+    result, console = _build(data_dir, "build", *EVENT_WINDOW, extra_env={KEY_ENV: other_key})
+    assert result.success, console[-3000:]
