@@ -261,6 +261,11 @@ def test_a_build_without_a_key_fails_with_a_clear_message(sample: BuiltSample, t
     tables = _query(data_dir, f"select table_name from information_schema.tables where table_schema = '{MARTS_SCHEMA}'")
     assert tables == []
 
+    # The way `lakehouse dbt` runs it: the data directory's own key, made on first use.
+    result, console = _build(data_dir, "build", *EVENT_WINDOW)
+    assert result.success, console[-3000:]
+    assert stat.S_IMODE(key_file(data_dir).stat().st_mode) == 0o600
+
 
 def test_a_short_key_is_refused_before_any_model(sample: BuiltSample, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
