@@ -61,6 +61,9 @@ def validated_key(text: str, origin: str) -> bytes:
     """The key's bytes as HMAC uses them (UTF-8 of the text, surrounding whitespace
     dropped: a trailing newline in a secret file is not part of the key)."""
     key = text.strip()
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key):
+        # Athena reads the key from a one-line text file (lakehouse_dbt/athena_pii_key.py).
+        raise PiiKeyError(f"the PII key from {origin} contains a control character (a line break?)")
     if len(key) < MIN_KEY_LENGTH:
         raise PiiKeyError(
             f"the PII key from {origin} has {len(key)} characters; it needs at least {MIN_KEY_LENGTH} "
