@@ -51,8 +51,9 @@
   on-run-start of `dbt run`/`dbt build` (DuckDB): stop before any model
   - when there is no key, instead of writing null pseudonyms;
   - when the key differs from the one the marts were built with (a shell with
-    LAKEHOUSE_PII_KEY set, the next without it): incremental marts would mix
-    pseudonyms of two keys. Table pii_key_fingerprint (in the marts schema) holds a
+    LAKEHOUSE_PII_KEY set, the next without it), or the marts exist with no record of
+    their key (built by an older version, with unkeyed hashes): incremental marts would
+    mix pseudonyms of two keys, or keep the unkeyed hashes. Table pii_key_fingerprint (in the marts schema) holds a
     keyed hash of a constant, which reveals nothing of the key; --full-refresh
     rebuilds the marts and records the new key's fingerprint.
   Athena: a missing key table fails the first model that reads it (README, "PII").
@@ -78,6 +79,15 @@
             ~ "<data>/secrets/pii_key), or rebuild with `dbt build --full-refresh`.") }}
       {%- endif -%}
     {%- else -%}
+      {%- if stored is none and not flags.FULL_REFRESH -%}
+        {%- set marts = api.Relation.create(database=target.database, schema=schema) -%}
+        {%- if list_relations_without_caching(marts).rows | length > 0 -%}
+          {{ exceptions.raise_compiler_error(
+              "The marts hold no record of the PII key they were built with (built before keyed "
+              ~ "pseudonyms, or pii_key_fingerprint was dropped): their rows may hold pseudonyms of "
+              ~ "another key or unkeyed hashes. Rebuild them once with `dbt build --full-refresh`.") }}
+        {%- endif -%}
+      {%- endif -%}
       {%- do run_query("create schema if not exists " ~ schema) -%}
       {%- do run_query("create or replace table " ~ schema ~ ".pii_key_fingerprint as select " ~ fingerprint ~ " as fingerprint") -%}
     {%- endif -%}

@@ -317,3 +317,19 @@ def test_a_changed_key_stops_an_incremental_build_until_a_full_refresh(sample: B
     )
     result, console = _build(data_dir, "build", *EVENT_WINDOW, extra_env={KEY_ENV: other_key})
     assert result.success, console[-3000:]
+
+
+def test_marts_with_no_record_of_their_key_need_a_full_refresh(sample: BuiltSample, tmp_path: Path) -> None:
+    """Marts built before keyed pseudonyms hold unkeyed hashes an incremental run would keep."""
+    data_dir = tmp_path / "data"
+    shutil.copytree(sample.data_dir, data_dir)
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
+        con.sql(f"drop table {MARTS_SCHEMA}.pii_key_fingerprint")
+
+    result, console = _build(data_dir, "build", *EVENT_WINDOW, extra_env={KEY_ENV: KEY})
+    assert not result.success
+    assert "The marts hold no record of the PII key they were built with" in console
+
+    result, console = _build(data_dir, "build", "--full-refresh", *EVENT_WINDOW, extra_env={KEY_ENV: KEY})
+    assert result.success, console[-3000:]
+    assert _query(data_dir, f"select count(*) from {MARTS_SCHEMA}.pii_key_fingerprint") == [(1,)]
