@@ -80,8 +80,12 @@
       {%- endif -%}
     {%- else -%}
       {%- if stored is none and not flags.FULL_REFRESH -%}
-        {%- set marts = api.Relation.create(database=target.database, schema=schema) -%}
-        {%- if list_relations_without_caching(marts).rows | length > 0 -%}
+        {#- run_query, not list_relations_without_caching: that one opens a transaction the
+            hooks after this one would run in, and dbt rolls it back after the hooks. -#}
+        {%- set built = run_query(
+            "select count(*) from information_schema.tables where table_catalog = '" ~ target.database
+            ~ "' and table_schema = '" ~ schema ~ "'") -%}
+        {%- if built.columns[0].values()[0] > 0 -%}
           {{ exceptions.raise_compiler_error(
               "The marts hold no record of the PII key they were built with (built before keyed "
               ~ "pseudonyms, or pii_key_fingerprint was dropped): their rows may hold pseudonyms of "
