@@ -80,6 +80,16 @@ def _build(data_dir: Path, *args: str) -> None:
         raise RuntimeError(f"dbt build {' '.join(args)} failed: {result.exception or failed[:5]}")
 
 
+def _share_pii_key(source: Path, twin: Path) -> None:
+    """The twin directory is built with the source's PII key: the drills compare their
+    tables cell by cell, and each data directory would otherwise get its own key."""
+    from lakehouse_dbt.pii_key import ensure_local_key, key_file
+
+    twin_key = key_file(twin)
+    twin_key.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    shutil.copy2(ensure_local_key(source), twin_key)
+
+
 def relations(data_dir: Path) -> dict[str, Counter[tuple[Any, ...]]]:
     """Rows of every model relation (staging, intermediate, marts) as multisets."""
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
@@ -108,6 +118,7 @@ def incremental_equals_full_refresh(work: Path, histories: int, batches: int, ke
             write_history(incremental, history, upto)
             _build(incremental)
         write_history(full, history, batches)
+        _share_pii_key(incremental, full)
         _build(full, "--full-refresh")
         diff = differing(relations(incremental), relations(full))
         outcomes.append({"batches": batches, "change_rows": sum(len(rows) for b in history for rows in b["rows"].values()),
@@ -161,6 +172,7 @@ def killed_build_keeps_previous_tables(work: Path, keys: int, seed: int, timeout
     full = work / "killed-build-full"
     shutil.rmtree(full, ignore_errors=True)
     write_history(full, history, 3)
+    _share_pii_key(data_dir, full)
     _build(full, "--full-refresh")
     rerun_diff = differing(after_rerun, relations(full))
     passed = killed_after is not None and not unreadable and not missing and not torn and not rerun_diff

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
 from streaming.reprocess import dbt_env
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -31,15 +32,22 @@ def run_dbt(
     *,
     target: str = "local",
     extra_env: dict[str, str] | None = None,
+    create_local_pii_key: bool = True,
 ) -> dbtRunnerResult:
     """Runs `dbt <args>` with the local data directory `data_dir`.
 
     The project and profiles are this repository's; target/ and logs/ go under
     `<data_dir>/dbt` so concurrent runs on different data directories do not clash.
     The environment is restored afterwards. The caller checks `result.success`.
+
+    On the local target without env LAKEHOUSE_PII_KEY, the data directory's own PII key
+    is created on first use (lakehouse_dbt.pii_key); `create_local_pii_key=False` uses
+    only a key that exists already, as a plain `dbt` command does.
     """
     data_path = Path(data_dir).resolve()
     data_path.mkdir(parents=True, exist_ok=True)
+    if create_local_pii_key and target == "local" and KEY_ENV not in {**os.environ, **(extra_env or {})}:
+        ensure_local_key(data_path)
     env = {
         "LAKEHOUSE_DATA_DIR": str(data_path),
         "LAKEHOUSE_DBT_TARGET": target,

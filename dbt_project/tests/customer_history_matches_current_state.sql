@@ -11,7 +11,7 @@ with history as (
 
 live_customers as (
     select
-        {{ sha256_hex("id || '|' || cust_name") }} as customer_key,
+        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
         _event_id
     from {{ ref('stg_dynamodb__customers') }}
     where not is_deleted

@@ -44,17 +44,6 @@
   coalesce({{ regex_matches(expr, '^[a-z0-9._%+-]+@[a-z0-9-]+(\\.[a-z0-9-]+)*\\.[a-z]{2,}$') }}, false)
 {%- endmacro %}
 
-{# Lower-case hex SHA-256 of a text. #}
-{% macro sha256_hex(expr) %}
-  {{ return(adapter.dispatch('sha256_hex', 'dynamodb_lakehouse')(expr)) }}
-{% endmacro %}
-{% macro default__sha256_hex(expr) -%}
-  sha256({{ expr }})
-{%- endmacro %}
-{% macro athena__sha256_hex(expr) -%}
-  lower(to_hex(sha256(to_utf8({{ expr }}))))
-{%- endmacro %}
-
 {% macro binary_to_hex(expr) %}
   {{ return(adapter.dispatch('binary_to_hex', 'dynamodb_lakehouse')(expr)) }}
 {% endmacro %}

@@ -11,6 +11,7 @@ import pytest
 
 from dbt_scenario import BATCHES, EVENT_WINDOW, write_batch
 from lakehouse_dbt import run_dbt
+from lakehouse_dbt.pii_key import KEY_ENV
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -18,6 +19,16 @@ def scenario_go_live_day() -> Iterator[None]:
     """The scenario's events start on 2024-03-01: its deployment's go-live day."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LAKEHOUSE_ACTIVITY_BEGIN", EVENT_WINDOW[1])
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def deployment_pii_key() -> Iterator[None]:
+    """One PII key for every data directory of the session, as a deployment has one:
+    tests compare builds of different directories cell by cell, pseudonyms included
+    (without it each directory would get its own key, lakehouse_dbt/pii_key.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, "tests-deployment-pii-key-" + "0123456789" * 4)
         yield
 
 

@@ -215,7 +215,10 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
     assert "where _ingested_at > timestamp '1970-01-01 00:00:00'" in customers
     assert "and _ingest_hour >= date_format(timestamp '1970-01-01 00:00:00', '%Y-%m-%d-%H')" in customers
     assert "cleaned._ordering_value > existing._ordering_value" in customers
-    assert "to_hex(sha256(to_utf8(" in compiled_sql[base + "marts/dim_customers.sql"]
+    # Keyed pseudonyms: Trino's hmac_sha256 with the key read from its table, never inlined.
+    dim_customers = compiled_sql[base + "marts/dim_customers.sql"]
+    assert "lower(to_hex(hmac_sha256(" in dim_customers
+    assert "(select to_utf8(trim(pii_key)) from lakehouse_staging.pii_key)" in dim_customers
     # The Iceberg MERGE matches on order_line_key: each stored line a changed order lost
     # is emitted to be deleted (DuckDB deletes by order_key instead, without this scan).
     for model in ("intermediate/int_orders__lines_unnested.sql", "marts/fct_order_lines.sql"):

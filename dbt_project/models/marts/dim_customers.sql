@@ -1,8 +1,10 @@
 {#
-  Current, non-deleted customers; PII columns protected per var pii_mode.
+  Current, non-deleted customers. Columns from contract attributes go through
+  from_contract, which protects those the contracts mark PII (per var pii_mode);
+  customer_key is a keyed pseudonym of the key, never a plain hash of it.
   Incremental: a run recomputes only the customers whose staged row changed and
   deletes the deleted ones (macros/marts/incremental_marts.sql). A change of pii_mode,
-  pii_hash_salt or seed free_mail_domains needs a --full-refresh.
+  the PII key, a pii flag or seed free_mail_domains needs a --full-refresh.
 #}
 {{ incremental_mart_config('customer_key', athena_partitioning(['month(registration_date)'])) }}
 
@@ -16,15 +18,18 @@ free_mail_domains as (
 )
 
 select
-    {{ sha256_hex("customers.id || '|' || customers.cust_name") }} as customer_key,
-    customers.id as customer_id,
-    {{ protect_pii('customers.customer_name') }} as customer_name,
-    {{ protect_pii('customers.email') }} as email,
-    customers.email_domain,
+    {{ keyed_surrogate_key(['customers.id', 'customers.cust_name'], 'customer_key') }} as customer_key,
+    {{ from_contract('customers', 'id', 'customers.id') }} as customer_id,
+    {{ from_contract('customers', 'cust_name', 'customers.customer_name') }} as customer_name,
+    {{ from_contract('customers', 'email', 'customers.email') }} as email,
+    -- A personal or company domain can name its owner: protected like the e-mail.
+    {{ from_contract('customers', 'email', 'customers.email_domain') }} as email_domain,
     customers.is_email_valid,
     (free_mail_domains.domain is not null) as is_free_mail,
-    customers.registration_date,
-    cast(customers.registration_date as date) as registration_day,
+    {{ from_contract('customers', 'registration_date', 'customers.registration_date') }} as registration_date,
+    {{ from_contract(
+        'customers', 'registration_date', 'cast(customers.registration_date as date)'
+    ) }} as registration_day,
     customers._event_ts as last_changed_at,
     {{ ingested_at_unless_deleted('customers') }} as _ingested_at
 from customers

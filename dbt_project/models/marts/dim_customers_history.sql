@@ -29,7 +29,7 @@ touched_keys as (
     -- The raw changes this run reads, by the staging models' rule: those ingested since
     -- the cutoff, or on a reprocess run those whose event time is in the range.
     select distinct
-        {{ sha256_hex("id || '|' || cust_name") }} as customer_key,
+        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
         id,
         cust_name
     from {{ source('dynamodb', 'customers_changes') }}
@@ -96,16 +96,19 @@ sequenced as (
 
 key_versions as (
     select
-        {{ sha256_hex("id || '|' || cust_name") }} as customer_key,
-        id as customer_id,
+        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
+        {{ from_contract('customers', 'id', 'id') }} as customer_id,
         row_number() over (partition by id, cust_name order by event_position) as version_number,
         _event_id as version_event_id,
         event_name as version_event_name,
-        {{ protect_pii('customer_name') }} as customer_name,
-        {{ protect_pii('email') }} as email,
-        case when {{ is_valid_email('email') }} then split_part(email, '@', 2) end as email_domain,
+        {{ from_contract('customers', 'cust_name', 'customer_name') }} as customer_name,
+        {{ from_contract('customers', 'email', 'email') }} as email,
+        -- A personal or company domain can name its owner: protected like the e-mail.
+        {{ from_contract(
+            'customers', 'email', "case when " ~ is_valid_email('email') ~ " then split_part(email, '@', 2) end"
+        ) }} as email_domain,
         {{ is_valid_email('email') }} as is_email_valid,
-        registration_date,
+        {{ from_contract('customers', 'registration_date', 'registration_date') }} as registration_date,
         event_ts as valid_from,
         next_event_ts as valid_to,
         next_event_ts is null as is_current,

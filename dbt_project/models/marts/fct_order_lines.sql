@@ -38,8 +38,8 @@ current_lines as (
     select
         order_lines.order_line_key,
         order_lines.order_key,
-        order_lines.customer_id,
-        order_lines.order_id,
+        {{ from_contract('orders', 'customer_id', 'order_lines.customer_id') }} as customer_id,
+        {{ from_contract('orders', 'order_id', 'order_lines.order_id') }} as order_id,
         order_lines.line_number,
         order_lines.sku,
         order_lines.quantity,

@@ -1,0 +1,40 @@
+{# Generated from streaming/contracts/*.yml by `python -m lakehouse_dbt.contract_pii`;
+   do not edit (tests/dbt/test_dbt_pii.py checks it matches the contracts). #}
+{% macro contract_columns() %}
+  {{ return({
+  "customers": {
+    "columns": [
+      "id",
+      "cust_name",
+      "email",
+      "registration_date"
+    ],
+    "pii": [
+      "cust_name",
+      "email"
+    ]
+  },
+  "orders": {
+    "columns": [
+      "customer_id",
+      "order_id",
+      "created_at",
+      "status",
+      "amount",
+      "currency",
+      "is_gift",
+      "gift_message",
+      "tags",
+      "package_weights_kg",
+      "receipt_digest",
+      "attachment_checksums",
+      "line_items",
+      "shipping_address"
+    ],
+    "pii": [
+      "gift_message",
+      "shipping_address"
+    ]
+  }
+}) }}
+{% endmacro %}
