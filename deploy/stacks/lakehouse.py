@@ -573,8 +573,9 @@ class LakehouseStack(Stack):
         self.dbt_build = self._dbt_project(
             "DbtBuild",
             "build",
-            # Unit tests check SQL logic and run in CI (README, "The dbt project").
-            "dbt build --exclude-resource-type unit_test",
+            # The models read the PII key from a table the key publisher writes first;
+            # unit tests check SQL logic and run in CI (README, "The dbt project").
+            "python -m lakehouse_dbt.athena_pii_key && dbt build --exclude-resource-type unit_test",
             image,
             variables,
         )

@@ -31,6 +31,7 @@ def test_the_files_the_image_copies_parse_as_the_dbt_project(tmp_path):
         if path.is_dir():
             shutil.copytree(path, project / source, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (project / source).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, project / source)
     # Only the image's own files are there: no data directory, no checkout around it.
     env = {**os.environ, "DBT_PROFILES_DIR": str(project), "LAKEHOUSE_DBT_TARGET": "athena"}
@@ -41,6 +42,13 @@ def test_the_files_the_image_copies_parse_as_the_dbt_project(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     assert (project / "target" / "manifest.json").is_file()
+    # The key publisher the scheduled build runs first imports with the image's packages
+    # (dbt-athena brings boto3; there is no DuckDB there).
+    probe = "import sys; sys.modules['duckdb'] = None; import lakehouse_dbt.athena_pii_key as m; print(m.__file__)"
+    imported = subprocess.run([sys.executable, "-c", probe], cwd=project, env=env, capture_output=True, text=True,
+                              timeout=120)
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    assert imported.stdout.strip() == str(project / "lakehouse_dbt" / "athena_pii_key.py")
 
 
 def test_the_build_context_holds_exactly_what_the_image_copies():

@@ -222,7 +222,9 @@ def test_dbt_runs_on_schedule_with_the_athena_target_and_the_pii_secret(synthesi
         buildspec = json.loads(project["Source"]["BuildSpec"])
         commands[name] = buildspec["phases"]["build"]["commands"][-1]
     assert commands == {
-        f"{config.prefix}-dbt-build": "dbt build --exclude-resource-type unit_test",
+        f"{config.prefix}-dbt-build": (
+            "python -m lakehouse_dbt.athena_pii_key && dbt build --exclude-resource-type unit_test"
+        ),
         f"{config.prefix}-dbt-source-freshness": "dbt source freshness",
     }
     schedules = {
