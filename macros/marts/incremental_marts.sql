@@ -163,24 +163,27 @@
 {% endmacro %}
 
 {#
-  The tail of an order-line model's final select on an incremental run, after
-  `select * from current_lines`: the rows through which the run drops the stored lines
-  a changed order no longer has (its CTEs changed_orders and current_lines). On
-  DuckDB (emits_each_deleted_row false), one row per changed order, never inserted:
-  replaced_by='order_key' deletes all its stored lines. Elsewhere, each stored line
-  of a changed order that is not among its current lines, with a null _ingested_at,
-  for the merge to delete.
+  The tail of an incremental model's final select that replaces whole groups of rows
+  (an order's lines, a customer's versions): after `select * from <current_rows>`, the
+  rows through which the run drops the stored rows a changed group no longer has. On
+  DuckDB (emits_each_deleted_row false), one row per changed group with a null
+  _ingested_at, never inserted: the model's replaced_by=<group_key> delete removes all
+  the group's stored rows before the current ones are appended. Elsewhere (Athena's
+  MERGE matches on <row_key> only), each stored row of a changed group that is not
+  among its current rows, with a null _ingested_at, for the merge to delete.
   columns: the model's columns in output order, as [name, SQL type] pairs.
+  changed_groups / current_rows: the model's CTEs of changed group keys and of the
+  groups' recomputed rows.
 #}
-{% macro lines_lost_by_changed_orders(columns) %}
+{% macro rows_lost_by_changed_groups(columns, group_key, changed_groups, row_key, current_rows) %}
   {%- if is_incremental() and not emits_each_deleted_row() %}
 union all
 select
     {%- for name, type in columns %}
-    {% if name == 'order_key' %}changed_orders.order_key{% else %}cast(null as {{ type }}) as {{ name }}{% endif %}
+    {% if name == group_key %}{{ changed_groups }}.{{ group_key }}{% else %}cast(null as {{ type }}) as {{ name }}{% endif %}
     {{- ',' if not loop.last }}
     {%- endfor %}
-from changed_orders
+from {{ changed_groups }}
   {%- elif is_incremental() %}
 union all
 select
@@ -189,10 +192,15 @@ select
     {{- ',' if not loop.last }}
     {%- endfor %}
 from {{ this }} as stored
-inner join changed_orders
-    on stored.order_key = changed_orders.order_key
-left join current_lines
-    on stored.order_line_key = current_lines.order_line_key
-where current_lines.order_line_key is null
+inner join {{ changed_groups }}
+    on stored.{{ group_key }} = {{ changed_groups }}.{{ group_key }}
+left join {{ current_rows }}
+    on stored.{{ row_key }} = {{ current_rows }}.{{ row_key }}
+where {{ current_rows }}.{{ row_key }} is null
   {%- endif %}
+{% endmacro %}
+
+{# An order-line model: the lines a changed order (CTE changed_orders) no longer has. #}
+{% macro lines_lost_by_changed_orders(columns) %}
+  {{- rows_lost_by_changed_groups(columns, 'order_key', 'changed_orders', 'order_line_key', 'current_lines') -}}
 {% endmacro %}
