@@ -5,6 +5,7 @@ tests and demos."""
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +37,9 @@ def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: 
     full.setdefault("_sequence_number", str(full.pop("sequence", 0)).zfill(SEQUENCE_DIGITS))
     full.setdefault("_ordering_value", ordering_value(event_ts, full["_sequence_number"]))
     key = "-".join(str(full[column]) for column in contract.key_columns)
-    full.setdefault("_event_id", f"{contract.table}-{key}-{full['_ordering_value']}")
+    # Opaque, like DynamoDB's eventIDs: a key column may be PII (cust_name), and the
+    # event id reaches the marts (dim_customers_history.version_event_id).
+    full.setdefault("_event_id", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{contract.table}/{key}/{full['_ordering_value']}")))
     full.setdefault("_source_table", contract.table)
     full.setdefault("_ingested_at", ingested_at)
     full.setdefault("_contract_version", contract_version(contract))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import os
 from pathlib import Path
 
 import duckdb
+
+from lakehouse_dbt.pii_key import KEY_ENV
 
 # Every table dbt materializes (views are recomputed on read, so not compared).
 TABLES = (
@@ -34,3 +39,9 @@ def table_rows(data_dir: Path, table: str) -> set[tuple]:
 
 def all_tables(data_dir: Path) -> dict[str, set[tuple]]:
     return {table: table_rows(data_dir, table) for table in TABLES}
+
+
+def pseudonym(label: str, text: str) -> str:
+    """The marts' keyed pseudonym of `text` (macros/pii/pseudonymize.sql) under the
+    session's key (conftest.py), computed with Python's hmac."""
+    return hmac.new(os.environ[KEY_ENV].encode(), f"{label}:{text}".encode(), hashlib.sha256).hexdigest()

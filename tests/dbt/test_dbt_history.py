@@ -6,9 +6,6 @@ real stream landed the generated CDC."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import os
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -19,8 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from dbt_tables import pseudonym
 from lakehouse_dbt import run_dbt
-from lakehouse_dbt.pii_key import KEY_ENV
 from lakehouse_dbt.raw_fixtures import write_raw_batch
 from streaming.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
 
@@ -60,10 +57,6 @@ def _raw_row(delivery: Delivery) -> dict[str, Any]:
     return row
 
 
-def _pseudonym(label: str, text: str) -> str:
-    """The mart's keyed pseudonym (macros/pii/pseudonymize.sql) under the session's key."""
-    return hmac.new(os.environ[KEY_ENV].encode(), f"{label}:{text}".encode(), hashlib.sha256).hexdigest()
-
 
 def _oracle(deliveries: list[Delivery]) -> set[tuple]:
     """The expected rows (COMPARED columns) from the distinct events delivered so far."""
@@ -85,7 +78,7 @@ def _oracle(deliveries: list[Delivery]) -> set[tuple]:
             registered = datetime.strptime(event.new_image["registrationDate"]["S"], "%Y-%m-%dT%H:%M:%SZ")
             ended_by_delete = following is not None and following.event_name == "REMOVE"
             rows.add((
-                customer_id, version_number, delivery.event_id, event.event_name, _pseudonym("email", email.split("@")[1]), True,
+                customer_id, version_number, delivery.event_id, event.event_name, pseudonym("email", email.split("@")[1]), True,
                 registered, _naive_utc(event.event_time),
                 _naive_utc(following.event_time) if following else None, following is None,
                 ended_by_delete, ended_by_delete and following.is_ttl_delete,
