@@ -622,13 +622,12 @@ class LakehouseStack(Stack):
             concurrent_build_limit=1,
         )
 
-    def _grant_dbt_role(self) -> None:
-        role, config = self.dbt_role, self.config
-        curated = list(config.curated_schemas.values())
+    def _grant_athena_queries(self, role: iam.Role, workgroup: str, readable_databases: list[str]) -> None:
+        """Queries in one workgroup, over the catalog entries of `readable_databases`."""
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=list(ATHENA_QUERY),
-                resources=[self.format_arn(service="athena", resource="workgroup", resource_name=self.dbt_workgroup.name)],
+                resources=[self.format_arn(service="athena", resource="workgroup", resource_name=workgroup)],
             )
         )
         role.add_to_policy(
@@ -638,8 +637,13 @@ class LakehouseStack(Stack):
             )
         )
         role.add_to_policy(
-            iam.PolicyStatement(actions=list(GLUE_CATALOG_READ), resources=glue_database_resources(self, [config.raw_database]))
+            iam.PolicyStatement(actions=list(GLUE_CATALOG_READ), resources=glue_database_resources(self, readable_databases))
         )
+
+    def _grant_dbt_role(self) -> None:
+        role, config = self.dbt_role, self.config
+        curated = list(config.curated_schemas.values())
+        self._grant_athena_queries(role, self.dbt_workgroup.name, [config.raw_database])
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=[*GLUE_CATALOG_READ, *GLUE_CATALOG_WRITE], resources=glue_database_resources(self, curated)
@@ -689,21 +693,7 @@ class LakehouseStack(Stack):
         )
         marts = config.curated_schemas["marts"]
         role = self.analyst_role
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=list(ATHENA_QUERY),
-                resources=[self.format_arn(service="athena", resource="workgroup", resource_name=self.analyst_workgroup.name)],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["athena:GetDataCatalog"],
-                resources=[self.format_arn(service="athena", resource="datacatalog", resource_name="AwsDataCatalog")],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=list(GLUE_CATALOG_READ), resources=glue_database_resources(self, [marts]))
-        )
+        self._grant_athena_queries(role, self.analyst_workgroup.name, [marts])
         # dbt-athena's schema_table_unique naming puts a model's data under <s3_data_dir>/<schema>/<table>/.
         role.add_to_policy(
             iam.PolicyStatement(
