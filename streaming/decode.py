@@ -651,41 +651,59 @@ def _descriptor_outline(depth: int) -> T.DataType:
     )
 
 
-def _holds_undeclared(descriptor: Column, outline: Column, spec: AttributeSpec) -> Column:
+def _holds_undeclared(descriptor: Column | None, outline: Column, spec: AttributeSpec) -> Column:
     """Whether a declared M value (or an L of them) holds a field its spec does not
-    declare, at any depth. `descriptor` is the typed value, `outline` its outline.
+    declare, at any depth. `outline` is the value's outline, `descriptor` its typed
+    value, needed only where the outline can lose a map (see below).
 
-    Spark drops a whole map or array of the outline when one member does not fit its
-    type (e.g. an item that is not a JSON object); where the typed value is there but
-    its outline is not, the answer is yes, and building the object decides exactly.
+    Where an M has declared M or L fields, the outline reads every field of it as an
+    outline too, and Spark drops the whole map when one of them is not a JSON object
+    (e.g. an undeclared `"legacy": 5`). Where the typed value is there but its
+    outline is not, the answer is yes, and building the object decides exactly.
+    Fields read as text cannot be dropped, so most values need no typed twin.
     """
+    checks: list[Column] = []
     if spec.type == "M":
-        typed_fields, outline_fields = descriptor["M"], outline["M"]
+        outline_fields = outline["M"]
         declared = F.array(*[F.lit(field.name) for field in spec.fields])
-        checks = [
-            typed_fields.isNotNull() & outline_fields.isNull(),
-            F.size(F.array_except(F.map_keys(outline_fields), declared)) > 0,
-            *[
-                _holds_undeclared(typed_fields[field.name], outline_fields[field.name], field)
-                for field in spec.fields
-                if _may_hold_fields(field)
-            ],
-        ]
+        checks.append(F.size(F.array_except(F.map_keys(outline_fields), declared)) > 0)
+        holders = [field for field in spec.fields if _may_hold_fields(field)]
+        if holders:
+            assert descriptor is not None
+            typed_fields = descriptor["M"]
+            checks.append(typed_fields.isNotNull() & outline_fields.isNull())
+            checks += [
+                _holds_undeclared(typed_fields[field.name], outline_fields[field.name], field) for field in holders
+            ]
     else:
         assert spec.type == "L" and spec.items is not None
         item_spec = spec.items
-        typed_items, outline_items = descriptor["L"], outline["L"]
-        checks = [
-            typed_items.isNotNull() & outline_items.isNull(),
-            F.exists(
-                F.transform(
-                    outline_items,
-                    lambda item, position: _holds_undeclared(F.get(typed_items, position), item, item_spec),
-                ),
-                lambda holds: holds,
-            ),
-        ]
+        outline_items = outline["L"]
+        typed_items = descriptor["L"] if descriptor is not None else None
+        if typed_items is not None:
+            checks.append(typed_items.isNotNull() & outline_items.isNull())
+        if typed_items is not None and _outline_may_drop(item_spec):
+            item_checks = F.transform(
+                outline_items,
+                lambda item, position: _holds_undeclared(F.get(typed_items, position), item, item_spec),
+            )
+            checks.append(F.exists(item_checks, lambda holds: holds))
+        else:
+            # Higher-order functions run interpreted, so items skip the typed lookup
+            # they do not need.
+            checks.append(F.exists(outline_items, lambda item: _holds_undeclared(None, item, item_spec)))
     return reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
+
+
+def _outline_may_drop(spec: AttributeSpec) -> bool:
+    """Whether Spark may drop part of this value's outline: some M in it has declared
+    M or L fields, whose outlines are structs rather than text."""
+    if spec.type == "M":
+        return any(_may_hold_fields(field) for field in spec.fields)
+    if spec.type == "L":
+        assert spec.items is not None
+        return _outline_may_drop(spec.items)
+    return False
 
 
 def _undeclared_entries(descriptor_text: Column, spec: AttributeSpec, path: Column) -> Column:
