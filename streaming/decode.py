@@ -12,7 +12,7 @@ fault; only such rows pay for it.
 Nothing the contract does not name is dropped: top-level attributes, and fields
 inside declared M values (also inside the M items of a declared L, at any depth),
 land in `_extra_attributes`, a JSON object from the field's path to its DynamoDB
-JSON descriptor as received, members sorted by path so the text is deterministic.
+JSON descriptor (compact JSON), members sorted by path so the text is deterministic.
 A path is a DynamoDB document path: `loyaltyTier` at the top, `shippingAddress.line2`
 for a field of an M value, `lineItems[2].discount` for a field of the L item at
 (0-based) index 2, deeper levels alike. A name holding `.`, `[`, `]` or `"` is
@@ -567,8 +567,9 @@ def _extra_attributes(contract: TableContract, index: int, read: Column) -> Colu
     """A JSON object of the image's fields the contract does not name, at any depth:
     path -> DynamoDB JSON descriptor, members sorted by path; null when there are none.
 
-    Listing the top-level keys and reading the outline of the declared M values is
-    cheap; only a record where they show an undeclared field pays for the object.
+    Every read row lists its top-level keys and, for a contract that declares M
+    values, reads their outline (one more parse of the image); only a record where
+    these show an undeclared field pays for building the object.
     """
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
     containers = _containers(contract)
@@ -620,9 +621,9 @@ def _outline_schema(contract: TableContract) -> T.StructType:
     """from_json schema of the outline of an image's declared M values (also inside
     L items): the field names in each, down to the deepest declared one.
 
-    Fields below that depth are kept as text, and the other attributes are skipped,
-    so this parse costs far less than the typed one; it is what tells a record with
-    undeclared nested fields from one without.
+    Fields below that depth are read as text and the other attributes are skipped,
+    so this parse costs about half the typed one (measured on generated orders); it
+    is what tells a record with undeclared nested fields from one without.
     """
     return T.StructType(
         [T.StructField(spec.name, _descriptor_outline(_outline_depth(spec))) for spec in _containers(contract)]
