@@ -7,7 +7,6 @@ import json
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from lakehouse_dbt.athena_pii_key import publish_key
 from lakehouse_dbt.pii_key import PiiKeyError
@@ -17,15 +16,12 @@ REGION = "eu-west-1"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch):
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", REGION)):
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        s3 = boto3.client("s3", region_name=REGION)
-        glue = boto3.client("glue", region_name=REGION)
-        s3.create_bucket(Bucket="curated", CreateBucketConfiguration={"LocationConstraint": REGION})
-        glue.create_database(DatabaseInput={"Name": "lakehouse_staging"})
-        yield s3, glue
+def aws(mocked_aws):
+    s3 = boto3.client("s3", region_name=REGION)
+    glue = boto3.client("glue", region_name=REGION)
+    s3.create_bucket(Bucket="curated", CreateBucketConfiguration={"LocationConstraint": REGION})
+    glue.create_database(DatabaseInput={"Name": "lakehouse_staging"})
+    yield s3, glue
 
 
 def test_the_key_table_is_one_text_object_under_the_staging_prefix(aws) -> None:

@@ -544,16 +544,12 @@ def test_guard_registers_a_new_table_beside_registered_ones(tmp_path: Path) -> N
 
 
 @pytest.fixture()
-def s3(monkeypatch: pytest.MonkeyPatch) -> Any:
-    moto = pytest.importorskip("moto")
-    boto3 = pytest.importorskip("boto3")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")  # moto's documented dummy credentials
-    with moto.mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1")
-        client.create_bucket(Bucket="lake", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-        yield client
+def s3(mocked_aws: None) -> Any:
+    import boto3
+
+    client = boto3.client("s3", region_name="eu-west-1")
+    client.create_bucket(Bucket="lake", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    yield client
 
 
 def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from streaming.metrics import (
     BATCHES_COMPLETED,
@@ -39,12 +38,8 @@ def report(**changes) -> BatchReport:
 
 
 @pytest.fixture
-def cloudwatch(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        yield boto3.client("cloudwatch", region_name="eu-west-1")
+def cloudwatch(mocked_aws):
+    yield boto3.client("cloudwatch", region_name="eu-west-1")
 
 
 def statistic(client, name: str, dimensions: list[dict[str, str]], stat: str = "Sum") -> float:

@@ -129,33 +129,29 @@ def test_switch_needs_the_tables_and_rollback_needs_a_switch(tmp_path, capsys):
 
 
 @pytest.fixture()
-def glue(monkeypatch):
-    moto = pytest.importorskip("moto")
-    boto3 = pytest.importorskip("boto3")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")  # moto's documented dummy credentials
-    with moto.mock_aws():
-        client = boto3.client("glue", region_name="eu-west-1")
-        client.create_database(DatabaseInput={"Name": "dynamodb_raw"})
-        for table in ("customers", "orders"):
-            location = f"s3://lake/raw/{table}"
-            client.create_table(DatabaseName="dynamodb_raw", TableInput={
-                "Name": table,
-                "TableType": "EXTERNAL_TABLE",
-                "Parameters": {"spark.sql.sources.provider": "hudi"},
-                "PartitionKeys": [{"Name": "customer_suffix", "Type": "string"}],
-                "StorageDescriptor": {
-                    "Columns": [{"Name": "order_id", "Type": "string"}],
-                    "Location": location,
-                    "SerdeInfo": {"Parameters": {"path": location}},
-                },
-            })
-            client.batch_create_partition(DatabaseName="dynamodb_raw", TableName=table, PartitionInputList=[
-                {"Values": [suffix], "StorageDescriptor": {"Location": f"{location}/customer_suffix={suffix}"}}
-                for suffix in "0123456789"
-            ])
-        yield client
+def glue(mocked_aws):
+    import boto3
+
+    client = boto3.client("glue", region_name="eu-west-1")
+    client.create_database(DatabaseInput={"Name": "dynamodb_raw"})
+    for table in ("customers", "orders"):
+        location = f"s3://lake/raw/{table}"
+        client.create_table(DatabaseName="dynamodb_raw", TableInput={
+            "Name": table,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"spark.sql.sources.provider": "hudi"},
+            "PartitionKeys": [{"Name": "customer_suffix", "Type": "string"}],
+            "StorageDescriptor": {
+                "Columns": [{"Name": "order_id", "Type": "string"}],
+                "Location": location,
+                "SerdeInfo": {"Parameters": {"path": location}},
+            },
+        })
+        client.batch_create_partition(DatabaseName="dynamodb_raw", TableName=table, PartitionInputList=[
+            {"Values": [suffix], "StorageDescriptor": {"Location": f"{location}/customer_suffix={suffix}"}}
+            for suffix in "0123456789"
+        ])
+    yield client
 
 
 def _locations(glue, table: str) -> tuple[str, str, set[str]]:

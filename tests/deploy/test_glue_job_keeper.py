@@ -6,7 +6,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto import mock_aws
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "lambdas"))
 from glue_job_keeper import active_run, ensure_running  # noqa: E402
@@ -15,19 +14,15 @@ JOB = "lakehouse-dynamodb-cdc-to-raw"
 
 
 @pytest.fixture
-def glue(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
-        client = boto3.client("glue", region_name="eu-west-1")
-        client.create_job(
-            Name=JOB,
-            Role="arn:aws:iam::123456789012:role/glue",
-            Command={"Name": "gluestreaming", "ScriptLocation": "s3://code/glue_job.py"},
-            ExecutionProperty={"MaxConcurrentRuns": 1},
-        )
-        yield client
+def glue(mocked_aws):
+    client = boto3.client("glue", region_name="eu-west-1")
+    client.create_job(
+        Name=JOB,
+        Role="arn:aws:iam::123456789012:role/glue",
+        Command={"Name": "gluestreaming", "ScriptLocation": "s3://code/glue_job.py"},
+        ExecutionProperty={"MaxConcurrentRuns": 1},
+    )
+    yield client
 
 
 def test_a_job_without_runs_is_started(glue):
