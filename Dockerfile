@@ -17,12 +17,13 @@ RUN python -c "import tomllib; pins = tomllib.load(open('pyproject.toml', 'rb'))
     && rm dbt-requirements.txt
 
 COPY dbt_project.yml profiles.yml ./
+# dbt_project/ brings, of the Python helpers, only what publishes the PII key (env
+# LAKEHOUSE_PII_KEY, from Secrets Manager) to the table the models read it from,
+# before each build (README, "PII"); .dockerignore leaves the rest out.
 COPY dbt_project ./dbt_project
 COPY macros ./macros
 COPY seeds ./seeds
-# Publishes the PII key (env LAKEHOUSE_PII_KEY, from Secrets Manager) to the table the
-# models read it from, before each build (README, "PII").
-COPY lakehouse_dbt/__init__.py lakehouse_dbt/pii_key.py lakehouse_dbt/athena_pii_key.py ./lakehouse_dbt/
+ENV PYTHONPATH=/opt/lakehouse/dbt_project
 
 # The configuration must parse with the image's own files, so a broken copy fails the
 # image build, not the first scheduled run. (`dbt parse` reads no warehouse.)

@@ -21,7 +21,7 @@ from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
 from streaming import raw_layout
 from streaming.contract import TableContract, load_contracts
-from streaming.generator import generate_cdc
+from streaming.operations.generator import generate_cdc
 
 # The column of each DynamoDB table that carries the file prefix (the customer id).
 KEY_COLUMNS = {"customers": "id", "orders": "customer_id"}

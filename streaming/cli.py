@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.contract import ContractError, TableContract, load_contracts
-from streaming.reprocess import POINTER_FILE, RAW_DIR_ENV, SwitchError, read_pointer
+from streaming.operations.reprocess import POINTER_FILE, RAW_DIR_ENV, SwitchError, read_pointer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.backfill import BackfillResult
-    from streaming.generator import GenerationSummary
+    from streaming.operations.backfill import BackfillResult
+    from streaming.operations.generator import GenerationSummary
     from streaming.pipeline import Pipeline
-    from streaming.reconcile import ReconcileReport
+    from streaming.operations.reconcile import ReconcileReport
 
 DATA_DIR_ENV = "LAKEHOUSE_DATA_DIR"
 QUERY_NAME = "landing_to_raw"
@@ -125,7 +125,7 @@ def landing_files(layout: DataLayout) -> list[Path]:
 
 
 def generate(layout: DataLayout, *, out: Printer = print, **generator_options: object) -> GenerationSummary:
-    from streaming.generator import write_landing_files
+    from streaming.operations.generator import write_landing_files
 
     out(f"generating sample CDC into {layout.landing} ...")
     try:
@@ -331,8 +331,8 @@ def backfill(
     out: Printer = print,
 ) -> BackfillResult | None:
     """Load a DynamoDB export into its raw table as one batch; a dry run only describes it."""
-    from streaming.backfill import BackfillError, plan_backfill, run_backfill
-    from streaming.export import ExportValidationError
+    from streaming.operations.backfill import BackfillError, plan_backfill, run_backfill
+    from streaming.operations.export import ExportValidationError
     from streaming.sinks import LocalParquetSink
 
     contracts = _contracts(contracts_dir)
@@ -373,9 +373,9 @@ def reprocess(
     """Rebuild every raw table under `to` (backfills, then landing files); the live tables stay as they are."""
     from pyspark.errors import StreamingQueryException
 
-    from streaming.backfill import BackfillError
-    from streaming.export import ExportValidationError
-    from streaming.reprocess import plan_reprocess, run_reprocess
+    from streaming.operations.backfill import BackfillError
+    from streaming.operations.export import ExportValidationError
+    from streaming.operations.reprocess import plan_reprocess, run_reprocess
     from streaming.stream_identity import StreamIdentityError
 
     contracts = _contracts(contracts_dir)
@@ -420,7 +420,7 @@ def switch(
     out: Printer = print,
 ) -> None:
     """Point readers at another raw location (local pointer or Glue table locations), or roll back."""
-    from streaming.reprocess import rollback_glue_table, rollback_local, switch_glue_table, switch_local
+    from streaming.operations.reprocess import rollback_glue_table, rollback_local, switch_glue_table, switch_local
 
     if rollback == (to is not None):
         raise CliError("give either --to <location> or --rollback")
@@ -467,8 +467,8 @@ def reconcile(
     out: Printer = print,
 ) -> ReconcileReport:
     """Compare source and target per table; raises ReconcileMismatch when they differ."""
-    from streaming.export import ExportValidationError
-    from streaming.reconcile import ReconcileError, reconcile as compare, write_json_report
+    from streaming.operations.export import ExportValidationError
+    from streaming.operations.reconcile import ReconcileError, reconcile as compare, write_json_report
 
     contracts = _contracts(contracts_dir)
     try:
@@ -541,7 +541,7 @@ def run_demo(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streaming.generator import RECORD_FORMATS
+    from streaming.operations.generator import RECORD_FORMATS
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

@@ -43,7 +43,7 @@ _COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # The SQL types staging casts to (`cast:`): timestamp and date for ISO-8601 text (S),
 # bigint and decimal(p,s) for numbers (N). dbt reads them through
-# lakehouse_dbt/contract_casts.py, which also checks each fits its attribute's type
+# dbt_project/lakehouse_dbt/contract_casts.py, which also checks each fits its attribute's type
 # (not done here: a type change with its cast left over must reach the evolution
 # check, which refuses it with the way to reprocess). Precision is at most 38, the
 # digits of a DynamoDB number and the widest decimal of Athena and DuckDB.

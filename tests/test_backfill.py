@@ -8,12 +8,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.backfill import backfill_run_id, recorded_backfills
+from streaming.operations.backfill import backfill_run_id, recorded_backfills
 from streaming.cli import DataLayout, backfill, main, stream
 from streaming.contract import load_contracts
-from streaming.export import read_export_manifest, write_full_export
-from streaming.generator import CUSTOMERS, ORDERS, generate_cdc
-from streaming.reconcile import reconcile
+from streaming.operations.export import read_export_manifest, write_full_export
+from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
+from streaming.operations.reconcile import reconcile
 
 UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 2, 0, 0, 250000, tzinfo=UTC)

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from lakehouse_dbt.summary import MARTS_SCHEMA
-from streaming.generator import generate_cdc
+from streaming.operations.generator import generate_cdc
 from streaming.cli import DataLayout, default_data_dir, main, run_demo, status
 
 
@@ -123,7 +123,7 @@ def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):
 
 def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
     from streaming.cli import clear_generated
-    from streaming.reprocess import POINTER_FILE, read_pointer
+    from streaming.operations.reprocess import POINTER_FILE, read_pointer
 
     layout = DataLayout(tmp_path)
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')

@@ -14,7 +14,7 @@ import yaml
 from lakehouse_dbt import run_dbt
 from streaming.cli import DataLayout, main
 from streaming.contract import PACKAGED_CONTRACTS_DIR
-from streaming.generator import write_landing_files
+from streaming.operations.generator import write_landing_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.dbt]
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from streaming.export import (
+from streaming.operations.export import (
     ExportValidationError,
     export_to_change_records,
     read_export_manifest,
     write_full_export,
     write_incremental_export,
 )
-from streaming.generator import generate_cdc
+from streaming.operations.generator import generate_cdc
 
 UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 1, 30, 0, 123000, tzinfo=UTC)

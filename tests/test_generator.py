@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streaming.contract import load_contracts
-from streaming.generator import generate_cdc, write_landing_files
+from streaming.operations.generator import generate_cdc, write_landing_files
 
 UTC = timezone.utc
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"

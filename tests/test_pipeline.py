@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streaming.contract import AttributeSpec, TableContract, change_log_schema, load_contracts
-from streaming.generator import generate_cdc, write_landing_files
+from streaming.operations.generator import generate_cdc, write_landing_files
 from streaming.order import latest_per_key
 from streaming.pipeline import Pipeline, RecordsLostError
 from streaming.sinks import LocalParquetSink, QuarantineWriter

@@ -11,9 +11,9 @@ import pytest
 
 from streaming.cli import DataLayout, backfill, main
 from streaming.contract import load_contracts
-from streaming.export import write_full_export, write_incremental_export
-from streaming.generator import ORDERS, generate_cdc
-from streaming.reconcile import ReconcileError, reconcile
+from streaming.operations.export import write_full_export, write_incremental_export
+from streaming.operations.generator import ORDERS, generate_cdc
+from streaming.operations.reconcile import ReconcileError, reconcile
 
 UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ import pytest
 
 from streaming.cli import DataLayout, main, reprocess, status, stream
 from streaming.contract import load_contracts
-from streaming.generator import write_landing_files
-from streaming.reconcile import reconcile
-from streaming.reprocess import (
+from streaming.operations.generator import write_landing_files
+from streaming.operations.reconcile import reconcile
+from streaming.operations.reprocess import (
     POINTER_FILE,
     PREVIOUS_LOCATION_PARAMETER,
     SwitchError,

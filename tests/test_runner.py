@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from streaming.contract import load_contracts, raw_schema
-from streaming.generator import write_landing_files
+from streaming.operations.generator import write_landing_files
 from streaming.pipeline import Pipeline
 from streaming.runner import run_stream
 from streaming.sinks import LocalParquetSink, QuarantineWriter

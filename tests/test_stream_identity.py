@@ -10,7 +10,7 @@ import pytest
 
 from streaming.cli import DataLayout, main, status, stream
 from streaming.contract import load_contracts
-from streaming.generator import write_landing_files
+from streaming.operations.generator import write_landing_files
 from streaming.stream_identity import IDENTITY_FILE, StreamIdentityError, checkpoint_stream_id, claim_stream_identity
 
 CHECKPOINT = Path("checkpoints") / "landing_to_raw"

@@ -2,7 +2,7 @@
   Keyed pseudonyms: lower-case hex HMAC-SHA-256 (RFC 2104) of `<label>:<text>` under the
   PII key. Without the key nobody can recompute one from a guessed name or e-mail, and
   the label keeps pseudonyms of different columns apart (an e-mail's pseudonym never
-  equals a name's). The key never appears in SQL text (lakehouse_dbt/pii_key.py):
+  equals a name's). The key never appears in SQL text (dbt_project/lakehouse_dbt/pii_key.py):
   - DuckDB: variables holding the key's HMAC pad blocks, bound by the dbt-duckdb plugin
     lakehouse_dbt.duckdb_pii_key on each dbt connection; HMAC is two sha256 calls.
   - Athena: Trino's hmac_sha256(binary, key) (https://trino.io/docs/current/functions/binary.html)

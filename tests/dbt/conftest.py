@@ -26,7 +26,7 @@ def scenario_go_live_day() -> Iterator[None]:
 def deployment_pii_key() -> Iterator[None]:
     """One PII key for every data directory of the session, as a deployment has one:
     tests compare builds of different directories cell by cell, pseudonyms included
-    (without it each directory would get its own key, lakehouse_dbt/pii_key.py)."""
+    (without it each directory would get its own key, dbt_project/lakehouse_dbt/pii_key.py)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(KEY_ENV, "tests-deployment-pii-key-" + "0123456789" * 4)
         yield

@@ -19,7 +19,7 @@ import pytest
 from dbt_tables import pseudonym
 from lakehouse_dbt import run_dbt
 from lakehouse_dbt.raw_fixtures import write_raw_batch
-from streaming.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
+from streaming.operations.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
 
 pytestmark = pytest.mark.dbt
 

@@ -30,7 +30,7 @@ from lakehouse_dbt.contract_pii import MACRO_FILE, contract_columns, render_macr
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key, hmac_pads, key_file, resolve_key
 from lakehouse_dbt.raw_fixtures import write_raw_batch
 from streaming.contract import load_contracts
-from streaming.generator import generate_cdc
+from streaming.operations.generator import generate_cdc
 
 pytestmark = pytest.mark.dbt
 

@@ -45,10 +45,11 @@ def test_the_files_the_image_copies_parse_as_the_dbt_project(tmp_path):
     # The key publisher the scheduled build runs first imports with the image's packages
     # (dbt-athena brings boto3; there is no DuckDB there).
     probe = "import sys; sys.modules['duckdb'] = None; import lakehouse_dbt.athena_pii_key as m; print(m.__file__)"
-    imported = subprocess.run([sys.executable, "-c", probe], cwd=project, env=env, capture_output=True, text=True,
-                              timeout=120)
+    image_env = {**env, "PYTHONPATH": str(project / "dbt_project")}  # the Dockerfile's ENV PYTHONPATH
+    imported = subprocess.run([sys.executable, "-c", probe], cwd=project, env=image_env, capture_output=True,
+                              text=True, timeout=120)
     assert imported.returncode == 0, imported.stderr[-2000:]
-    assert imported.stdout.strip() == str(project / "lakehouse_dbt" / "athena_pii_key.py")
+    assert imported.stdout.strip() == str(project / "dbt_project" / "lakehouse_dbt" / "athena_pii_key.py")
 
 
 def test_the_build_context_holds_exactly_what_the_image_copies():
@@ -58,4 +59,7 @@ def test_the_build_context_holds_exactly_what_the_image_copies():
         for line in (REPO / ".dockerignore").read_text().splitlines()
         if line.startswith("!")
     }
-    assert set(copied_paths(REPO / "Dockerfile")) | {"Dockerfile"} == allowed
+    # Of the dbt helpers under dbt_project/, only the PII key publisher goes in.
+    helpers = {path for path in allowed if path.startswith("dbt_project/lakehouse_dbt/")}
+    assert helpers == {f"dbt_project/lakehouse_dbt/{name}.py" for name in ("__init__", "pii_key", "athena_pii_key")}
+    assert set(copied_paths(REPO / "Dockerfile")) | {"Dockerfile"} == allowed - helpers

@@ -26,7 +26,7 @@ import duckdb
 
 from streaming import raw_layout
 from streaming.contract import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
-from streaming.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
+from streaming.operations.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
 
 SAMPLE_SIZE = 5
 _ROW_HASH = "_row_hash"

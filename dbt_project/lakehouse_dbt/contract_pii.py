@@ -15,7 +15,7 @@ from pathlib import Path
 
 from streaming.contract import AttributeSpec, TableContract, load_contracts
 
-MACRO_FILE = Path(__file__).resolve().parent.parent / "macros" / "pii" / "contract_columns.sql"
+MACRO_FILE = Path(__file__).resolve().parents[2] / "macros" / "pii" / "contract_columns.sql"
 
 
 def _holds_pii(spec: AttributeSpec) -> bool:

@@ -8,9 +8,9 @@ from pathlib import Path
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
-from streaming.reprocess import dbt_env
+from streaming.operations.reprocess import dbt_env
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def _close_duckdb_environment() -> None:

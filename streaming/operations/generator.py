@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming.contract import load_contracts
-from streaming.export import SAMPLE_ACCOUNT, SAMPLE_REGION, DynamoItem, IncrementalChange
+from streaming.operations.export import SAMPLE_ACCOUNT, SAMPLE_REGION, DynamoItem, IncrementalChange
 
 UTC = timezone.utc
 CUSTOMERS = "customers"

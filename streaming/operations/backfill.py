@@ -1,7 +1,7 @@
 """Backfill a raw table from a DynamoDB export (full or incremental) through the stream's pipeline.
 
 An export is validated against its manifests, replayed as change records
-(`streaming.export.export_to_change_records`) and handed to the same
+(`streaming.operations.export.export_to_change_records`) and handed to the same
 `Pipeline.process_batch` the stream uses, as one batch read. Its batch id is derived
 from the export id and is negative, so it never collides with a stream's batch ids
 (which start at 0) and a retry of the same export overwrites exactly the folders the
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming import raw_layout
 from streaming.contract import TableContract
-from streaming.export import (
+from streaming.operations.export import (
     INCREMENTAL_EXPORT,
     ExportManifest,
     ExportValidationError,

@@ -149,7 +149,7 @@ class ReprocessPlan:
 
 def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -> ReprocessPlan:
     """Check that `to` is a new (or an interrupted reprocess's) location, away from the live data."""
-    from streaming.backfill import recorded_backfills
+    from streaming.operations.backfill import recorded_backfills
 
     landing = (from_landing or data_dir / "landing").resolve()
     files = tuple(sorted(landing.rglob("*.jsonl"))) if landing.is_dir() else ()
@@ -192,7 +192,7 @@ def run_reprocess(
     retry: the backfills overwrite their own batch folders, and the stream resumes from
     the target's checkpoint.
     """
-    from streaming.backfill import plan_backfill, run_backfill
+    from streaming.operations.backfill import plan_backfill, run_backfill
     from streaming.runner import run_stream
     from streaming.sources import landing_files_stream
     from streaming.stream_identity import claim_stream_identity
