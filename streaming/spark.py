@@ -1,12 +1,19 @@
-"""SparkSession construction for local runs and tests (Glue builds its own)."""
+"""SparkSession construction for the CLI, local runs and tests (Glue builds its own)."""
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
+import zipfile
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+DEFAULT_MASTER = "local[2]"
+# The package executors must import to run Python functions the driver ships to them.
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 class JavaNotFoundError(RuntimeError):
@@ -42,13 +49,44 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
         return False
 
 
+def is_local_master(master: str) -> bool:
+    """`local`, `local[4]`, `local[*,2]`...: driver and executor share one JVM."""
+    return master == "local" or master.startswith("local[")
+
+
+def package_zip(folder: Path) -> Path:
+    """This package's source as a zip under `folder`, importable from sys.path like an egg."""
+    target = folder / f"{PACKAGE_DIR.name}.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(PACKAGE_DIR.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(PACKAGE_DIR.parent))
+    return target
+
+
+def ship_package_to_executors(spark: SparkSession) -> Path:
+    """Make executors import the driver's own `streaming` package.
+
+    On a cluster, a Python function the driver sends to executors is pickled by
+    reference to its module; an executor's Python would otherwise import whatever
+    `streaming` its own sys.path holds (another version, or none at all). Spark serves
+    the zip from the driver for as long as the session runs, so it is removed at exit.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="lakehouse-pyfiles-"))
+    atexit.register(shutil.rmtree, folder, True)
+    archive = package_zip(folder)
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
+
+
 def local_session(
     app_name: str = "dynamodb-lakehouse",
-    master: str = "local[2]",
+    master: str = DEFAULT_MASTER,
     shuffle_partitions: int = 4,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """A small local SparkSession: few shuffle partitions, UTC, no UI."""
+    """A small SparkSession: few shuffle partitions, UTC, no UI. Local by default; with a
+    cluster `master` (spark://..., yarn) this package is shipped to the executors."""
     ensure_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
@@ -68,4 +106,6 @@ def local_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not is_local_master(master):
+        ship_package_to_executors(spark)
     return spark
