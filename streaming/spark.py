@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -89,6 +90,12 @@ def local_session(
     cluster `master` (spark://..., yarn) this package is shipped to the executors."""
     ensure_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if is_local_master(master):
+        # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
+        # need not have pyspark (a venv used without activating it). Local executors share
+        # this machine, so this interpreter is the right one; on a cluster, the executor
+        # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
