@@ -145,15 +145,17 @@ def generate(layout: DataLayout, *, out: Printer = print, **generator_options: o
 
 
 @contextmanager
-def _spark_session(given: SparkSession | None, out: Printer, master: str = DEFAULT_MASTER) -> Iterator[SparkSession]:
-    """The caller's session (tests, the demo) as it is, or a new one on `master` stopped afterwards."""
+def _spark_session(given: SparkSession | None, out: Printer, master: str | None = None) -> Iterator[SparkSession]:
+    """The caller's session (tests, the demo) as it is, or a new one stopped afterwards, on
+    `master` (default: spark-submit's master, else local)."""
     if given is not None:
         yield given
         return
-    from streaming.spark import JavaNotFoundError, local_session
+    from streaming.spark import JavaNotFoundError, local_session, resolve_master
 
-    out(f"starting Spark ({master}) ...")
     try:
+        master = resolve_master(master)
+        out(f"starting Spark ({master}) ...")
         session = local_session(master=master)
     except JavaNotFoundError as exc:
         raise CliError(str(exc)) from exc
@@ -171,7 +173,7 @@ def stream(
     sink: str = "auto",
     contracts_dir: str | None = None,
     max_files_per_trigger: int | None = None,
-    master: str = DEFAULT_MASTER,
+    master: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> None:
@@ -569,8 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
     run.add_argument("--max-files-per-trigger", type=int, default=None,
                      help="landing files per micro-batch (default 100)")
-    run.add_argument("--master", default=DEFAULT_MASTER,
-                     help=f"Spark master URL, e.g. spark://host:7077 or yarn (default {DEFAULT_MASTER})")
+    run.add_argument("--master", default=None,
+                     help=f"Spark master URL, e.g. spark://host:7077 or yarn "
+                          f"(default: spark-submit's --master, else {DEFAULT_MASTER})")
 
     commands.add_parser("status", parents=[common], help="row counts of raw tables and quarantine reasons")
 

@@ -9,6 +9,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
@@ -50,9 +51,27 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
         return False
 
 
+def _prepare_driver_environment() -> None:
+    """Read by the driver JVM at its start: Java, and the address Spark binds to."""
+    ensure_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
 def is_local_master(master: str) -> bool:
     """`local`, `local[4]`, `local[*,2]`...: driver and executor share one JVM."""
     return master == "local" or master.startswith("local[")
+
+
+def resolve_master(master: str | None) -> str:
+    """`master` when given; else the master spark-submit was given (`--master yarn` on EMR,
+    or in PYSPARK_SUBMIT_ARGS), which it passes to the driver as a JVM system property;
+    else local. Setting the builder's master unconditionally would override spark-submit's."""
+    if master:
+        return master
+    _prepare_driver_environment()
+    # Joins the JVM spark-submit started, or starts one as pyspark does for a plain script.
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", DEFAULT_MASTER) or DEFAULT_MASTER
 
 
 def package_zip(folder: Path) -> Path:
@@ -88,8 +107,7 @@ def local_session(
 ) -> SparkSession:
     """A small SparkSession: few shuffle partitions, UTC, no UI. Local by default; with a
     cluster `master` (spark://..., yarn) this package is shipped to the executors."""
-    ensure_java()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    _prepare_driver_environment()
     if is_local_master(master):
         # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
         # need not have pyspark (a venv used without activating it). Local executors share

@@ -17,7 +17,14 @@ import pytest
 
 from benchmarks.standalone_cluster import ClusterStartError, free_port, scala_version, spark_home
 from streaming import cli
-from streaming.spark import DEFAULT_MASTER, JavaNotFoundError, is_local_master, package_zip, ship_package_to_executors
+from streaming.spark import (
+    DEFAULT_MASTER,
+    JavaNotFoundError,
+    is_local_master,
+    package_zip,
+    resolve_master,
+    ship_package_to_executors,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,7 +88,7 @@ def test_shipped_package_is_what_executors_import(spark) -> None:
 
 
 def test_stream_master_option_defaults_to_local_and_reaches_the_session(tmp_path: Path, monkeypatch, capsys) -> None:
-    assert cli.build_parser().parse_args(["stream"]).master == DEFAULT_MASTER == "local[2]"
+    assert cli.build_parser().parse_args(["stream"]).master is None  # spark-submit's, else local
     assert cli.main(["generate", "--data-dir", str(tmp_path), "--customers", "2"]) == 0
     masters = []
 
@@ -94,6 +101,19 @@ def test_stream_master_option_defaults_to_local_and_reaches_the_session(tmp_path
 
     assert code == 2 and "stopped here" in capsys.readouterr().err
     assert masters == ["spark://127.0.0.1:7077"]
+
+
+@pytest.mark.spark
+def test_master_defaults_to_the_one_spark_submit_passed_else_local(spark) -> None:
+    assert resolve_master("spark://127.0.0.1:7077") == "spark://127.0.0.1:7077"
+    assert resolve_master(None) == DEFAULT_MASTER == "local[2]"
+    # spark-submit hands its --master to the driver as this JVM system property.
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("spark.master", "yarn")
+    try:
+        assert resolve_master(None) == "yarn"
+    finally:
+        system.clearProperty("spark.master")
 
 
 def test_scala_version_is_read_from_sparks_own_jars(tmp_path: Path) -> None:
