@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.standalone_cluster import LOOPBACK_ADDRESSES, StandaloneCluster, standalone_cluster
+
+if TYPE_CHECKING:
+    from streaming.operations.reconcile import ReconcileReport
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 QUERY_NAME = "landing_to_raw"
@@ -95,9 +99,16 @@ def _listening_addresses(process: subprocess.Popen[bytes]) -> set[str]:
     return found
 
 
+def _start_cli(data_dir: Path, master: str, files_per_batch: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """`lakehouse stream` in its own process group, so its driver JVM can be stopped with it."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(stream_command(data_dir, master, files_per_batch), cwd=REPO_ROOT,
+                                env=cli_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
-        os.killpg(process.pid, 9)
+        os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     process.wait()
@@ -105,12 +116,15 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def run_reference(data_dir: Path, files_per_batch: int, log_path: Path) -> float:
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        completed = subprocess.run(stream_command(data_dir, "local[2]", files_per_batch), cwd=REPO_ROOT,
-                                   env=cli_environment(), stdout=log, stderr=subprocess.STDOUT,
-                                   timeout=RUN_TIMEOUT_S, check=False)
-    if completed.returncode != 0:
-        raise RuntimeError(f"the local[2] reference run exited {completed.returncode}:\n{_tail(log_path)}")
+    driver = _start_cli(data_dir, "local[2]", files_per_batch, log_path)
+    try:
+        returncode = driver.wait(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the local[2] reference run did not finish in {RUN_TIMEOUT_S}s") from None
+    finally:
+        _kill_group(driver)
+    if returncode != 0:
+        raise RuntimeError(f"the local[2] reference run exited {returncode}:\n{_tail(log_path)}")
     return time.monotonic() - started
 
 
@@ -118,10 +132,7 @@ def run_on_cluster_killing_a_worker(cluster: StandaloneCluster, data_dir: Path, 
                                     log_path: Path, progress: Callable[[str], None]) -> dict[str, Any]:
     """Stream on `cluster`; after the first commit SIGKILL worker 0 and its executor."""
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        driver = subprocess.Popen(stream_command(data_dir, cluster.master_url, files_per_batch), cwd=REPO_ROOT,
-                                  env=cli_environment(), stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+    driver = _start_cli(data_dir, cluster.master_url, files_per_batch, log_path)
     try:
         deadline = started + RUN_TIMEOUT_S
         while committed_batches(data_dir) == 0 and driver.poll() is None and time.monotonic() < deadline:
@@ -157,7 +168,7 @@ def _tail(path: Path, characters: int = 3000) -> str:
     return path.read_text(errors="replace")[-characters:]
 
 
-def current_state_report(reference_raw: Path, cluster_raw: Path) -> Any:
+def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileReport:
     from streaming.contract import load_contracts
     from streaming.operations.reconcile import reconcile
 
