@@ -10,7 +10,8 @@ with the real CLI, one file set per micro-batch:
    tasks on the other worker and the stream finishes.
 
 Both runs use one data-directory path in turn (the reference's result is moved aside
-before the cluster run), so every column, `source_ref` included, must match. Passed
+before the cluster run), so every column, `source_ref` included, must match; the CLI
+gets it relative to its working directory, as `./data` is by default. Passed
 when the change logs and the quarantine are equal row for row with each row's batch id
 (`_ingested_at` aside: 0 lost, 0 duplicated, 0 unexpected), the current state per key
 reconciles (`lakehouse reconcile`'s comparison), the killed worker had an executor,
@@ -100,9 +101,14 @@ def _listening_addresses(process: subprocess.Popen[bytes]) -> set[str]:
 
 
 def _start_cli(data_dir: Path, master: str, files_per_batch: int, log_path: Path) -> subprocess.Popen[bytes]:
-    """`lakehouse stream` in its own process group, so its driver JVM can be stopped with it."""
+    """`lakehouse stream` in its own process group, so its driver JVM can be stopped with it.
+
+    The data directory is given relative to the driver's working directory, as the
+    default `./data` is: an executor works in a folder of its own, so a path resolved
+    there instead of on the driver would land rows in the wrong place.
+    """
     with open(log_path, "wb") as log:
-        return subprocess.Popen(stream_command(data_dir, master, files_per_batch), cwd=REPO_ROOT,
+        return subprocess.Popen(stream_command(Path(data_dir.name), master, files_per_batch), cwd=data_dir.parent,
                                 env=cli_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -139,9 +145,10 @@ def run_on_cluster_killing_a_worker(cluster: StandaloneCluster, data_dir: Path, 
             time.sleep(0.2)
         if driver.poll() is not None or committed_batches(data_dir) == 0:
             raise RuntimeError(f"the cluster run ended or stalled before its first commit:\n{_tail(log_path)}")
+        first_commit_seconds = time.monotonic() - started
         listening = cluster.listening_addresses() | _listening_addresses(driver)
         victim = cluster.workers[0]
-        executors_killed = len(victim.processes()) - 1
+        executors_killed = len(victim.executors())
         committed_at_kill = committed_batches(data_dir)
         victim.kill()
         progress(f"cluster drill: killed {victim.name} and its {executors_killed} executor(s) "
@@ -155,6 +162,7 @@ def run_on_cluster_killing_a_worker(cluster: StandaloneCluster, data_dir: Path, 
     return {
         "returncode": returncode,
         "seconds": time.monotonic() - started,
+        "first_commit_seconds": first_commit_seconds,
         "committed_at_kill": committed_at_kill,
         "committed_at_end": committed_batches(data_dir),
         "executors_killed": executors_killed,

@@ -26,6 +26,7 @@ LOOPBACK = "127.0.0.1"
 # Spark's own daemons default to a 1 GB heap; these only keep cluster state.
 DAEMON_HEAP = "256m"
 MASTER_READY = "I have been elected leader"
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 WORKER_READY = "Successfully registered with master"
 # Addresses a socket bound to the loopback interface reports (IPv4, or mapped into IPv6).
 LOOPBACK_ADDRESSES = frozenset({LOOPBACK, f"::ffff:{LOOPBACK}"})
@@ -68,6 +69,17 @@ class Daemon:
             return [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return []
+
+    def executors(self) -> list[psutil.Process]:
+        """The executor JVMs this worker started for applications."""
+        found = []
+        for process in self.processes()[1:]:
+            try:
+                if EXECUTOR_CLASS in process.cmdline():
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
 
     def kill(self) -> None:
         """SIGKILL the daemon's process group: a worker and its executors die together, as
