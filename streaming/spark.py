@@ -64,14 +64,19 @@ def is_local_master(master: str) -> bool:
 
 def resolve_master(master: str | None) -> str:
     """`master` when given; else the master spark-submit was given (`--master yarn` on EMR,
-    or in PYSPARK_SUBMIT_ARGS), which it passes to the driver as a JVM system property;
-    else local. Setting the builder's master unconditionally would override spark-submit's."""
+    or in PYSPARK_SUBMIT_ARGS); else local. Setting the builder's master unconditionally
+    would override spark-submit's.
+
+    spark-submit hands its configuration to the application as JVM system properties
+    (apache/spark core/src/main/scala/org/apache/spark/deploy/SparkApplication.scala,
+    `JavaMainApplication.start`), and a SparkConf loads `spark.*` system properties.
+    """
     if master:
         return master
     _prepare_driver_environment()
     # Joins the JVM spark-submit started, or starts one as pyspark does for a plain script.
     SparkContext._ensure_initialized()
-    return SparkConf().get("spark.master", DEFAULT_MASTER) or DEFAULT_MASTER
+    return SparkConf().get("spark.master", DEFAULT_MASTER)
 
 
 def package_zip(folder: Path) -> Path:
@@ -112,7 +117,8 @@ def local_session(
         # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
         # need not have pyspark (a venv used without activating it). Local executors share
         # this machine, so this interpreter is the right one; on a cluster, the executor
-        # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python).
+        # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python,
+        # which Spark has read since SPARK-13081, apache/spark commit 7a9e25c).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
