@@ -1,9 +1,12 @@
 """`make drills`: fault drills, each bounded in count and time and stopping by itself.
 
-    python -m benchmarks.drills [--trials 20] [--quick] [--only kill,fuzz,property,dbt]
+    python -m benchmarks.drills [--trials 20] [--quick] [--only kill,cluster,fuzz,property,dbt]
 
 - kill:     SIGKILL the streaming job at random points, restart until done; the raw
             change logs and quarantine must equal a clean run's (no loss, no duplicates).
+- cluster:  `lakehouse stream` on a Spark standalone cluster (master + 2 workers as
+            separate JVMs on 127.0.0.1); one worker SIGKILLed after the first commit;
+            change logs, quarantine and current state must equal a local[2] run's.
 - fuzz:     >= 1000 malformed and hostile records mixed with good ones: no batch fails,
             every bad record quarantined with its reason, every good record lands.
 - property: hypothesis: any interleaving, duplication and batching of key histories
@@ -28,7 +31,7 @@ from typing import Any
 
 from benchmarks.measure import REPO_ROOT, machine_info, prepare_run
 
-DRILLS = ("kill", "fuzz", "property", "dbt")
+DRILLS = ("kill", "cluster", "fuzz", "property", "dbt")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class DrillPlan:
     dbt_histories: int
     dbt_batches: int
     dbt_keys: int
+    cluster_customers: int
+    cluster_records_per_file: int
+    cluster_files_per_batch: int
     seed: int = 20261101
 
 
@@ -51,11 +57,13 @@ def plan_from_args(args: argparse.Namespace) -> DrillPlan:
     if args.quick:
         plan = DrillPlan(kill_trials=2, kill_files=2, kill_records_per_file=200, fuzz_bad=1100,
                          fuzz_good_customers=40, fuzz_batches=2, property_examples=4, property_staging_examples=1,
-                         dbt_histories=1, dbt_batches=3, dbt_keys=12)
+                         dbt_histories=1, dbt_batches=3, dbt_keys=12,
+                         cluster_customers=60, cluster_records_per_file=150, cluster_files_per_batch=2)
     else:
         plan = DrillPlan(kill_trials=20, kill_files=4, kill_records_per_file=300, fuzz_bad=1500,
                          fuzz_good_customers=150, fuzz_batches=4, property_examples=25, property_staging_examples=4,
-                         dbt_histories=3, dbt_batches=4, dbt_keys=25)
+                         dbt_histories=3, dbt_batches=4, dbt_keys=25,
+                         cluster_customers=200, cluster_records_per_file=300, cluster_files_per_batch=2)
     if args.trials is not None:
         plan = DrillPlan(**{**asdict(plan), "kill_trials": args.trials})
     return plan
@@ -73,6 +81,14 @@ def run_kill(plan: DrillPlan, work: Path) -> dict[str, Any]:
                                records_per_file=plan.kill_records_per_file, seed=plan.seed % 1000)
     progress(f"kill drill: {plan.kill_trials} trials over {len(landing.files)} files ({landing.records} records)")
     return kill_drill(landing, work / "kill", plan.kill_trials, plan.seed, progress)
+
+
+def run_cluster(plan: DrillPlan, work: Path) -> dict[str, Any]:
+    from benchmarks.cluster_drill import cluster_drill
+
+    return cluster_drill(work / "cluster", customers=plan.cluster_customers,
+                         records_per_file=plan.cluster_records_per_file,
+                         files_per_batch=plan.cluster_files_per_batch, seed=plan.seed % 1000, progress=progress)
 
 
 def run_dbt_drills(plan: DrillPlan, work: Path) -> dict[str, Any]:
@@ -134,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     # Subprocess drills first, before this process starts a JVM of its own.
     if "kill" in selected:
         attempt("kill_9", lambda: {"kill_9": run_kill(plan, work)})
+    if "cluster" in selected:
+        attempt("cluster_worker_kill", lambda: {"cluster_worker_kill": run_cluster(plan, work)})
     if {"fuzz", "property"} & set(selected):
         from streaming.spark import local_session
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from streaming.contract import ContractError, TableContract, load_contracts
 from streaming.operations.reprocess import POINTER_FILE, RAW_DIR_ENV, SwitchError, read_pointer
+from streaming.spark import DEFAULT_MASTER
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,16 +145,18 @@ def generate(layout: DataLayout, *, out: Printer = print, **generator_options: o
 
 
 @contextmanager
-def _spark_session(given: SparkSession | None, out: Printer) -> Iterator[SparkSession]:
-    """The caller's session (tests, the demo) as it is, or a local one stopped afterwards."""
+def _spark_session(given: SparkSession | None, out: Printer, master: str | None = None) -> Iterator[SparkSession]:
+    """The caller's session (tests, the demo) as it is, or a new one stopped afterwards, on
+    `master` (default: spark-submit's master, else local)."""
     if given is not None:
         yield given
         return
-    from streaming.spark import JavaNotFoundError, local_session
+    from streaming.spark import JavaNotFoundError, local_session, resolve_master
 
-    out("starting Spark (local) ...")
     try:
-        session = local_session()
+        master = resolve_master(master)
+        out(f"starting Spark ({master}) ...")
+        session = local_session(master=master)
     except JavaNotFoundError as exc:
         raise CliError(str(exc)) from exc
     try:
@@ -170,10 +173,12 @@ def stream(
     sink: str = "auto",
     contracts_dir: str | None = None,
     max_files_per_trigger: int | None = None,
+    master: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> None:
-    """Stream the landing files into the raw tables; processing-time runs until Ctrl-C."""
+    """Stream the landing files into the raw tables; processing-time runs until Ctrl-C.
+    `master` is used only when no `spark` session is given."""
     if not landing_files(layout):
         raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
@@ -181,7 +186,7 @@ def stream(
     # Checked before Spark starts: a refusal costs no JVM start and leaves nothing behind.
     stream_id = _claim_stream_identity(target.root, target.checkpoint(QUERY_NAME), layout.landing, contracts)
     _guard_contracts(target, contracts, out)
-    with _spark_session(spark, out) as session:
+    with _spark_session(spark, out, master) as session:
         pipeline = _pipeline(session, target, contracts, sink, stream_id=stream_id)
         _stream_with(session, layout, target, pipeline, trigger, interval, max_files_per_trigger, out)
 
@@ -566,6 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
     run.add_argument("--max-files-per-trigger", type=int, default=None,
                      help="landing files per micro-batch (default 100)")
+    run.add_argument("--master", default=None,
+                     help=f"Spark master URL, e.g. spark://host:7077 or yarn "
+                          f"(default: spark-submit's --master, else {DEFAULT_MASTER})")
 
     commands.add_parser("status", parents=[common], help="row counts of raw tables and quarantine reasons")
 
@@ -635,6 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sink=args.sink,
                 contracts_dir=args.contracts_dir,
                 max_files_per_trigger=args.max_files_per_trigger,
+                master=args.master,
             )
         elif args.command == "status":
             for line in status(layout, contracts_dir=args.contracts_dir).lines():

@@ -1,12 +1,21 @@
-"""SparkSession construction for local runs and tests (Glue builds its own)."""
+"""SparkSession construction for the CLI, local runs and tests (Glue builds its own)."""
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+DEFAULT_MASTER = "local[2]"
+# The package executors must import to run Python functions the driver ships to them.
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 class JavaNotFoundError(RuntimeError):
@@ -42,15 +51,75 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
         return False
 
 
+def _prepare_driver_environment() -> None:
+    """Read by the driver JVM at its start: Java, and the address Spark binds to."""
+    ensure_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def is_local_master(master: str) -> bool:
+    """`local`, `local[4]`, `local[*,2]`...: driver and executor share one JVM."""
+    return master == "local" or master.startswith("local[")
+
+
+def resolve_master(master: str | None) -> str:
+    """`master` when given; else the master spark-submit was given (`--master yarn` on EMR,
+    or in PYSPARK_SUBMIT_ARGS); else local. Setting the builder's master unconditionally
+    would override spark-submit's.
+
+    spark-submit hands its configuration to the application as JVM system properties
+    (apache/spark core/src/main/scala/org/apache/spark/deploy/SparkApplication.scala,
+    `JavaMainApplication.start`), and a SparkConf loads `spark.*` system properties.
+    """
+    if master:
+        return master
+    _prepare_driver_environment()
+    # Joins the JVM spark-submit started, or starts one as pyspark does for a plain script.
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", DEFAULT_MASTER)
+
+
+def package_zip(folder: Path) -> Path:
+    """This package's source as a zip under `folder`, importable from sys.path like an egg."""
+    target = folder / f"{PACKAGE_DIR.name}.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(PACKAGE_DIR.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(PACKAGE_DIR.parent))
+    return target
+
+
+def ship_package_to_executors(spark: SparkSession) -> Path:
+    """Make executors import the driver's own `streaming` package.
+
+    On a cluster, a Python function the driver sends to executors is pickled by
+    reference to its module; an executor's Python would otherwise import whatever
+    `streaming` its own sys.path holds (another version, or none at all). Spark serves
+    the zip from the driver for as long as the session runs, so it is removed at exit.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="lakehouse-pyfiles-"))
+    atexit.register(shutil.rmtree, folder, True)
+    archive = package_zip(folder)
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
+
+
 def local_session(
     app_name: str = "dynamodb-lakehouse",
-    master: str = "local[2]",
+    master: str = DEFAULT_MASTER,
     shuffle_partitions: int = 4,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """A small local SparkSession: few shuffle partitions, UTC, no UI."""
-    ensure_java()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    """A small SparkSession: few shuffle partitions, UTC, no UI. Local by default; with a
+    cluster `master` (spark://..., yarn) this package is shipped to the executors."""
+    _prepare_driver_environment()
+    if is_local_master(master):
+        # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
+        # need not have pyspark (a venv used without activating it). Local executors share
+        # this machine, so this interpreter is the right one; on a cluster, the executor
+        # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python,
+        # which Spark has read since SPARK-13081, apache/spark commit 7a9e25c).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -68,4 +137,6 @@ def local_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not is_local_master(master):
+        ship_package_to_executors(spark)
     return spark

@@ -1,0 +1,132 @@
+"""Session construction for local and cluster masters (streaming/spark.py), the `--master`
+option of `lakehouse stream`, and the pieces of the standalone cluster the drill starts.
+
+The cluster run itself (master + two worker JVMs, a worker killed mid-stream) takes
+minutes on a 2-core machine, far over the test budget: it is `make drills`
+(`python -m benchmarks.drills --only cluster`, benchmarks/cluster_drill.py).
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from benchmarks.standalone_cluster import ClusterStartError, free_port, scala_version, spark_home
+from streaming import cli
+from streaming.spark import (
+    DEFAULT_MASTER,
+    JavaNotFoundError,
+    is_local_master,
+    package_zip,
+    resolve_master,
+    ship_package_to_executors,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(("master", "local"), [
+    ("local", True), ("local[2]", True), ("local[*]", True), ("local[2,3]", True),
+    # Separate executor JVMs (Spark's local-cluster test mode) or real clusters.
+    ("local-cluster[2,1,512]", False), ("spark://127.0.0.1:7077", False), ("yarn", False),
+])
+def test_only_in_process_masters_count_as_local(master: str, local: bool) -> None:
+    assert is_local_master(master) is local
+
+
+def test_package_zip_is_the_whole_package_and_imports_from_sys_path(tmp_path: Path) -> None:
+    archive = package_zip(tmp_path)
+
+    names = zipfile.ZipFile(archive).namelist()
+    sources = {path.relative_to(REPO).as_posix() for path in (REPO / "streaming").rglob("*")
+               if path.is_file() and "__pycache__" not in path.parts}
+    assert set(names) == sources
+    assert "streaming/operations/reconcile.py" in names and "streaming/contracts/orders.yml" in names
+    # First on sys.path, the zip wins over any installed copy (the shared venv's points elsewhere).
+    imported = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(archive)!r}); "
+                               "import streaming.order as m; print(m.__file__)"],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+    ).stdout.strip()
+    assert imported == str(archive / "streaming" / "order.py")
+
+
+@pytest.mark.spark
+def test_local_executors_run_this_interpreter(spark) -> None:
+    # Without PYSPARK_PYTHON Spark would start `python3` from PATH, which need not be this venv's.
+    prefixes = spark.sparkContext.parallelize(range(2), 2).map(lambda _: sys.prefix).distinct().collect()
+    assert prefixes == [sys.prefix]
+
+
+@pytest.mark.spark
+def test_shipped_package_is_what_executors_import(spark) -> None:
+    archive = ship_package_to_executors(spark)
+
+    def resolve_package(_: int) -> tuple[str, str]:
+        # Where a fresh `import streaming` in this executor's Python would load from
+        # (sys.path order; ignores modules an earlier task already imported). An
+        # executor's own working directory comes first on its sys.path: on a cluster that
+        # is its scratch folder, in local mode the driver's, so it is left out here.
+        import importlib.machinery
+        import os
+        import sys as executor_sys
+
+        search = [entry for entry in executor_sys.path if entry not in ("", os.getcwd())]
+        spec = importlib.machinery.PathFinder.find_spec("streaming", search)
+        return os.getcwd(), spec.origin if spec else "not importable"
+
+    origins = set(spark.sparkContext.parallelize(range(2), 2).map(resolve_package).collect())
+    assert len(origins) == 1
+    ((_, origin),) = origins
+    # Spark hands executors their own copy of the zip, under the same name; it comes
+    # before the interpreter's site-packages, where an installed copy would be.
+    assert origin.endswith(f"/{archive.name}/streaming/__init__.py"), origin
+
+
+def test_stream_master_option_defaults_to_local_and_reaches_the_session(tmp_path: Path, monkeypatch, capsys) -> None:
+    assert cli.build_parser().parse_args(["stream"]).master is None  # spark-submit's, else local
+    assert cli.main(["generate", "--data-dir", str(tmp_path), "--customers", "2"]) == 0
+    masters = []
+
+    def no_java(*, master: str, **_: object) -> None:
+        masters.append(master)
+        raise JavaNotFoundError("stopped here: the test only follows --master")
+
+    monkeypatch.setattr("streaming.spark.local_session", no_java)
+    code = cli.main(["stream", "--data-dir", str(tmp_path), "--master", "spark://127.0.0.1:7077"])
+
+    assert code == 2 and "stopped here" in capsys.readouterr().err
+    assert masters == ["spark://127.0.0.1:7077"]
+
+
+@pytest.mark.spark
+def test_master_defaults_to_the_one_spark_submit_passed_else_local(spark) -> None:
+    assert resolve_master("spark://127.0.0.1:7077") == "spark://127.0.0.1:7077"
+    assert resolve_master(None) == DEFAULT_MASTER == "local[2]"
+    # spark-submit hands its --master to the driver as this JVM system property.
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("spark.master", "yarn")
+    try:
+        assert resolve_master(None) == "yarn"
+    finally:
+        system.clearProperty("spark.master")
+
+
+def test_scala_version_is_read_from_sparks_own_jars(tmp_path: Path) -> None:
+    home = spark_home()
+    version = scala_version(home)
+    # The Scala library shipped with the same pyspark must be of that binary version.
+    assert list(home.glob(f"jars/scala-library-{version}.*.jar"))
+    with pytest.raises(ClusterStartError, match="no spark-core jar"):
+        scala_version(tmp_path)
+
+
+def test_free_port_is_bindable_on_loopback() -> None:
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", port))
+        assert listener.getsockname() == ("127.0.0.1", port)
