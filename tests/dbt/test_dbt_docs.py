@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -285,3 +285,58 @@ def test_docs_site_shows_marts_descriptions_and_lineage_from_raw_sources(docs_si
             assert image.size == (1400, 900)
             # A rendered page, not a blank one: many distinct colours.
             assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 50, file_name
+
+
+AS_OF = datetime(2024, 3, 1, 9, 45)
+
+
+def _customers_live_at(moment: datetime) -> dict[str, int]:
+    """Oracle from the scenario's events: per live customer id at `moment`, how many
+    distinct INSERT/MODIFY events it had by then (its version number)."""
+    events: dict[tuple[str, str], set[tuple]] = {}
+    for batch in BATCHES:
+        for row in CUSTOMERS[batch]:
+            at = row["_event_ts"].replace(tzinfo=None)
+            if at <= moment:
+                events.setdefault((row["id"], row["cust_name"]), set()).add(
+                    (at, row["sequence"], row.get("_event_name", "INSERT")))
+    live = {}
+    for (customer_id, _), key_events in events.items():
+        ordered = sorted(key_events)
+        if ordered[-1][2] != "REMOVE":
+            live[customer_id] = sum(name != "REMOVE" for *_, name in ordered)
+    return live
+
+
+def test_saved_analyses_run_on_the_built_marts(two_builds: dict) -> None:
+    """The analyses compile on the local target too and answer what they say."""
+    data_dir = two_builds["data_dir"]
+    variables = f"{{from_date: '2024-03-01', as_of: '{AS_OF:%Y-%m-%d %H:%M:%S}'}}"
+    result = run_dbt(["compile", "--select", "resource_type:analysis", "--vars", variables], data_dir)
+    assert result.success, result.exception
+    compiled = data_dir / "dbt" / "target" / "compiled" / "dynamodb_lakehouse" / "dbt_project" / "analyses"
+
+    def run(name: str) -> list[tuple]:
+        return query(data_dir, (compiled / f"{name}.sql").read_text())
+
+    as_of = run("customers_as_of")
+    assert {row[1]: row[2] for row in as_of} == _customers_live_at(AS_OF) == {"c1": 3, "c3": 1}
+
+    daily = {row[0]: row for row in run("daily_activity")}
+    registrations = {day: registered for day, registered, *_ in query(
+        data_dir, "select activity_date, registrations from lakehouse_marts.agg_daily_customer_activity")}
+    orders = dict(query(data_dir, "select order_date, count(*) from lakehouse_marts.fct_orders group by order_date"))
+    assert set(daily) == set(registrations) | set(orders)
+    for day, row in daily.items():
+        assert row[1] == registrations.get(day, 0) and row[5] == orders.get(day, 0), day
+    # Distinct INSERT events of the scenario: five customers on day 1 (c2's redelivered
+    # INSERT counts once), two on day 2.
+    assert [daily[day][1] for day in sorted(daily)] == [5, 2]
+
+    freshness = _freshness(data_dir)
+    for table, _rows, _built, since_build, since_ingestion, since_event in run("freshness_lag"):
+        _count, ingested, event, built_at = freshness[table]
+        # Whole hours, truncated, as Athena's date_diff counts them.
+        assert since_event == (built_at - event) // timedelta(hours=1), table
+        assert since_ingestion == (None if ingested is None else (built_at - ingested) // timedelta(hours=1)), table
+        assert since_build == (_utc_now() - built_at) // timedelta(hours=1)
