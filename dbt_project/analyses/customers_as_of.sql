@@ -1,5 +1,5 @@
--- Every customer as they were at a point in time: var as_of (UTC, default now), from
--- the SCD2 history. A customer deleted before as_of is absent; one deleted after it is
+-- Every customer as they were at a point in time: var as_of (UTC; default now). Read
+-- out of the SCD2 history dim_customers_history. A customer deleted before as_of is absent; one deleted after it is
 -- present with the version it had then. Name and e-mail are pseudonyms, as in the marts.
 --   lakehouse dbt compile --select customers_as_of --vars '{as_of: "2026-11-01 12:00:00"}'
 {%- set as_of = var('as_of', run_started_at.strftime('%Y-%m-%d %H:%M:%S')) %}

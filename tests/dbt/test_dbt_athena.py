@@ -379,9 +379,9 @@ def test_athena_run_persists_mart_and_column_descriptions_to_glue(
 ) -> None:
     """persist_docs on the athena target (dbt_project.yml) writes the YAML descriptions
     where the Athena console reads them: the Glue table's Description and `comment`
-    parameter, each column's Comment (dbt-athena 1.11 dbt/adapters/athena/impl.py,
-    persist_docs_to_glue; Glue limits a column comment to 255 characters and a table
-    description to 2048, AWS Glue API TableInput/Column)."""
+    parameter, each column's Comment (dbt-athena 1.11: dbt/include/athena/macros/
+    adapters/persist_docs.sql calls persist_docs_to_glue in dbt/adapters/athena/impl.py).
+    The lengths Glue keeps are checked in test_dbt_docs.py."""
     documented = next(entry for entry in yaml.safe_load(MARTS_YAML.read_text())["models"] if entry["name"] == model)
     table = persisted_docs_tables[model]
     assert table["Description"] == _one_line(documented["description"])

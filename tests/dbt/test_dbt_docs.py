@@ -32,9 +32,10 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = REPO / "results" / "docs_site"
 MARTS_PATH = "dbt_project/models/marts/"
 FRESHNESS = "mart_freshness"
-# Glue's limits for what persist_docs writes (AWS Glue API: Column.Comment is at most
-# 255 characters, TableInput.Description at most 2048); dbt-athena cuts longer text
-# with "..." (dbt/adapters/athena/utils.py ellipsis_comment).
+# Glue's limits for what persist_docs writes: Column.Comment at most 255 characters
+# (docs.aws.amazon.com/glue/latest/webapi/API_Column.html), TableInput.Description at
+# most 2048 (.../webapi/API_TableInput.html); dbt-athena cuts longer text with "..."
+# (dbt-athena 1.11, dbt/adapters/athena/utils.py ellipsis_comment).
 GLUE_COLUMN_COMMENT_MAX = 255
 GLUE_TABLE_DESCRIPTION_MAX = 2048
 SITE_START_SECONDS = 300
@@ -340,3 +341,17 @@ def test_saved_analyses_run_on_the_built_marts(two_builds: dict) -> None:
         assert since_event == (built_at - event) // timedelta(hours=1), table
         assert since_ingestion == (None if ingested is None else (built_at - ingested) // timedelta(hours=1)), table
         assert since_build == (_utc_now() - built_at) // timedelta(hours=1)
+
+
+def test_lakehouse_docs_refuses_a_port_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lakehouse_dbt.docs_site import DocsSiteError, docs_server
+    from streaming.cli import main
+
+    assert main(["docs", "--data-dir", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port must be between 0 and 65535" in capsys.readouterr().err
+    taken = docs_server(tmp_path, 0)
+    try:
+        with pytest.raises(DocsSiteError, match="choose another --port"):
+            docs_server(tmp_path, taken.server_address[1])
+    finally:
+        taken.server_close()
