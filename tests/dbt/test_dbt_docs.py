@@ -115,7 +115,12 @@ def docs_site(two_builds: dict) -> Iterator[dict]:
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+
+    def forward_output() -> None:
+        for line in process.stdout:
+            lines.put(line)
+
+    threading.Thread(target=forward_output, daemon=True).start()
     printed = []
     address = None
     deadline = time.monotonic() + SITE_START_SECONDS
