@@ -1,5 +1,5 @@
 """The `lakehouse` console script: generate sample CDC, stream it to raw, inspect, demo,
-backfill from DynamoDB exports, reprocess, switch and reconcile.
+backfill from DynamoDB exports, reprocess, switch and reconcile, and serve the dbt docs.
 
 Everything lives under one data directory (default `./data`, or `$LAKEHOUSE_DATA_DIR`),
 laid out as docs/architecture.md describes. After `lakehouse switch`, the raw tables,
@@ -511,6 +511,19 @@ def run_dbt_command(layout: DataLayout, dbt_args: Sequence[str], *, out: Printer
         raise CliError(f"dbt {' '.join(dbt_args)} failed; details in {layout.root / 'dbt' / 'logs' / 'dbt.log'}")
 
 
+def serve_docs_site(layout: DataLayout, port: int) -> None:
+    """`dbt docs generate` for the local target, served on 127.0.0.1 until Ctrl-C."""
+    from lakehouse_dbt.docs_site import DocsSiteError, serve_docs
+
+    if not 0 <= port <= 65535:
+        raise CliError(f"--port must be between 0 and 65535, not {port}")
+    try:
+        # Flushed: the address must reach a pipe (a script, a test) while the server runs.
+        serve_docs(layout.root, port, out=lambda line: print(line, flush=True))
+    except DocsSiteError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def run_demo(
     layout: DataLayout,
     *,
@@ -542,6 +555,8 @@ def run_demo(
         run_dbt_command(layout, ["build"], out=out)
         marts_summary = summarize_marts(layout.root)
         out(marts_summary)
+        out("documentation of these tables (descriptions, columns, lineage): run `lakehouse docs` "
+            "and open http://127.0.0.1:8080/; `select * from lakehouse_marts.mart_freshness` shows how current each is")
     return DemoResult(generation, report, marts_summary)
 
 
@@ -614,6 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
         "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)"
     )
     dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and its options")
+    docs = commands.add_parser("docs", parents=[common], help="generate the dbt docs site and serve it on 127.0.0.1")
+    docs.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0 picks a free one)")
     return parser
 
 
@@ -662,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       contracts_dir=args.contracts_dir)
         elif args.command == "dbt":
             run_dbt_command(layout, args.dbt_args)
+        elif args.command == "docs":
+            serve_docs_site(layout, args.port)
         else:
             run_demo(layout, seed=args.seed, customers=args.customers, sink=args.sink, contracts_dir=args.contracts_dir,
                      build_marts=not args.skip_dbt)

@@ -109,6 +109,10 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     assert result.marts_summary is not None
     assert "agg_daily_customer_activity\nday" in result.marts_summary
     assert "dim_customers_history (the 2 customers with the most versions)" in result.marts_summary
+    # How current each mart is, and where their documentation is served.
+    freshness = result.marts_summary.split("mart_freshness (the first query when numbers look stale)\n")[1]
+    assert all(mart in freshness for mart in ("dim_customers", "fct_orders", "agg_daily_revenue_by_status"))
+    assert any("`lakehouse docs`" in line and "http://127.0.0.1:8080/" in line for line in printed)
 
 
 def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):

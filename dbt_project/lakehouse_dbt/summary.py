@@ -30,8 +30,8 @@ def _table(headers: list[str], rows: list[tuple]) -> str:
 
 
 def summarize_marts(data_dir: Path | str) -> str:
-    """Row counts of every mart, revenue per status, customer activity per day and the
-    versions of a few customers."""
+    """Row counts of every mart, revenue per status, customer activity per day, the
+    versions of a few customers and how current each mart is."""
     database = Path(data_dir) / "lakehouse.duckdb"
     with duckdb.connect(str(database), read_only=True) as con:
         counts = [
@@ -71,6 +71,17 @@ def summarize_marts(data_dir: Path | str) -> str:
             order by customer_key, version_number
             """
         ).fetchall()
+        freshness = con.sql(
+            f"""
+            select
+                curated_table,
+                coalesce(strftime(newest_ingested_at, '%Y-%m-%d %H:%M:%S'), '-'),
+                strftime(newest_event_at, '%Y-%m-%d %H:%M:%S'),
+                strftime(built_at, '%Y-%m-%d %H:%M:%S')
+            from {MARTS_SCHEMA}.mart_freshness
+            order by curated_table
+            """
+        ).fetchall()
     return "\n\n".join(
         [
             _table(["mart", "rows"], counts),
@@ -79,5 +90,7 @@ def summarize_marts(data_dir: Path | str) -> str:
             + _table(["day", "registrations", "updates", "deletes", "ttl_deletes", "net"], activity),
             f"dim_customers_history (the {HISTORY_CUSTOMERS_SHOWN} customers with the most versions)\n"
             + _table(["customer_id", "version", "event", "valid_from", "valid_to", "current", "deleted"], history),
+            "mart_freshness (the first query when numbers look stale)\n"
+            + _table(["table", "newest ingested", "newest event", "built at"], freshness),
         ]
     )

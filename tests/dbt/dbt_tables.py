@@ -11,7 +11,8 @@ import duckdb
 
 from lakehouse_dbt.pii_key import KEY_ENV
 
-# Every table dbt materializes (views are recomputed on read, so not compared).
+# Every table dbt materializes (views are recomputed on read, so not compared), but
+# mart_freshness: its built_at differs between any two builds.
 TABLES = (
     "lakehouse_staging.stg_dynamodb__customers",
     "lakehouse_staging.stg_dynamodb__orders",
