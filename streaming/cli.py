@@ -509,12 +509,13 @@ def quarantine(
             out(line)
         return summary
     if action == "show":
-        from lakehouse_dbt.pii_key import DATA_DIR_ENV as KEY_DATA_DIR_ENV, PiiKeyError, resolve_key
+        from lakehouse_dbt.pii_key import PiiKeyError, resolve_key
 
         if reason is None:
             raise CliError("show needs --reason (see `lakehouse quarantine summary`)")
         try:
-            key = resolve_key({**os.environ, KEY_DATA_DIR_ENV: str(layout.root)})
+            # The marts' key: env LAKEHOUSE_PII_KEY, else the data directory's key file.
+            key = resolve_key({**os.environ, DATA_DIR_ENV: str(layout.root)})
         except PiiKeyError as exc:
             raise CliError(str(exc)) from exc
         rows = ops.select_records(ops.open_records(target.root), reason=reason, table=table, batches=batches)

@@ -113,6 +113,16 @@ def test_summary_counts_open_records_by_table_reason_and_day(streamed, cdc):
 
 
 @pytest.mark.spark
+def test_summary_command_prints_the_counts(streamed, capsys):
+    assert main(["quarantine", "summary", "--data-dir", str(streamed.root)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    total = sum(ops.summarize(streamed.root).open_rows.values())
+    assert printed[0].split() == ["table", "reason", "day", "rows"]
+    assert any(line.split()[:2] == ["customers", "unknown_table"] for line in printed)
+    assert printed[-1] == f"open: {total} rows" and total > 0
+
+
+@pytest.mark.spark
 def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark, streamed, cdc, contract_dirs):
     customers, still_bad = _customers_truth(cdc)
     quarantine_before = _tree(streamed.quarantine)
@@ -250,7 +260,8 @@ def test_show_prints_no_clear_pii_from_the_sample_data(streamed, cdc, contract_d
                  "--reason", "unknown_table", "--table", "customers", "--limit", "1"]) == 0
     printed = capsys.readouterr().out
     payload = json.loads(printed.splitlines()[3].strip())
-    (line, record), = [(line, record) for line, record in customers if json.loads(line)["eventID"] == payload["eventID"]]
+    (record,) = {json.dumps(record): record for _, record in customers
+                 if record["eventID"] == payload["eventID"]}.values()
     name = record["dynamodb"]["Keys"]["custName"]["S"]
     expected = "pii:" + hmac.new(PII_KEY.encode(), f"cust_name:{name}".encode(), hashlib.sha256).hexdigest()
     assert payload["dynamodb"]["Keys"]["custName"] == {"S": expected}, "the marts' keyed pseudonym scheme"
@@ -279,3 +290,12 @@ def test_masker_masks_without_a_key_and_keeps_nulls():
     masked, note = masker.mask_payload('{"NewImage":{"email":{"S":"a@b.c"},"other":{"email":{"NULL":true}}}}')
     assert note is None
     assert json.loads(masked) == {"NewImage": {"email": {"S": "***"}, "other": {"email": {"NULL": True}}}}
+
+
+def test_show_needs_a_reason_and_replay_of_an_empty_quarantine_does_nothing(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["quarantine", "show", "--data-dir", str(tmp_path)])
+    assert exit_info.value.code == 2 and "--reason" in capsys.readouterr().err
+    assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
+    assert "nothing to replay" in capsys.readouterr().out
+    assert not (tmp_path / ops.REPLAYS_FOLDER).exists()
