@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 DATA_DIR_ENV = "LAKEHOUSE_DATA_DIR"
 QUERY_NAME = "landing_to_raw"
 # Generated and derived folders of a data directory; `demo` starts from none of them.
-GENERATED_FOLDERS = ("landing", "checkpoints", "raw", "quarantine", "backfills")
+GENERATED_FOLDERS = ("landing", "checkpoints", "raw", "quarantine", "backfills", "replays")
 # `reconcile` exits with this when the two sides differ (2 stays "could not run").
 MISMATCH_EXIT_CODE = 1
 
@@ -490,6 +490,66 @@ def reconcile(
     return report
 
 
+def quarantine(
+    layout: DataLayout,
+    action: str,
+    *,
+    reason: str | None = None,
+    table: str | None = None,
+    batches: Sequence[int] = (),
+    limit: int = 5,
+    sink: str = "auto",
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> object:
+    """`summary`, `show` or `replay` of the active data root's quarantine (streaming.operations.quarantine)."""
+    from streaming.operations import quarantine as ops
+
+    contracts = _contracts(contracts_dir)
+    target = active_layout(layout)
+    if action == "summary":
+        summary = ops.summarize(target.root)
+        for line in summary.lines():
+            out(line)
+        return summary
+    if action == "show":
+        from lakehouse_dbt.pii_key import PiiKeyError, resolve_key
+
+        if reason is None:
+            raise CliError("show needs --reason (see `lakehouse quarantine summary`)")
+        try:
+            # The marts' key: env LAKEHOUSE_PII_KEY, else the data directory's key file.
+            key = resolve_key({**os.environ, DATA_DIR_ENV: str(layout.root)})
+        except PiiKeyError as exc:
+            raise CliError(str(exc)) from exc
+        rows = ops.select_records(ops.open_records(target.root), reason=reason, table=table, batches=batches)
+        for line in ops.show_lines(rows[:limit], ops.PiiMasker(ops.pii_labels(contracts), key)):
+            out(line)
+        out(f"shown {min(limit, len(rows))} of {len(rows)} open records with reason {reason}")
+        return rows[:limit]
+    try:
+        plan = ops.plan_replay(target.root, reason=reason, table=table, batches=batches)
+    except ops.QuarantineError as exc:
+        raise CliError(str(exc)) from exc
+    for line in plan.describe():
+        out(line)
+    if not plan.records:
+        out("nothing to replay")
+        return None
+    _guard_contracts(target, contracts, out)
+    # TODO(issue 12 §2): hold the single-writer lock of target.root from here to the end of the replay,
+    # as `stream` does, once the lock module is on main.
+    with _spark_session(spark, out) as session:
+        pipeline = _pipeline(session, target, contracts, sink)
+        try:
+            result = ops.run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
+        except ops.QuarantineError as exc:
+            raise CliError(f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}") from exc
+    out(result.summary())
+    return result
+
+
 def clear_generated(layout: DataLayout) -> None:
     for name in GENERATED_FOLDERS:
         shutil.rmtree(layout.root / name, ignore_errors=True)
@@ -625,6 +685,23 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--target", required=True, help="raw folder or <file>.duckdb:<schema>.<table>")
     check.add_argument("--table", default=None, help="only this table")
     check.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the report as JSON")
+    # The common options belong to each action: on both levels argparse would let the
+    # action's defaults overwrite what was given before it.
+    held = commands.add_parser("quarantine", help="quarantine counts, PII-masked payloads, and replay after a fix")
+    actions = held.add_subparsers(dest="action", required=True)
+    actions.add_parser("summary", parents=[common], help="open quarantined rows by table, reason and day")
+    show = actions.add_parser("show", parents=[common], help="a few payloads of one reason, PII hidden")
+    replay = actions.add_parser("replay", parents=[common],
+                                help="run open quarantined records through the pipeline again, exactly once")
+    for action in (show, replay):
+        action.add_argument("--reason", required=action is show, default=None,
+                            help="a reason, or its prefix before ':' (e.g. missing_key)")
+        action.add_argument("--table", default=None, help="only records of this DynamoDB table")
+        action.add_argument("--batch", dest="batches", type=int, action="append", default=[],
+                            help="only records quarantined by this batch id (repeatable)")
+    show.add_argument("--limit", type=int, default=5)
+    replay.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
+
     dbt = commands.add_parser(
         "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)"
     )
@@ -677,6 +754,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "reconcile":
             reconcile(args.source, args.target, table=args.table, json_path=args.json_path,
                       contracts_dir=args.contracts_dir)
+        elif args.command == "quarantine":
+            quarantine(layout, args.action, reason=getattr(args, "reason", None), table=getattr(args, "table", None),
+                       batches=getattr(args, "batches", ()), limit=getattr(args, "limit", 5),
+                       sink=getattr(args, "sink", "auto"), contracts_dir=args.contracts_dir)
         elif args.command == "dbt":
             run_dbt_command(layout, args.dbt_args)
         elif args.command == "docs":

@@ -133,9 +133,12 @@ def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')
     (tmp_path / "backfills").mkdir()
     (tmp_path / "backfills" / "01793498400000-0dbdece3.json").write_text('{"status": "succeeded"}')
+    (tmp_path / "replays").mkdir()
+    (tmp_path / "replays" / "0001-0123456789ab.json").write_text('{"status": "succeeded", "landed": ["x"]}')
     assert read_pointer(tmp_path).data_root == Path("/elsewhere")
 
     clear_generated(layout)
 
     assert read_pointer(tmp_path).data_root == tmp_path
     assert not (tmp_path / "backfills").exists()
+    assert not (tmp_path / "replays").exists(), "a replay record of old data would close new records"

@@ -134,11 +134,16 @@ class ReprocessPlan:
         return self.target / "checkpoints" / REPROCESS_QUERY
 
     def describe(self) -> list[str]:
+        from streaming.operations.quarantine import replay_runs
+
         size = sum(path.stat().st_size for path in self.landing_files)
         live = read_pointer(self.data_dir).data_root
         lines = [f"read  {len(self.landing_files)} landing files ({size} bytes) under {self.landing}"]
         lines += [f"      backfill {run['export_id']} of {run['table']} from {run['export_dir']}"
                   for run in self.backfills]
+        replays = [run for run in replay_runs(live) if run["status"] == "succeeded"]
+        if replays:
+            lines.append(f"      then repeat {len(replays)} quarantine replay(s) on what the new root quarantines")
         lines += [
             f"write raw tables under {self.target / 'raw'}",
             f"      quarantine {self.target / 'quarantine'}, checkpoint {self.checkpoint} (fresh)",
@@ -185,7 +190,8 @@ def run_reprocess(
     *,
     out: Printer = print,
 ) -> float:
-    """Replay the backfills, then stream the landing files into `plan.target`; returns seconds.
+    """Replay the backfills, stream the landing files into `plan.target`, then repeat the
+    recorded quarantine replays (`streaming.operations.quarantine`); returns seconds.
 
     `make_pipeline(stream_id)` builds the pipeline writing into `plan.target`, once the
     target is marked as this reprocess's and its stream identity is claimed. Safe to
@@ -193,6 +199,7 @@ def run_reprocess(
     the target's checkpoint.
     """
     from streaming.operations.backfill import plan_backfill, run_backfill
+    from streaming.operations.quarantine import repeat_replays
     from streaming.runner import run_stream
     from streaming.sources import landing_files_stream
     from streaming.stream_identity import claim_stream_identity
@@ -211,6 +218,10 @@ def run_reprocess(
     source = landing_files_stream(spark, str(plan.landing))
     run_stream(spark, pipeline, source, checkpoint_dir=str(plan.checkpoint), trigger="available-now",
                query_name="reprocess")
+    # After the stream: a replay repeats only what the new root quarantined as well.
+    read_by_target = [*plan.landing_files, *(Path(run["export_dir"]) for run in plan.backfills)]
+    repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, pipeline.contracts, pipeline.sink,
+                   read_by_target, out=out)
     seconds = time.monotonic() - started
     log.info("reprocess of %s into %s finished in %.1fs", plan.landing, plan.target, seconds)
     return seconds

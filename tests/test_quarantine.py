@@ -1,0 +1,301 @@
+"""`lakehouse quarantine`: counts, PII-aware payloads, and exactly-once replay after a contract fix.
+
+The scenario: generated CDC (with injected bad records) is streamed while the contracts
+know only the orders table, so every customers record is quarantined as
+`unknown_table`. Then the customers contract is added (an addition the evolution guard
+allows) and the quarantined records are replayed through the same pipeline.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from streaming.cli import DataLayout, main, quarantine, reprocess, stream
+from streaming.contract import load_contracts
+from streaming.operations import quarantine as ops
+from streaming.operations.generator import generate_cdc, land_cdc
+
+PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"
+PII_KEY = "k" * 40
+
+
+def _table_of(record: dict) -> str | None:
+    if "tableName" in record:
+        return record["tableName"]
+    arn = record.get("eventSourceARN", "")
+    return arn.split(":table/")[1].split("/")[0] if ":table/" in arn else None
+
+
+def _json_records(lines: list[str]) -> list[tuple[str, dict]]:
+    parsed = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            parsed.append((line, record))
+    return parsed
+
+
+def _raw_rows(layout_root: Path, table: str) -> list[tuple]:
+    files = sorted((layout_root / "raw" / f"{table}_changes").glob("*/*/*.parquet"))
+    if not files:
+        return []
+    with duckdb.connect() as con:
+        return con.execute("select _event_id, _batch_id from read_parquet(?, hive_partitioning = false)",
+                           [[str(path) for path in files]]).fetchall()
+
+
+def _tree(folder: Path) -> dict[str, int]:
+    return {str(path.relative_to(folder)): path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def contract_dirs(tmp_path_factory) -> tuple[str, str]:
+    """(orders only, orders and customers): the contracts before and after the fix."""
+    before = tmp_path_factory.mktemp("contracts_before")
+    shutil.copy(PACKAGED_CONTRACTS / "orders.yml", before)
+    return str(before), str(PACKAGED_CONTRACTS)
+
+
+@pytest.fixture(scope="module")
+def cdc():
+    return generate_cdc(seed=31, customers=12, orders_per_customer=2, malformed_rate=0.08)
+
+
+@pytest.fixture
+def streamed(spark, cdc, contract_dirs, tmp_path) -> DataLayout:
+    """A data directory streamed with the orders-only contracts."""
+    layout = DataLayout(tmp_path / "data")
+    land_cdc(layout.landing, cdc, records_per_file=40)
+    stream(layout, sink="local", contracts_dir=contract_dirs[0], spark=spark, out=lambda _: None)
+    return layout
+
+
+def _landed_lines(layout: DataLayout) -> list[tuple[Path, str]]:
+    return [(path, line) for path in sorted(layout.landing.rglob("*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _customers_truth(cdc) -> tuple[list[tuple[str, dict]], dict[str, str]]:
+    """Customers records that are JSON objects, and the expected reason of the bad ones
+    once customers has a contract."""
+    customers = [(line, record) for line, record in _json_records(cdc.records) if _table_of(record) == "customers"]
+    bad = {line: reason for line, reason in cdc.malformed}
+    return customers, {line: bad[line] for line, _ in customers if line in bad}
+
+
+@pytest.mark.spark
+def test_summary_counts_open_records_by_table_reason_and_day(streamed, cdc):
+    summary = ops.summarize(streamed.root)
+
+    # An independent reader of the same files: DuckDB over the quarantine's Parquet.
+    with duckdb.connect() as con:
+        expected = con.execute(
+            "select coalesce(_source_table, '-'), reason, cast(cast(_ingested_at as date) as varchar), count(*) "
+            "from read_parquet(?, hive_partitioning = false) group by all",
+            [str(streamed.quarantine / "_batch_id=*" / "*.parquet")],
+        ).fetchall()
+    assert summary.open_rows == {(table, reason, day): rows for table, reason, day, rows in expected}
+    customers, _ = _customers_truth(cdc)
+    unknown_customers = sum(rows for (table, reason, _), rows in summary.open_rows.items()
+                            if (table, reason) == ("customers", "unknown_table"))
+    assert unknown_customers == len(customers), "every customers record is held as unknown_table"
+    assert summary.resolved_rows == 0 and summary.replays == 0
+
+
+@pytest.mark.spark
+def test_summary_command_prints_the_counts(streamed, capsys):
+    assert main(["quarantine", "summary", "--data-dir", str(streamed.root)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    total = sum(ops.summarize(streamed.root).open_rows.values())
+    assert printed[0].split() == ["table", "reason", "day", "rows"]
+    assert any(line.split()[:2] == ["customers", "unknown_table"] for line in printed)
+    assert printed[-1] == f"open: {total} rows" and total > 0
+
+
+@pytest.mark.spark
+def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark, streamed, cdc, contract_dirs):
+    customers, still_bad = _customers_truth(cdc)
+    quarantine_before = _tree(streamed.quarantine)
+
+    first = quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+                       contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
+
+    # A record is its text in its landing file: a re-delivery in another file is another
+    # record (it lands once all the same: the batch drops repeated eventIDs).
+    distinct_records = {(path, line) for path, line in _landed_lines(streamed) if line in dict(customers)}
+    bad_records = {(path, line) for path, line in distinct_records if line in still_bad}
+    assert first.records == len(distinct_records)
+    assert first.landed == len(distinct_records) - len(bad_records)
+    assert first.still_quarantined == dict(Counter(still_bad[line] for _, line in bad_records))
+    landed = _raw_rows(streamed.root, "customers")
+    true_events = cdc.true_events("customers")
+    assert len(landed) == len(true_events), "every true customers event once, re-deliveries dropped"
+    assert len({event_id for event_id, _ in landed}) == len(landed)
+    assert {batch for _, batch in landed} == {first.batch_id} and first.batch_id < 0
+    assert _tree(streamed.quarantine) == quarantine_before, "the quarantine itself is never rewritten"
+
+    second = quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+                        contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
+
+    assert second.records == len(bad_records), "only what still fails is selected again"
+    assert second.landed == 0
+    assert sorted(_raw_rows(streamed.root, "customers")) == sorted(landed), "nothing lands twice"
+    assert _tree(streamed.quarantine) == quarantine_before
+    summary = ops.summarize(streamed.root)
+    assert sum(rows for (table, _, _), rows in summary.open_rows.items() if table == "customers") == \
+        sum(1 for line, _ in customers if line in still_bad)
+    assert summary.replays == 2
+
+    # dbt sees the replayed customers once: the marts hold exactly the live items of the truth.
+    from lakehouse_dbt import run_dbt
+
+    assert run_dbt(["build", "--select", "+dim_customers", "--indirect-selection", "cautious"], streamed.root).success
+    with duckdb.connect(str(streamed.root / "lakehouse.duckdb"), read_only=True) as con:
+        dim_rows = con.execute("select count(*) from lakehouse_marts.dim_customers").fetchall()[0][0]
+    assert dim_rows == sum(item is not None for item in cdc.expected_state["customers"].values())
+
+
+class _SinkThatDiesAfterWriting:
+    """Writes like the real sink, then fails: a replay interrupted after its rows landed."""
+
+    def __init__(self, sink):
+        self.sink = sink
+
+    def write(self, changes, contract, batch_id, rows=None):
+        self.sink.write(changes, contract, batch_id, rows)
+        raise OSError("connection lost after the write")
+
+
+@pytest.mark.spark
+def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, streamed, cdc, contract_dirs):
+    from streaming.sinks import LocalParquetSink
+
+    contracts = load_contracts(contract_dirs[1])
+    plan = ops.plan_replay(streamed.root, table="customers")
+    with pytest.raises(OSError):
+        ops.run_replay(spark, plan, contracts, _SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
+                       out=lambda _: None)
+    assert json.loads(plan.run_log.read_text())["status"] == "failed"
+    assert _raw_rows(streamed.root, "customers"), "the interrupted attempt left rows in raw"
+
+    # A new, different selection must not start while the interrupted one is unfinished.
+    resumed = ops.plan_replay(streamed.root, reason="missing_key")
+    assert resumed.resumed and resumed.batch_id == plan.batch_id
+    assert {row.record_id for row in resumed.records} == {row.record_id for row in plan.records}
+    result = ops.run_replay(spark, resumed, contracts, LocalParquetSink(str(streamed.root)), out=lambda _: None)
+
+    landed = _raw_rows(streamed.root, "customers")
+    assert len(landed) == len(cdc.true_events("customers")) == len({event for event, _ in landed})
+    assert result.landed == len(plan.records) - sum(result.still_quarantined.values())
+
+
+@pytest.mark.spark
+def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc, contract_dirs, tmp_path):
+    quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+               contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
+    live_events = Counter(event for event, _ in _raw_rows(streamed.root, "customers"))
+    # Retention removed one landing file holding customers records since the replay:
+    # the reprocess's stream cannot read them, the replay's stored copy still can.
+    files = sorted(streamed.landing.rglob("*.jsonl"))
+    gone = next(path for path in files
+                if any(_table_of(record) == "customers"
+                       for _, record in _json_records(path.read_text(encoding="utf-8").splitlines())))
+    _, still_bad = _customers_truth(cdc)
+
+    def customer_events(paths: list[Path]) -> set[str]:
+        return {record["eventID"] for path in paths
+                for line, record in _json_records(path.read_text(encoding="utf-8").splitlines())
+                if _table_of(record) == "customers" and line not in still_bad}
+
+    gone_events = customer_events([gone])
+    kept_events = customer_events([path for path in files if path != gone])
+    gone.unlink()
+
+    target = tmp_path / "v2"
+    reprocess(streamed, target, sink="local", contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
+
+    rebuilt = _raw_rows(target, "customers")
+    replayed_here = Counter(event for event, batch in rebuilt if batch < 0)
+    assert replayed_here == Counter(gone_events), "the gone file's records, from the replay's stored copy, once"
+    assert not [event for event, batch in rebuilt if batch >= 0 and event not in kept_events]
+    # Each record lands once. An event re-delivered in the gone file and in a kept one is
+    # two records in two batches, as the stream lands re-deliveries: dbt keeps one.
+    assert Counter(event for event, _ in rebuilt) == Counter(
+        {event: 1 + (event in gone_events and event in kept_events) for event in live_events})
+    (run,) = ops.replay_runs(target)
+    assert run["status"] == "succeeded" and run["batch_id"] == ops.replay_runs(streamed.root)[0]["batch_id"]
+
+
+@pytest.mark.spark
+def test_show_prints_no_clear_pii_from_the_sample_data(streamed, cdc, contract_dirs, monkeypatch, capsys):
+    monkeypatch.setenv("LAKEHOUSE_PII_KEY", PII_KEY)
+    customers, _ = _customers_truth(cdc)
+    clear_values = {
+        value["S"]
+        for _, record in customers
+        for part in ("Keys", "NewImage", "OldImage")
+        for name, value in record.get("dynamodb", {}).get(part, {}).items()
+        if name in ("custName", "email") and isinstance(value, dict) and "S" in value
+    }
+    assert clear_values
+
+    for reason in ("unknown_table", "invalid_json"):
+        assert main(["quarantine", "show", "--data-dir", str(streamed.root), "--contracts-dir", contract_dirs[1],
+                     "--reason", reason, "--limit", "1000"]) == 0
+        printed = capsys.readouterr().out
+        assert "--- record" in printed
+        assert not [value for value in clear_values if value in printed]
+
+    assert main(["quarantine", "show", "--data-dir", str(streamed.root), "--contracts-dir", contract_dirs[1],
+                 "--reason", "unknown_table", "--table", "customers", "--limit", "1"]) == 0
+    printed = capsys.readouterr().out
+    payload = json.loads(printed.splitlines()[3].strip())
+    (record,) = {json.dumps(record): record for _, record in customers
+                 if record["eventID"] == payload["eventID"]}.values()
+    name = record["dynamodb"]["Keys"]["custName"]["S"]
+    expected = "pii:" + hmac.new(PII_KEY.encode(), f"cust_name:{name}".encode(), hashlib.sha256).hexdigest()
+    assert payload["dynamodb"]["Keys"]["custName"] == {"S": expected}, "the marts' keyed pseudonym scheme"
+    assert payload["dynamodb"]["Keys"]["id"] == record["dynamodb"]["Keys"]["id"], "non-PII values stay readable"
+
+
+def test_masker_hides_pii_values_in_payloads_that_do_not_parse():
+    masker = ops.PiiMasker({"custName": "cust_name", "email": "email", "giftMessage": "gift_message"})
+    cut, note = masker.mask_payload('{"eventName":"INSERT","dynamodb":{"NewImage":{"id":{"S":"c1"},'
+                                    '"custName":{"S":"Ann Smith"},"email":{"S":"ann@exa')
+    assert "Ann Smith" not in cut and "ann@exa" not in cut and '"id":{"S":"c1"}' in cut
+    assert note.startswith("not JSON: 2 PII value(s)")
+
+    nested, note = masker.mask_payload('{"giftMessage":{"M":{"text":{"S":"for Ann"}}},"x":1 garbage')
+    assert "for Ann" not in nested and "rest hidden" in nested
+
+    escaped, _ = masker.mask_payload('{"custName":{"S":"Ann \\"The\\" Smith"}, trailing')
+    assert "Smith" not in escaped
+
+    plain, note = masker.mask_payload("eventName=INSERT;table=orders")
+    assert plain == "eventName=INSERT;table=orders" and "may hold PII" in note
+
+
+def test_masker_masks_without_a_key_and_keeps_nulls():
+    masker = ops.PiiMasker({"email": "email"})
+    masked, note = masker.mask_payload('{"NewImage":{"email":{"S":"a@b.c"},"other":{"email":{"NULL":true}}}}')
+    assert note is None
+    assert json.loads(masked) == {"NewImage": {"email": {"S": "***"}, "other": {"email": {"NULL": True}}}}
+
+
+def test_show_needs_a_reason_and_replay_of_an_empty_quarantine_does_nothing(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["quarantine", "show", "--data-dir", str(tmp_path)])
+    assert exit_info.value.code == 2 and "--reason" in capsys.readouterr().err
+    assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
+    assert "nothing to replay" in capsys.readouterr().out
+    assert not (tmp_path / ops.REPLAYS_FOLDER).exists()
