@@ -7,6 +7,10 @@ over the same input, and the sinks overwrite what the first attempt wrote.
 from __future__ import annotations
 
 import logging
+import re
+import signal
+import threading
+from collections.abc import Callable
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,6 +22,22 @@ log = logging.getLogger(__name__)
 
 Trigger = Literal["available-now", "processing-time"]
 DEFAULT_INTERVAL = "100 seconds"
+# What a processing-time interval may say: whole numbers of these units, e.g. "30 seconds",
+# "1 minute 30 seconds". Spark parses the same text with its interval syntax and refuses
+# months and years for a trigger; tests/test_cli_ops.py checks each case against Spark.
+_INTERVAL_UNITS = ("week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+_INTERVAL_PART = r"\d+\s+(?:%s)s?" % "|".join(_INTERVAL_UNITS)
+_INTERVAL = re.compile(rf"(?:interval\s+)?{_INTERVAL_PART}(?:\s+{_INTERVAL_PART})*", re.IGNORECASE)
+
+
+def checked_interval(text: str) -> str:
+    """`text` unchanged when it is a trigger interval Spark accepts; ValueError otherwise,
+    so a typo fails on the command line instead of after Spark has started."""
+    if not _INTERVAL.fullmatch(text.strip()):
+        raise ValueError(
+            f"not a trigger interval: {text!r}; write whole numbers with units, e.g. '30 seconds' or '2 minutes'"
+        )
+    return text.strip()
 
 
 def run_stream(
@@ -57,3 +77,38 @@ def run_stream(
         query.awaitTermination()
         log.info("query=%s drained all available input", query_name)
     return query
+
+
+def wait_until_stop_requested(
+    query: StreamingQuery, report: Callable[[str], None], *, poll_seconds: float = 1.0
+) -> bool:
+    """Wait on a running query until it ends or SIGINT/SIGTERM asks it to stop; then stop it
+    between two micro-batches. True when a signal stopped it.
+
+    Without this, Ctrl-C raises KeyboardInterrupt inside a py4j call while a batch runs in
+    the JVM, and `stop()` interrupts that batch: py4j tracebacks, exit 1, and a batch to
+    replay. Here a signal only sets a flag; the batch in progress finishes and commits, and
+    the query is stopped while no trigger is active. The JVM does not see Ctrl-C (PySpark
+    starts it ignoring SIGINT). A second Ctrl-C aborts at once, as before.
+    """
+    requested = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        report("stopping after the current batch (Ctrl-C again to abort it) ...")
+
+    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        # Waits with a timeout: a signal handler runs only when the main thread returns from py4j.
+        while not requested.is_set():
+            if query.awaitTermination(poll_seconds):
+                return False
+        while query.isActive and query.status["isTriggerActive"]:
+            query.awaitTermination(0.2)
+        query.stop()
+        return True
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
