@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -208,27 +208,30 @@ def _stream_with(
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
-    from streaming.runner import run_stream, wait_until_stop_requested
+    from streaming.runner import deferred_stop_signals, run_stream, stop_between_batches
     from streaming.sources import landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
     source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
+    # A processing-time stream runs until Ctrl-C; from its start, Ctrl-C waits for the batch in progress.
+    stop_signals = deferred_stop_signals(out) if trigger == "processing-time" else nullcontext(None)
     try:
-        query = run_stream(
-            spark,
-            pipeline,
-            source,
-            checkpoint_dir=str(checkpoint),
-            trigger=trigger,  # type: ignore[arg-type]
-            interval=interval,
-            query_name=QUERY_NAME,
-        )
-        if trigger == "processing-time":
-            out(f"running: one micro-batch every {interval}; Ctrl-C stops it after the current batch")
-            if wait_until_stop_requested(query, out):
-                out("stopped")
+        with stop_signals as stop_requested:
+            query = run_stream(
+                spark,
+                pipeline,
+                source,
+                checkpoint_dir=str(checkpoint),
+                trigger=trigger,  # type: ignore[arg-type]
+                interval=interval,
+                query_name=QUERY_NAME,
+            )
+            if stop_requested is not None:
+                out(f"running: one micro-batch every {interval}; Ctrl-C stops it after the current batch")
+                if stop_between_batches(query, stop_requested):
+                    out("stopped")
     except StreamingQueryException as exc:
         raise CliError(f"the stream stopped on an error (nothing past the failed batch was committed): {exc}") from exc
     out(f"stream finished in {time.monotonic() - started:.1f}s")

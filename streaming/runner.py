@@ -10,7 +10,8 @@ import logging
 import re
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -79,17 +80,15 @@ def run_stream(
     return query
 
 
-def wait_until_stop_requested(
-    query: StreamingQuery, report: Callable[[str], None], *, poll_seconds: float = 1.0
-) -> bool:
-    """Wait on a running query until it ends or SIGINT/SIGTERM asks it to stop; then stop it
-    between two micro-batches. True when a signal stopped it.
+@contextmanager
+def deferred_stop_signals(report: Callable[[str], None]) -> Iterator[threading.Event]:
+    """While the block runs, SIGINT (Ctrl-C) and SIGTERM only set the event it yields;
+    a second Ctrl-C raises KeyboardInterrupt as usual, to abort at once.
 
     Without this, Ctrl-C raises KeyboardInterrupt inside a py4j call while a batch runs in
-    the JVM, and `stop()` interrupts that batch: py4j tracebacks, exit 1, and a batch to
-    replay. Here a signal only sets a flag; the batch in progress finishes and commits, and
-    the query is stopped while no trigger is active. The JVM does not see Ctrl-C (PySpark
-    starts it ignoring SIGINT). A second Ctrl-C aborts at once, as before.
+    the JVM, and stopping the query then interrupts that batch: py4j tracebacks, exit 1,
+    and a batch to replay. The JVM itself does not see Ctrl-C: PySpark starts it with
+    SIGINT ignored (pyspark/java_gateway.py).
     """
     requested = threading.Event()
 
@@ -101,14 +100,20 @@ def wait_until_stop_requested(
 
     previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        # Waits with a timeout: a signal handler runs only when the main thread returns from py4j.
-        while not requested.is_set():
-            if query.awaitTermination(poll_seconds):
-                return False
-        while query.isActive and query.status["isTriggerActive"]:
-            query.awaitTermination(0.2)
-        query.stop()
-        return True
+        yield requested
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def stop_between_batches(query: StreamingQuery, requested: threading.Event, *, poll_seconds: float = 1.0) -> bool:
+    """Wait until the query ends (False; a failed query raises) or `requested` is set (True):
+    then let the batch in progress finish and commit, and stop the query while no trigger
+    is active. Waits with a timeout, as a signal handler runs only between py4j calls."""
+    while not requested.is_set():
+        if query.awaitTermination(poll_seconds):
+            return False
+    while query.isActive and query.status["isTriggerActive"]:
+        query.awaitTermination(0.2)
+    query.stop()
+    return True
