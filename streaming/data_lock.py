@@ -45,7 +45,8 @@ _held_guard = threading.Lock()
 
 
 class DataDirLocked(Exception):
-    """Another process writes this data directory (or may, on another host)."""
+    """The data directory cannot be locked: another process writes it (or may, on
+    another host), or the lock file cannot be opened."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,12 @@ def hold_data_dir(
                 _held[root] -= 1
         return
 
-    root.mkdir(parents=True, exist_ok=True)
     path = lock_path(root)
-    handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DataDirLocked(f"cannot open the lock file {path}: {exc.strerror}") from exc
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

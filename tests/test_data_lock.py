@@ -134,3 +134,12 @@ def test_nested_holds_in_one_process_share_the_lock(tmp_path):
             pass
         assert json.loads(lock_path(tmp_path).read_text())["command"] == "demo", "the outer hold still owns it"
     assert lock_path(tmp_path).read_text() == ""
+
+
+def test_a_path_that_cannot_hold_the_lock_file_is_a_clear_error(tmp_path):
+    not_a_directory = tmp_path / "data"
+    not_a_directory.write_text("a file where the data directory should be")
+
+    with pytest.raises(DataDirLocked, match="cannot open the lock file .*data/.lakehouse.lock"):
+        with hold_data_dir(not_a_directory, "stream"):
+            pytest.fail("must not run without the lock")
