@@ -381,14 +381,15 @@ def backfill(
     if dry_run:
         out("dry run: nothing was written")
         return None
-    with writing(layout, "backfill", out), _spark_session(spark, out) as session:
+    with writing(layout, "backfill", out):
         _guard_contracts(target, contracts, out)
-        pipeline = _pipeline(session, target, contracts, sink)
-        try:
-            result = run_backfill(session, plan, pipeline, out=out,
-                                  verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
-        except (BackfillError, ExportValidationError) as exc:
-            raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
+        with _spark_session(spark, out) as session:
+            pipeline = _pipeline(session, target, contracts, sink)
+            try:
+                result = run_backfill(session, plan, pipeline, out=out,
+                                      verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
+            except (BackfillError, ExportValidationError) as exc:
+                raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
     out(result.summary())
     return result
 

@@ -78,6 +78,19 @@ def test_status_names_a_truncated_parquet_file(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+def test_project_options_go_before_or_after_the_subcommand(tmp_path, capsys):
+    before = ["--data-dir", str(tmp_path / "before"), "generate", "--customers", "2", "--records-per-file", "50"]
+    after = ["generate", "--customers", "2", "--records-per-file", "50", "--data-dir", str(tmp_path / "after")]
+    for argv in (before, after):
+        assert main(argv) == 0, argv
+    for data_dir in ("before", "after"):
+        assert sorted((tmp_path / data_dir / "landing").rglob("*.jsonl")), data_dir
+    for argv in (["--contracts-dir", str(tmp_path / "none"), "status", "--data-dir", str(tmp_path / "after")],
+                 ["--data-dir", str(tmp_path / "after"), "status", "--contracts-dir", str(tmp_path / "none")]):
+        assert main(argv) == 2, argv
+        assert "invalid table contracts" in capsys.readouterr().err, argv
+
+
 @pytest.mark.dbt
 def test_project_options_work_before_after_and_among_dbt_arguments(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
