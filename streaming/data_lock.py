@@ -108,7 +108,8 @@ def hold_data_dir(
 
     Raises DataDirLocked at once, without waiting, when another process holds it or when
     a record left by a process on another host may still be valid. Nested calls in one
-    process for the same directory share the lock.
+    process for the same directory share the lock. A directory created here for the lock
+    and still empty at the end is removed again.
     """
     root = Path(data_dir).resolve()
     with _held_guard:
@@ -126,6 +127,7 @@ def hold_data_dir(
         return
 
     path = lock_path(root)
+    created = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
         handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -162,6 +164,18 @@ def hold_data_dir(
             with _held_guard:
                 del _held[root]
             _write_holder(handle, None)
+            if created:
+                _remove_if_only_the_lock(root)
     finally:
         # Closing the descriptor releases the flock.
         os.close(handle)
+
+
+def _remove_if_only_the_lock(root: Path) -> None:
+    """A command refused before writing anything leaves no directory it made for its lock."""
+    if [entry.name for entry in root.iterdir()] == [LOCK_FILE]:
+        lock_path(root).unlink()
+        try:
+            root.rmdir()
+        except OSError:
+            pass  # another process has just put something there: keep it

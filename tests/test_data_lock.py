@@ -143,3 +143,13 @@ def test_a_path_that_cannot_hold_the_lock_file_is_a_clear_error(tmp_path):
     with pytest.raises(DataDirLocked, match="cannot open the lock file .*data/.lakehouse.lock"):
         with hold_data_dir(not_a_directory, "stream"):
             pytest.fail("must not run without the lock")
+
+
+def test_a_command_that_wrote_nothing_leaves_no_directory_behind(tmp_path):
+    with hold_data_dir(tmp_path / "new", "switch"):
+        assert lock_path(tmp_path / "new").is_file()
+    assert not (tmp_path / "new").exists()
+
+    with hold_data_dir(tmp_path / "used", "demo"):
+        (tmp_path / "used" / "landing").mkdir()
+    assert (tmp_path / "used" / "landing").is_dir() and lock_path(tmp_path / "used").read_text() == ""
