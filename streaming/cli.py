@@ -11,16 +11,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.contract import ContractError, TableContract, load_contracts
+from streaming.data_lock import DataDirLocked, hold_data_dir
 from streaming.operations.reprocess import POINTER_FILE, RAW_DIR_ENV, SwitchError, read_pointer
 from streaming.spark import DEFAULT_MASTER
 
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 DATA_DIR_ENV = "LAKEHOUSE_DATA_DIR"
 QUERY_NAME = "landing_to_raw"
-# Generated and derived folders of a data directory; `demo` starts from none of them.
-GENERATED_FOLDERS = ("landing", "checkpoints", "raw", "quarantine", "backfills", "replays")
 # `reconcile` exits with this when the two sides differ (2 stays "could not run").
 MISMATCH_EXIT_CODE = 1
 
@@ -113,6 +111,17 @@ def _contracts(contracts_dir: str | None) -> dict[str, TableContract]:
         raise CliError(f"invalid table contracts: {exc}") from exc
 
 
+@contextmanager
+def writing(layout: DataLayout, command: str, out: Printer = print) -> Iterator[None]:
+    """Hold the data directory's single-writer lock (streaming/data_lock.py) while the block
+    runs; every command that writes the data directory runs inside it."""
+    try:
+        with hold_data_dir(layout.root, command, report=out):
+            yield
+    except DataDirLocked as exc:
+        raise CliError(str(exc)) from exc
+
+
 def active_layout(layout: DataLayout) -> DataLayout:
     """Where raw tables, quarantine and checkpoints live now (see `lakehouse switch`)."""
     try:
@@ -182,13 +191,14 @@ def stream(
     if not landing_files(layout):
         raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
-    target = active_layout(layout)
-    # Checked before Spark starts: a refusal costs no JVM start and leaves nothing behind.
-    stream_id = _claim_stream_identity(target.root, target.checkpoint(QUERY_NAME), layout.landing, contracts)
-    _guard_contracts(target, contracts, out)
-    with _spark_session(spark, out, master) as session:
-        pipeline = _pipeline(session, target, contracts, sink, stream_id=stream_id)
-        _stream_with(session, layout, target, pipeline, trigger, interval, max_files_per_trigger, out)
+    # Lock and identity are checked before Spark starts: a refusal costs no JVM start.
+    with writing(layout, "stream", out):
+        target = active_layout(layout)
+        stream_id = _claim_stream_identity(target.root, target.checkpoint(QUERY_NAME), layout.landing, contracts)
+        _guard_contracts(target, contracts, out)
+        with _spark_session(spark, out, master) as session:
+            pipeline = _pipeline(session, target, contracts, sink, stream_id=stream_id)
+            _stream_with(session, layout, target, pipeline, trigger, interval, max_files_per_trigger, out)
 
 
 def _stream_with(
@@ -203,30 +213,30 @@ def _stream_with(
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
-    from streaming.runner import run_stream
+    from streaming.runner import deferred_stop_signals, run_stream, stop_between_batches
     from streaming.sources import landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
     source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
+    # A processing-time stream runs until Ctrl-C; from its start, Ctrl-C waits for the batch in progress.
+    stop_signals = deferred_stop_signals(out) if trigger == "processing-time" else nullcontext(None)
     try:
-        query = run_stream(
-            spark,
-            pipeline,
-            source,
-            checkpoint_dir=str(checkpoint),
-            trigger=trigger,  # type: ignore[arg-type]
-            interval=interval,
-            query_name=QUERY_NAME,
-        )
-        if trigger == "processing-time":
-            out(f"running: one micro-batch every {interval}; Ctrl-C stops it")
-            try:
-                query.awaitTermination()
-            except KeyboardInterrupt:
-                query.stop()
-                out("stopped")
+        with stop_signals as stop_requested:
+            query = run_stream(
+                spark,
+                pipeline,
+                source,
+                checkpoint_dir=str(checkpoint),
+                trigger=trigger,  # type: ignore[arg-type]
+                interval=interval,
+                query_name=QUERY_NAME,
+            )
+            if stop_requested is not None:
+                out(f"running: one micro-batch every {interval}; Ctrl-C stops it after the current batch")
+                if stop_between_batches(query, stop_requested):
+                    out("stopped")
     except StreamingQueryException as exc:
         raise CliError(f"the stream stopped on an error (nothing past the failed batch was committed): {exc}") from exc
     out(f"stream finished in {time.monotonic() - started:.1f}s")
@@ -291,7 +301,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     change_rows: dict[str, int] = {}
     current_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
-    with duckdb.connect() as connection:
+    with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
         for contract in contracts.values():
             table_dir = raw_layout.change_log_dir(layout.raw, contract)
             if (table_dir / ".hoodie").is_dir():
@@ -311,6 +321,30 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             by_reason = {reason: count for reason, count in rows}
     switched = (data_dir / POINTER_FILE).is_file()
     return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None)
+
+
+@contextmanager
+def _naming_unreadable_parquet(layout: DataLayout) -> Iterator[None]:
+    """Turn DuckDB's failure on a damaged Parquet file (cut short by a crash or a copy)
+    into an error that names every unreadable file under raw/ and quarantine/."""
+    import duckdb
+
+    try:
+        yield
+    except duckdb.Error as exc:
+        unreadable = []
+        with duckdb.connect() as probe:
+            for path in sorted([*layout.raw.rglob("*.parquet"), *layout.quarantine.rglob("*.parquet")]):
+                try:
+                    probe.execute("select count(*) from parquet_metadata(?)", [str(path)]).fetchall()
+                except duckdb.Error as problem:
+                    unreadable.append(f"  {path}: {str(problem).splitlines()[0]}")
+        if not unreadable:
+            raise CliError(f"cannot count the raw tables: {exc}") from exc
+        raise CliError(
+            f"{len(unreadable)} Parquet file(s) cannot be read:\n" + "\n".join(unreadable)
+            + "\nrestore them from a backup, or rebuild the raw tables with `lakehouse reprocess`"
+        ) from exc
 
 
 def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Sequence[str]) -> tuple[int, int]:
@@ -352,14 +386,15 @@ def backfill(
     if dry_run:
         out("dry run: nothing was written")
         return None
-    _guard_contracts(target, contracts, out)
-    with _spark_session(spark, out) as session:
-        pipeline = _pipeline(session, target, contracts, sink)
-        try:
-            result = run_backfill(session, plan, pipeline, out=out,
-                                  verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
-        except (BackfillError, ExportValidationError) as exc:
-            raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
+    with writing(layout, "backfill", out):
+        _guard_contracts(target, contracts, out)
+        with _spark_session(spark, out) as session:
+            pipeline = _pipeline(session, target, contracts, sink)
+            try:
+                result = run_backfill(session, plan, pipeline, out=out,
+                                      verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
+            except (BackfillError, ExportValidationError) as exc:
+                raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
     out(result.summary())
     return result
 
@@ -393,7 +428,7 @@ def reprocess(
     if dry_run:
         out("dry run: nothing was written")
         return None
-    with _spark_session(spark, out) as session:
+    with writing(layout, "reprocess", out), _spark_session(spark, out) as session:
         def make_pipeline(stream_id: str) -> Pipeline:
             _guard_contracts(DataLayout(plan.target), contracts, out)
             return _pipeline(session, DataLayout(plan.target), contracts, sink, stream_id=stream_id)
@@ -436,7 +471,8 @@ def switch(
             raise CliError(f"no table contract named {table!r}")
     try:
         if glue_database is None:
-            active = rollback_local(layout.root) if rollback else switch_local(layout.root, Path(to or ""), contracts)
+            with writing(layout, "switch", out):
+                active = rollback_local(layout.root) if rollback else switch_local(layout.root, Path(to or ""), contracts)
             out(f"active data root: {active.data_root} (previous: {active.previous})")
             out(f"dbt reads it with: export {RAW_DIR_ENV}={active.raw_dir}")
             return
@@ -528,47 +564,46 @@ def quarantine(
             out(line)
         out(f"shown {min(limit, len(rows))} of {len(rows)} open records with reason {reason}")
         return rows[:limit]
-    try:
-        plan = ops.plan_replay(target.root, reason=reason, table=table, batches=batches)
-    except ops.QuarantineError as exc:
-        raise CliError(str(exc)) from exc
-    for line in plan.describe():
-        out(line)
-    if not plan.records:
-        out("nothing to replay")
-        return None
-    _guard_contracts(target, contracts, out)
-    # TODO(issue 12 §2): hold the single-writer lock of target.root from here to the end of the replay,
-    # as `stream` does, once the lock module is on main.
-    with _spark_session(spark, out) as session:
-        pipeline = _pipeline(session, target, contracts, sink)
+    # Planned under the lock too: a replay running elsewhere could change what is open.
+    with writing(layout, "quarantine replay", out):
         try:
-            result = ops.run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
+            plan = ops.plan_replay(target.root, reason=reason, table=table, batches=batches)
         except ops.QuarantineError as exc:
-            raise CliError(f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}") from exc
+            raise CliError(str(exc)) from exc
+        for line in plan.describe():
+            out(line)
+        if not plan.records:
+            out("nothing to replay")
+            return None
+        _guard_contracts(target, contracts, out)
+        with _spark_session(spark, out) as session:
+            pipeline = _pipeline(session, target, contracts, sink)
+            try:
+                result = ops.run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
+            except ops.QuarantineError as exc:
+                raise CliError(f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}") from exc
     out(result.summary())
     return result
-
-
-def clear_generated(layout: DataLayout) -> None:
-    for name in GENERATED_FOLDERS:
-        shutil.rmtree(layout.root / name, ignore_errors=True)
-    # A fresh start reads and writes the data directory itself, not a switched-to root.
-    (layout.root / POINTER_FILE).unlink(missing_ok=True)
 
 
 def run_dbt_command(layout: DataLayout, dbt_args: Sequence[str], *, out: Printer = print) -> None:
     """`dbt <args>` on this repository's project with the local data directory.
 
-    dbt writes its own progress; a failure ends with a pointer to its log.
+    dbt writes its own progress; a failure ends with dbt's own error (lakehouse_dbt's
+    failure_summary), not only a pointer to a log that a usage error never writes.
     """
-    from lakehouse_dbt import run_dbt
+    from lakehouse_dbt.runner import failure_summary, run_dbt
 
     if not dbt_args:
         raise CliError("name a dbt command, e.g. `lakehouse dbt build`")
+    if not layout.root.is_dir():
+        # dbt would create it empty and build nothing from it; a mistyped path is the likely cause.
+        raise CliError(f"data directory {layout.root} does not exist; give --data-dir, or run `lakehouse demo`")
     result = run_dbt(list(dbt_args), layout.root)
     if not result.success:
-        raise CliError(f"dbt {' '.join(dbt_args)} failed; details in {layout.root / 'dbt' / 'logs' / 'dbt.log'}")
+        log_file = layout.root / "dbt" / "logs" / "dbt.log"
+        where = f"\nfull log: {log_file}" if log_file.is_file() else ""
+        raise CliError(f"dbt {' '.join(dbt_args)} failed: {failure_summary(result)}{where}")
 
 
 def serve_docs_site(layout: DataLayout, port: int) -> None:
@@ -597,9 +632,29 @@ def run_demo(
     out: Printer = print,
 ) -> DemoResult:
     """Fresh sample data -> stream (available-now) -> counts -> dbt build -> mart summary."""
+    with writing(layout, "demo", out):
+        return _demo(layout, seed, customers, record_format, sink, contracts_dir, build_marts, spark, out)
+
+
+def _demo(
+    layout: DataLayout,
+    seed: int,
+    customers: int,
+    record_format: str,
+    sink: str,
+    contracts_dir: str | None,
+    build_marts: bool,
+    spark: SparkSession | None,
+    out: Printer,
+) -> DemoResult:
+    from streaming.operations.demo_dir import DemoDirRefused, prepare_demo_dir
+
     steps = 4 if build_marts else 3
-    out(f"[1/{steps}] fresh data directory {layout.root}")
-    clear_generated(layout)
+    try:
+        done = prepare_demo_dir(layout.root)
+    except DemoDirRefused as exc:
+        raise CliError(str(exc)) from exc
+    out(f"[1/{steps}] fresh data directory {layout.root} ({done})")
     generation = generate(layout, seed=seed, customers=customers, record_format=record_format, out=out)
     out(f"[2/{steps}] streaming landing files into the raw tables")
     stream(layout, sink=sink, contracts_dir=contracts_dir, spark=spark, out=out)
@@ -620,16 +675,41 @@ def run_demo(
     return DemoResult(generation, report, marts_summary)
 
 
+def _add_project_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--data-dir", type=Path, default=default, help=f"data directory (default ${DATA_DIR_ENV} or ./data)"
+    )
+    parser.add_argument("--contracts-dir", default=default, help="table contracts folder (default: packaged)")
+
+
+def _interval_argument(text: str) -> str:
+    from streaming.runner import checked_interval
+
+    try:
+        return checked_interval(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _take_project_options(args: argparse.Namespace) -> None:
+    """Move `--data-dir` / `--contracts-dir` found among dbt's arguments (`lakehouse dbt
+    build --data-dir X`) onto `args`; dbt gets the rest in their order."""
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    _add_project_options(own, default=argparse.SUPPRESS)
+    found, args.dbt_args = own.parse_known_args(args.dbt_args)
+    vars(args).update(vars(found))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from streaming.operations.generator import RECORD_FORMATS
 
+    # The project's own options go before or after the subcommand: the main parser sets
+    # their defaults, a subcommand sets them only when given there (SUPPRESS).
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--data-dir", type=Path, default=None, help=f"data directory (default ${DATA_DIR_ENV} or ./data)"
-    )
-    common.add_argument("--contracts-dir", default=None, help="table contracts folder (default: packaged)")
+    _add_project_options(common, default=argparse.SUPPRESS)
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.splitlines()[0])
+    _add_project_options(parser, default=None)
     commands = parser.add_subparsers(dest="command", required=True)
 
     gen = commands.add_parser("generate", parents=[common], help="land sample DynamoDB CDC as JSON lines")
@@ -642,7 +722,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("stream", parents=[common], help="stream landing files into the raw tables")
     run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now")
-    run.add_argument("--interval", default="100 seconds", help="micro-batch interval for processing-time")
+    run.add_argument("--interval", type=_interval_argument, default="100 seconds",
+                     help="micro-batch interval for processing-time, e.g. '30 seconds'")
     run.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
     run.add_argument("--max-files-per-trigger", type=int, default=None,
                      help="landing files per micro-batch (default 100)")
@@ -685,9 +766,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--target", required=True, help="raw folder or <file>.duckdb:<schema>.<table>")
     check.add_argument("--table", default=None, help="only this table")
     check.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the report as JSON")
-    # The common options belong to each action: on both levels argparse would let the
-    # action's defaults overwrite what was given before it.
-    held = commands.add_parser("quarantine", help="quarantine counts, PII-masked payloads, and replay after a fix")
+    held = commands.add_parser("quarantine", parents=[common], help="quarantine counts, PII-masked payloads, and replay after a fix")
     actions = held.add_subparsers(dest="action", required=True)
     actions.add_parser("summary", parents=[common], help="open quarantined rows by table, reason and day")
     show = actions.add_parser("show", parents=[common], help="a few payloads of one reason, PII hidden")
@@ -713,6 +792,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "dbt":
+        _take_project_options(args)
     # Our batch lines at INFO; py4j's callback chatter stays below WARNING.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("streaming").setLevel(logging.INFO)

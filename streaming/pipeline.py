@@ -54,6 +54,23 @@ def _stat(df: DataFrame, name: str, value: Column | None = None) -> DataFrame:
     return df.agg(F.lit(name).alias("stat"), F.count(F.lit(1)).alias("rows"), value.cast("bigint").alias("value"))
 
 
+def readable_duration(seconds: float) -> str:
+    """`seconds` in the two largest units that matter: "850 ms", "12.3 s", "2 min 5 s",
+    "3 h 4 min", "365 d 14 h". Old sample data lags by months; a plain seconds count
+    ("31600000.0s") is unreadable. Negative (event time ahead of this clock) keeps its sign."""
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    if seconds < 1:
+        return f"{sign}{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{sign}{seconds:.1f} s"
+    whole = int(seconds)
+    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1)):
+        if whole >= size:
+            return f"{sign}{whole // size} {unit} {whole % size // smaller_size} {smaller}"
+    raise AssertionError("unreachable: seconds >= 60 always has a unit")
+
+
 @dataclass(frozen=True)
 class BatchReport:
     batch_id: int
@@ -67,7 +84,7 @@ class BatchReport:
 
     def log_line(self) -> str:
         landed = " ".join(f"{table}={rows}" for table, rows in self.landed.items())
-        lag = "n/a" if self.lag_seconds is None else f"{self.lag_seconds:.1f}s"
+        lag = "n/a" if self.lag_seconds is None else readable_duration(self.lag_seconds)
         return (
             f"batch={self.batch_id} in={self.records_in} landed {landed} "
             f"quarantined={self.quarantined} duplicates_dropped={self.duplicates_dropped} "

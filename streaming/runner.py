@@ -7,6 +7,11 @@ over the same input, and the sinks overwrite what the first attempt wrote.
 from __future__ import annotations
 
 import logging
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,6 +23,22 @@ log = logging.getLogger(__name__)
 
 Trigger = Literal["available-now", "processing-time"]
 DEFAULT_INTERVAL = "100 seconds"
+# What a processing-time interval may say: whole numbers of these units, e.g. "30 seconds",
+# "1 minute 30 seconds". Spark parses the same text with its interval syntax and refuses
+# months and years for a trigger; tests/test_cli_ops.py checks each case against Spark.
+_INTERVAL_UNITS = ("week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+_INTERVAL_PART = r"\d+\s+(?:%s)s?" % "|".join(_INTERVAL_UNITS)
+_INTERVAL = re.compile(rf"(?:interval\s+)?{_INTERVAL_PART}(?:\s+{_INTERVAL_PART})*", re.IGNORECASE)
+
+
+def checked_interval(text: str) -> str:
+    """`text` unchanged when it is a trigger interval Spark accepts; ValueError otherwise,
+    so a typo fails on the command line instead of after Spark has started."""
+    if not _INTERVAL.fullmatch(text.strip()):
+        raise ValueError(
+            f"not a trigger interval: {text!r}; write whole numbers with units, e.g. '30 seconds' or '2 minutes'"
+        )
+    return text.strip()
 
 
 def run_stream(
@@ -57,3 +78,42 @@ def run_stream(
         query.awaitTermination()
         log.info("query=%s drained all available input", query_name)
     return query
+
+
+@contextmanager
+def deferred_stop_signals(report: Callable[[str], None]) -> Iterator[threading.Event]:
+    """While the block runs, SIGINT (Ctrl-C) and SIGTERM only set the event it yields;
+    a second Ctrl-C raises KeyboardInterrupt as usual, to abort at once.
+
+    Without this, Ctrl-C raises KeyboardInterrupt inside a py4j call while a batch runs in
+    the JVM, and stopping the query then interrupts that batch: py4j tracebacks, exit 1,
+    and a batch to replay. The JVM itself does not see Ctrl-C: PySpark starts it with
+    SIGINT ignored (pyspark/java_gateway.py).
+    """
+    requested = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        report("stopping after the current batch (Ctrl-C again to abort it) ...")
+
+    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def stop_between_batches(query: StreamingQuery, requested: threading.Event, *, poll_seconds: float = 1.0) -> bool:
+    """Wait until the query ends (False; a failed query raises) or `requested` is set (True):
+    then let the batch in progress finish and commit, and stop the query while no trigger
+    is active. Waits with a timeout, as a signal handler runs only between py4j calls."""
+    while not requested.is_set():
+        if query.awaitTermination(poll_seconds):
+            return False
+    while query.isActive and query.status["isTriggerActive"]:
+        query.awaitTermination(0.2)
+    query.stop()
+    return True

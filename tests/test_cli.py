@@ -9,6 +9,7 @@ import pytest
 from lakehouse_dbt.summary import MARTS_SCHEMA
 from streaming.operations.generator import generate_cdc
 from streaming.cli import DataLayout, default_data_dir, main, run_demo, status
+from streaming.operations.demo_dir import DEMO_MARKER
 
 
 def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
@@ -65,6 +66,7 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     stale = layout.raw / "customers_changes" / "_ingest_hour=2026-01-01-00" / "_batch_id=99"
     stale.mkdir(parents=True)
     (stale / "part-0.parquet").write_bytes(b"left over from an earlier run")
+    (layout.root / DEMO_MARKER).write_text("an earlier demo made this directory")
     printed: list[str] = []
 
     result = run_demo(layout, seed=9, customers=8, record_format="streams", sink="local", spark=spark,
@@ -126,10 +128,10 @@ def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):
 
 
 def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
-    from streaming.cli import clear_generated
+    from streaming.operations.demo_dir import prepare_demo_dir
     from streaming.operations.reprocess import POINTER_FILE, read_pointer
 
-    layout = DataLayout(tmp_path)
+    (tmp_path / DEMO_MARKER).write_text("an earlier demo made this directory")
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')
     (tmp_path / "backfills").mkdir()
     (tmp_path / "backfills" / "01793498400000-0dbdece3.json").write_text('{"status": "succeeded"}')
@@ -137,7 +139,7 @@ def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
     (tmp_path / "replays" / "0001-0123456789ab.json").write_text('{"status": "succeeded", "landed": ["x"]}')
     assert read_pointer(tmp_path).data_root == Path("/elsewhere")
 
-    clear_generated(layout)
+    assert prepare_demo_dir(tmp_path) == "cleared"
 
     assert read_pointer(tmp_path).data_root == tmp_path
     assert not (tmp_path / "backfills").exists()

@@ -91,7 +91,7 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
     assert report.max_event_ts == datetime(2023, 11, 14, 22, 13, 21, tzinfo=timezone.utc)
     assert report.lag_seconds == (FIXED_NOW - report.max_event_ts).total_seconds()
     assert (f"batch=0 in=4 landed customers=1 orders=1 quarantined=2 duplicates_dropped=0 "
-            f"lag={report.lag_seconds:.1f}s took=") in caplog.text
+            "lag=1083 d 1 h took=") in caplog.text  # 1083 days, 1:46:39 behind FIXED_NOW
 
     (cust,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
     assert (cust.id, cust.cust_name, cust.email, cust.id_suffix, cust._batch_id) == ("c-1", "Ana", "ana@example.com", "1", 0)

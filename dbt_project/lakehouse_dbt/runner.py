@@ -75,3 +75,22 @@ def run_dbt(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def failure_summary(result: dbtRunnerResult, *, most: int = 10) -> str:
+    """dbt's own words for a failed invocation: the exception it returned (a usage error
+    such as an unknown option, raised before dbt logs anything), else each node that
+    errored or failed with the first line of its message."""
+    if result.exception is not None:
+        return str(result.exception)
+    node_results = getattr(result.result, "results", None) or []
+    failed = [node for node in node_results if str(node.status) in ("error", "fail", "runtime error")]
+    if not failed:
+        return "dbt reported failure without a failing node"
+    lines = [f"{len(failed)} node(s) failed:"]
+    for node in failed[:most]:
+        first_lines = [line.strip() for line in str(node.message or "").splitlines() if line.strip()][:2]
+        lines.append(f"  {node.node.unique_id} ({node.status}): {' / '.join(first_lines)}")
+    if len(failed) > most:
+        lines.append(f"  ... and {len(failed) - most} more (dbt's output above lists them all)")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""Operator mistakes the CLI must survive: a demo over real data, Ctrl-C on a running stream,
+a typo in --interval, a truncated Parquet file, options in the natural order."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from lakehouse_dbt.raw_fixtures import write_raw_batch
+from lakehouse_dbt.summary import MARTS_SCHEMA
+from streaming.cli import DataLayout, main, run_demo
+from streaming.operations.demo_dir import DEMO_MARKER
+from streaming.operations.generator import CUSTOMERS, generate_cdc
+from streaming.runner import checked_interval
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def checkout_env() -> dict[str, str]:
+    """This checkout first on PYTHONPATH: the shared venv's editable install is another one."""
+    paths = [str(REPO), str(REPO / "dbt_project"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def test_demo_refuses_a_data_dir_it_did_not_create(tmp_path, monkeypatch, capsys):
+    # The README exports LAKEHOUSE_DATA_DIR for plain dbt; a later `lakehouse demo` must not wipe it.
+    real = tmp_path / "warehouse"
+    kept = [real / "raw" / "customers_changes" / "_ingest_hour=2026-11-01-00" / "_batch_id=3" / "part-0.parquet",
+            real / "checkpoints" / "landing_to_raw" / "commits" / "3", real / "lakehouse.duckdb"]
+    for path in kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"production data")
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(real))
+
+    assert main(["demo", "--skip-dbt"]) == 2
+
+    err = capsys.readouterr().err
+    assert f"{real} is not empty and was not made by `lakehouse demo`" in err
+    assert all(path.read_bytes() == b"production data" for path in kept)
+    assert not (real / DEMO_MARKER).exists() and not (real / "landing").exists()
+
+
+@pytest.mark.parametrize("interval", ["soon", "100", "10 parsecs", "1 month", "-5 seconds", ""])
+def test_a_malformed_interval_is_an_argument_error_before_spark_starts(tmp_path, capsys, interval):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["stream", "--data-dir", str(tmp_path), "--trigger", "processing-time", "--interval", interval])
+
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert "argument --interval: not a trigger interval" in captured.err
+    assert "starting Spark" not in captured.out and not any(tmp_path.iterdir())
+
+
+def test_status_names_a_truncated_parquet_file(tmp_path, capsys):
+    rows = [{"id": f"c{n}", "cust_name": f"Name {n}", "email": f"n{n}@example.com",
+             "_event_ts": datetime(2026, 11, 1, n, tzinfo=timezone.utc), "sequence": n} for n in range(1, 4)]
+    for batch_id in (1, 2):
+        write_raw_batch(tmp_path, "customers", batch_id, rows, datetime(2026, 11, 1, batch_id, tzinfo=timezone.utc))
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+    broken = sorted((tmp_path / "raw" / "customers_changes").rglob("*.parquet"))[-1]
+    content = broken.read_bytes()
+    broken.write_bytes(content[: len(content) // 2])  # a copy or a crash cut it short
+    capsys.readouterr()
+
+    assert main(["status", "--data-dir", str(tmp_path)]) == 2
+
+    err = capsys.readouterr().err
+    assert "1 Parquet file(s) cannot be read" in err and str(broken) in err
+    assert "Traceback" not in err
+
+
+def test_project_options_go_before_or_after_the_subcommand(tmp_path, capsys):
+    before = ["--data-dir", str(tmp_path / "before"), "generate", "--customers", "2", "--records-per-file", "50"]
+    after = ["generate", "--customers", "2", "--records-per-file", "50", "--data-dir", str(tmp_path / "after")]
+    for argv in (before, after):
+        assert main(argv) == 0, argv
+    for data_dir in ("before", "after"):
+        assert sorted((tmp_path / data_dir / "landing").rglob("*.jsonl")), data_dir
+    for argv in (["--contracts-dir", str(tmp_path / "none"), "status", "--data-dir", str(tmp_path / "after")],
+                 ["--data-dir", str(tmp_path / "after"), "status", "--contracts-dir", str(tmp_path / "none")]):
+        assert main(argv) == 2, argv
+        assert "invalid table contracts" in capsys.readouterr().err, argv
+
+
+@pytest.mark.dbt
+def test_project_options_work_before_after_and_among_dbt_arguments(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "lake"
+    data.mkdir()
+
+    # The natural order: dbt's command first, the project's option after it.
+    assert main(["dbt", "build", "--data-dir", str(data)]) == 0
+    with duckdb.connect(str(data / "lakehouse.duckdb"), read_only=True) as con:
+        marts = {name for (name,) in con.execute(
+            "select table_name from information_schema.tables where table_schema = ?", [MARTS_SCHEMA]).fetchall()}
+    assert {"dim_customers", "fct_orders"} <= marts
+    capsys.readouterr()
+    for argv in (["--data-dir", str(data), "dbt", "ls", "--select", "dim_customers"],
+                 ["dbt", "ls", "--data-dir", str(data), "--select", "dim_customers"],
+                 ["dbt", "--data-dir", str(data), "ls", "--select", "dim_customers"]):
+        assert main(argv) == 0, argv
+        assert "marts.dim_customers" in capsys.readouterr().out, argv
+    assert not (tmp_path / "data").exists(), "no empty ./data left behind"
+
+
+@pytest.mark.dbt
+def test_a_failing_dbt_command_shows_dbts_own_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lake").mkdir()
+
+    assert main(["dbt", "build", "--data-dir", str(tmp_path / "lake"), "--full-refersh"]) == 2
+
+    err = capsys.readouterr().err
+    assert "No such option" in err and "--full-refersh" in err
+    assert "dbt.log" not in err, "dbt wrote no log to point at"
+    assert main(["dbt", "build", "--data-dir", str(tmp_path / "missing")]) == 2
+    assert f"data directory {tmp_path / 'missing'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.spark
+def test_the_interval_check_agrees_with_spark(spark):
+    def spark_accepts(text: str) -> bool:
+        trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger
+        try:
+            trigger.ProcessingTime(text)
+        except Exception:  # py4j carries Spark's IllegalArgumentException
+            return False
+        return True
+
+    accepted = ["100 seconds", "1 minute 30 seconds", "interval 5 minutes", "2 Hours", "500 milliseconds", "1 day"]
+    for text in accepted:
+        assert checked_interval(text) == text and spark_accepts(text), text
+    for text in ["soon", "10 parsecs", "1 month", "seconds", ""]:
+        with pytest.raises(ValueError):
+            checked_interval(text)
+        assert not spark_accepts(text), text
+
+
+@pytest.mark.spark
+def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
+    data = tmp_path / "data"
+    assert main(["generate", "--data-dir", str(data), "--customers", "3", "--records-per-file", "40"]) == 0
+    # A terminal sends Ctrl-C to the whole foreground process group: its own session here.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data), "--sink", "local",
+         "--trigger", "processing-time", "--interval", "1 hour"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=checkout_env(), cwd=tmp_path,
+        start_new_session=True,
+    )
+    stdout: list[str] = []
+    stderr: list[str] = []
+    readers = [threading.Thread(target=lambda pipe=pipe, into=into: into.extend(pipe), daemon=True)
+               for pipe, into in ((process.stdout, stdout), (process.stderr, stderr))]
+    for reader in readers:
+        reader.start()
+    try:
+        deadline = time.monotonic() + 400
+        while not any(line.startswith("running:") for line in stdout):
+            assert process.poll() is None, "".join(stderr)
+            assert time.monotonic() < deadline, "the stream did not start"
+            time.sleep(0.2)
+        # Batch 0 starts as the query does: the interrupt lands while it runs or just after.
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(timeout=300)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for reader in readers:
+        reader.join(timeout=10)
+    out, err = "".join(stdout), "".join(stderr)
+
+    assert code == 0, err
+    assert "stopping after the current batch" in out and "\nstopped\n" in out
+    assert "Traceback" not in err and "Py4J" not in err
+    assert "batch=0 " in err, "the batch in progress finished"
+    assert (data / "checkpoints" / "landing_to_raw" / "commits" / "0").is_file(), "and was committed"
+    assert not (data / "checkpoints" / "landing_to_raw" / "offsets" / "1").exists(), "no batch after it began"
+
+
+@pytest.mark.spark
+def test_a_second_demo_with_another_seed_starts_clean(spark, tmp_path):
+    layout = DataLayout(tmp_path / "demo")
+    run_demo(layout, seed=1, customers=4, record_format="streams", sink="local", spark=spark, out=lambda _: None)
+    assert (layout.root / DEMO_MARKER).is_file()
+
+    run_demo(layout, seed=2, customers=3, record_format="streams", sink="local", spark=spark, out=lambda _: None)
+
+    truth = generate_cdc(seed=2, customers=3, record_format="streams")
+    live_ids = Counter(key[0] for key, item in truth.expected_state[CUSTOMERS].items() if item is not None)
+    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
+        dim_ids = Counter(customer_id for (customer_id,) in con.execute(
+            f"select customer_id from {MARTS_SCHEMA}.dim_customers").fetchall())
+    assert dim_ids == live_ids
