@@ -333,7 +333,6 @@ def backfill(
     """Load a DynamoDB export into its raw table as one batch; a dry run only describes it."""
     from streaming.operations.backfill import BackfillError, plan_backfill, run_backfill
     from streaming.operations.export import ExportValidationError
-    from streaming.sinks import LocalParquetSink
 
     contracts = _contracts(contracts_dir)
     target = active_layout(layout)
@@ -351,8 +350,7 @@ def backfill(
     with _spark_session(spark, out) as session:
         pipeline = _pipeline(session, target, contracts, sink)
         try:
-            result = run_backfill(session, plan, pipeline, out=out,
-                                  verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
+            result = run_backfill(session, plan, pipeline, out=out)
         except (BackfillError, ExportValidationError) as exc:
             raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
     out(result.summary())

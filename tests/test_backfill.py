@@ -8,9 +8,19 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.operations.backfill import backfill_run_id, recorded_backfills
+from streaming import raw_layout
+from streaming.operations.backfill import (
+    BackfillError,
+    backfill_run_id,
+    plan_backfill,
+    recorded_backfills,
+    run_backfill,
+    run_log_path,
+)
 from streaming.cli import DataLayout, backfill, main, stream
 from streaming.contract import load_contracts
+from streaming.pipeline import Pipeline
+from streaming.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.export import read_export_manifest, write_full_export
 from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import reconcile
@@ -160,3 +170,54 @@ def test_run_id_is_deterministic_and_distinct_per_export():
     ids = {backfill_run_id(f"0179349840000{n}-abcdef0{n}") for n in range(10)}
     assert len(ids) == 10 and all(-(2**63) <= run_id < 0 for run_id in ids)
     assert backfill_run_id("01793498400000-0dbdece3") == backfill_run_id("01793498400000-0dbdece3")
+
+
+class RowLosingParquetSink(LocalParquetSink):
+    """The local sink with a bug: it loses one row of every table it writes."""
+
+    def write(self, changes, contract, batch_id, rows=None):
+        super().write(changes.limit(max((rows or 0) - 1, 0)), contract, batch_id)
+
+
+def readable_parquet_files(data_root: Path) -> list[str]:
+    """What readers see: the change-log pattern of dbt's DuckDB raw views
+    (macros/raw/register_raw_sources.sql) and the quarantine batches `status` lists."""
+    patterns = [f"{data_root}/raw/*/_ingest_hour=*/_batch_id=*/*.parquet",
+                f"{data_root}/quarantine/_batch_id=*/*.parquet"]
+    with duckdb.connect() as con:
+        return [row[0] for pattern in patterns for row in con.execute(f"select * from glob('{pattern}')").fetchall()]
+
+
+def test_a_backfill_failing_its_check_leaves_nothing_for_readers(spark, exports, tmp_path):
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    pipeline = Pipeline(contracts, RowLosingParquetSink(str(root)), QuarantineWriter(str(root)))
+
+    with pytest.raises(BackfillError, match="nothing was published"):
+        run_backfill(spark, plan, pipeline, out=lambda _: None)
+
+    assert readable_parquet_files(root) == []
+    assert not list(root.rglob("*.parquet")), "the staged output is removed too"
+    run = json.loads(run_log_path(root, plan.manifest.export_id).read_text())
+    assert run["status"] == "failed" and "nothing was published" in run["error"]
+    assert recorded_backfills(root) == [], "reprocess must not replay a failed backfill"
+
+
+def test_a_retried_backfill_replaces_the_published_batch_and_keeps_other_batches(spark, exports, tmp_path):
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    pipeline = Pipeline(contracts, LocalParquetSink(str(root)), QuarantineWriter(str(root)))
+    other_batch = root / "raw" / "orders_changes" / "_ingest_hour=2026-11-01-00" / "_batch_id=0"
+    other_batch.mkdir(parents=True)
+    (other_batch / "part-0.parquet").write_bytes(b"stands for a stream batch")
+
+    first = run_backfill(spark, plan, pipeline, out=lambda _: None)
+    again = run_backfill(spark, plan, pipeline, out=lambda _: None)
+
+    table_dir = raw_layout.change_log_dir(root / "raw", plan.contract)
+    (published,) = table_dir.glob(f"*/_batch_id={plan.batch_id}")
+    assert batch_rows(published) and len(batch_rows(published)) == again.landed == first.landed == plan.manifest.item_count
+    assert (other_batch / "part-0.parquet").is_file(), "a retry replaces only its own batch"
+    assert not (root / "backfills" / "_staging").exists() or not any((root / "backfills" / "_staging").iterdir())
