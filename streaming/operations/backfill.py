@@ -40,6 +40,7 @@ from streaming.operations.export import (
     ExportValidationError,
     export_to_change_records,
     read_export_manifest,
+    refused_export_lines,
 )
 
 if TYPE_CHECKING:
@@ -164,7 +165,13 @@ def plan_backfill(
     data_root: Path,
     table: str | None = None,
 ) -> BackfillPlan:
-    """Validate the export (manifests, checksums, item counts) and name what it will write."""
+    """Validate the export (manifests, checksums, item counts, every line) and name what it will write.
+
+    A line that cannot become a change record (not UTF-8, not JSON, no Item, a key
+    attribute missing) refuses the whole export, dry run or not, with counts per
+    problem and the first lines of each: such an export is damaged, and replaying
+    the rest would load it partially.
+    """
     manifest = read_export_manifest(export_dir)
     if table is not None and table != manifest.table_name:
         raise ExportValidationError(
@@ -176,6 +183,10 @@ def plan_backfill(
             f"{manifest.export_dir}: no table contract for table {manifest.table_name!r} "
             f"(known: {sorted(contracts)}); add one before backfilling it"
         )
+    refused = refused_export_lines(manifest, contract)
+    if refused.total:
+        heading = f"{manifest.export_dir}: the backfill refuses this export"
+        raise ExportValidationError("\n".join([heading, *refused.lines()]))
     return BackfillPlan(manifest, contract, data_root, backfill_run_id(manifest.export_id))
 
 
@@ -188,7 +199,7 @@ def stage_change_records(plan: BackfillPlan, out: Printer = print) -> dict[str, 
     """
     shutil.rmtree(plan.staging_dir, ignore_errors=True)
     plan.input_dir.mkdir(parents=True)
-    records = export_to_change_records(plan.manifest.export_dir, plan.manifest.table_name)
+    records = export_to_change_records(plan.manifest.export_dir, plan.contract)
     staged: dict[str, str] = {}
     total = len(plan.manifest.data_files)
     for number, data_file in enumerate(plan.manifest.data_files, start=1):
