@@ -1,7 +1,11 @@
 """Backfill from DynamoDB exports: bootstrap + overlapping stream converge, retries are idempotent."""
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import json
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -221,3 +225,76 @@ def test_a_retried_backfill_replaces_the_published_batch_and_keeps_other_batches
     assert batch_rows(published) and len(batch_rows(published)) == again.landed == first.landed == plan.manifest.item_count
     assert (other_batch / "part-0.parquet").is_file(), "a retry replaces only its own batch"
     assert not (root / "backfills" / "_staging").exists() or not any((root / "backfills" / "_staging").iterdir())
+
+
+def damage_first_data_file(export_dir: Path) -> Path:
+    """Replace the export's first data file with a non-JSON line and a keyless item,
+    keeping every checksum and count consistent: only the lines are wrong."""
+    manifest = read_export_manifest(export_dir)
+    data_file = manifest.data_files[0].path
+    rows = [json.loads(line) for line in gzip.decompress(data_file.read_bytes()).splitlines()]
+    del rows[1]["Item"]["orderId"]
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[0] = lines[0][:-7]  # cut short: not JSON
+    data_file.write_bytes(gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0))
+    files_manifest = export_dir / "manifest-files.json"
+    entries = [json.loads(line) for line in files_manifest.read_text().splitlines()]
+    digest = hashlib.md5(data_file.read_bytes()).digest()
+    entries[0].update(md5Checksum=base64.b64encode(digest).decode(), etag=digest.hex())
+    content = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
+    files_manifest.write_bytes(content)
+    (export_dir / "manifest-files.checksum").write_text(hashlib.md5(content).hexdigest())
+    return data_file
+
+
+def test_dry_run_refuses_the_lines_the_real_run_would_refuse(exports, tmp_path, capsys):
+    export_dir = shutil.copytree(exports[ORDERS].parent.parent, tmp_path / "export") / "AWSDynamoDB" / exports[ORDERS].name
+    data_file = damage_first_data_file(export_dir)
+    data_dir = tmp_path / "data"
+    expected = [
+        f"2 of {read_export_manifest(export_dir).item_count} export lines cannot be replayed:",
+        f"  1 missing key attribute, first: {data_file} line 2: missing key attribute (Item lacks ['orderId'])",
+        f"  1 not JSON, first: {data_file} line 1: not JSON (",
+    ]
+
+    for dry_run in (["--dry-run"], []):
+        code = main(["backfill", "--data-dir", str(data_dir), "--export", str(export_dir), "--sink", "local", *dry_run])
+        captured = capsys.readouterr()
+        assert code == 2, dry_run
+        assert "is valid" not in captured.out and "Traceback" not in captured.err
+        assert captured.err.startswith(f"lakehouse backfill: {export_dir}: the backfill refuses this export\n")
+        lines = captured.err.splitlines()[1:]
+        assert lines[:2] == expected[:2] and lines[2].startswith(expected[2]), captured.err
+    assert not data_dir.exists(), "the real run refused before Spark or any write"
+
+
+INVENTORY_CONTRACT = """
+table: inventory
+raw_table: inventory
+key:
+  partition_key: sku
+attributes:
+  sku: {type: S}
+  onHand: {type: N, cast: bigint}
+partitioning:
+  column: sku_initial
+  expression: "substring(sku, 1, 1)"
+"""
+
+
+def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path):
+    contracts_dir = shutil.copytree(Path(__file__).parents[1] / "streaming" / "contracts", tmp_path / "contracts")
+    (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
+    contracts = load_contracts(contracts_dir)
+    items = [{"sku": {"S": f"sku-{n}"}, "onHand": {"N": str(n)}} for n in range(7)]
+    export_dir = write_full_export(tmp_path / "exports", "inventory", items, EXPORT_TIME, contracts=contracts)
+    layout = DataLayout(tmp_path / "data")
+
+    result = backfill(layout, export_dir, sink="local", contracts_dir=str(contracts_dir), spark=spark,
+                      out=lambda _: None)
+
+    assert result.landed == len(items) and result.quarantined == 0
+    (folder,) = (layout.raw / "inventory_changes").glob(f"*/_batch_id={result.batch_id}")
+    with duckdb.connect() as con:
+        landed = con.execute(f"select sku, on_hand from read_parquet('{folder}/*.parquet') order by sku").fetchall()
+    assert landed == [(f"sku-{n}", str(n)) for n in range(7)]
