@@ -298,3 +298,38 @@ def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path)
     with duckdb.connect() as con:
         landed = con.execute(f"select sku, on_hand from read_parquet('{folder}/*.parquet') order by sku").fetchall()
     assert landed == [(f"sku-{n}", str(n)) for n in range(7)]
+
+
+class FolderlessSink:
+    """A raw sink whose output cannot be renamed into place (as Hudi's commits cannot):
+    it writes through the local sink and records each write it was asked for."""
+
+    def __init__(self, root: Path) -> None:
+        self.parquet = LocalParquetSink(str(root))
+        self.writes: list[tuple[str, int]] = []
+
+    def write(self, changes, contract, batch_id, rows=None):
+        self.writes.append((contract.raw_table, batch_id))
+        self.parquet.write(changes, contract, batch_id, rows)
+
+
+def test_a_sink_without_folders_gets_the_writes_only_after_the_counts_passed(spark, exports, tmp_path):
+    import dataclasses
+
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    # The pipeline's contracts changed since the plan: orders now land as another raw
+    # table, so the plan's table receives none of the export's items.
+    renamed = {**contracts, ORDERS: dataclasses.replace(contracts[ORDERS], raw_table="orders_renamed")}
+    sink = FolderlessSink(root)
+
+    with pytest.raises(BackfillError, match="landed 0 and quarantined 0"):
+        run_backfill(spark, plan, Pipeline(renamed, sink, QuarantineWriter(str(root))), out=lambda _: None)
+    assert sink.writes == [] and readable_parquet_files(root) == []
+
+    result = run_backfill(spark, plan, Pipeline(contracts, sink, QuarantineWriter(str(root))), out=lambda _: None)
+
+    assert sorted(sink.writes) == [(CUSTOMERS, plan.batch_id), (ORDERS, plan.batch_id)]
+    (folder,) = (root / "raw" / "orders_changes").glob(f"*/_batch_id={plan.batch_id}")
+    assert len(batch_rows(folder)) == result.landed == plan.manifest.item_count
