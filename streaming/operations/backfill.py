@@ -334,22 +334,27 @@ def _publish_staged_folders(plan: BackfillPlan, pipeline: Pipeline) -> None:
     """
     live_root = Path(pipeline.sink.root)  # type: ignore[attr-defined]
     batch = raw_layout.batch_folder(plan.batch_id)
-    moves: list[tuple[Path, Path, list[Path]]] = []
+    # (live folders this batch replaces, staged folder -> its live place)
+    replacements: list[tuple[list[Path], list[tuple[Path, Path]]]] = []
     for contract in pipeline.contracts.values():
         staged_table = raw_layout.change_log_dir(plan.output_root / "raw", contract)
         live_table = raw_layout.change_log_dir(live_root / "raw", contract)
-        earlier = sorted(live_table.glob(f"*/{batch}"))
-        for folder in sorted(staged_table.glob(f"*/{batch}")):
-            moves.append((folder, live_table / folder.parent.name / batch, earlier))
+        replacements.append((
+            sorted(live_table.glob(f"*/{batch}")),
+            [(folder, live_table / folder.parent.name / batch) for folder in sorted(staged_table.glob(f"*/{batch}"))],
+        ))
     staged_quarantine = plan.output_root / "quarantine" / batch
     live_quarantine = Path(pipeline.quarantine.root) / "quarantine" / batch
-    if staged_quarantine.is_dir():
-        moves.append((staged_quarantine, live_quarantine, [live_quarantine] if live_quarantine.is_dir() else []))
-    for source, target, earlier in moves:
+    replacements.append((
+        [live_quarantine] if live_quarantine.is_dir() else [],
+        [(staged_quarantine, live_quarantine)] if staged_quarantine.is_dir() else [],
+    ))
+    for earlier, moves in replacements:
         for folder in earlier:
-            shutil.rmtree(folder, ignore_errors=True)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+            shutil.rmtree(folder)
+        for staged, target in moves:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)
 
 
 def _run_identity(plan: BackfillPlan) -> dict[str, Any]:
