@@ -372,7 +372,6 @@ def backfill(
     """Load a DynamoDB export into its raw table as one batch; a dry run only describes it."""
     from streaming.operations.backfill import BackfillError, plan_backfill, run_backfill
     from streaming.operations.export import ExportValidationError
-    from streaming.sinks import LocalParquetSink
 
     contracts = _contracts(contracts_dir)
     target = active_layout(layout)
@@ -391,8 +390,7 @@ def backfill(
         with _spark_session(spark, out) as session:
             pipeline = _pipeline(session, target, contracts, sink)
             try:
-                result = run_backfill(session, plan, pipeline, out=out,
-                                      verify_local_folder=isinstance(pipeline.sink, LocalParquetSink))
+                result = run_backfill(session, plan, pipeline, out=out)
             except (BackfillError, ExportValidationError) as exc:
                 raise CliError(f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}") from exc
     out(result.summary())
@@ -505,16 +503,30 @@ def reconcile(
     table: str | None = None,
     json_path: Path | None = None,
     contracts_dir: str | None = None,
+    data_dir: Path | None = None,
     out: Printer = print,
 ) -> ReconcileReport:
-    """Compare source and target per table; raises ReconcileMismatch when they differ."""
+    """Compare source and target per table; raises ReconcileMismatch when they differ.
+
+    PII key columns in the samples are shown as the marts' pseudonyms, with the PII key
+    of `data_dir` (or env LAKEHOUSE_PII_KEY), or withheld when there is none."""
+    from lakehouse_dbt.pii_key import PiiKeyError
+
     from streaming.operations.export import ExportValidationError
-    from streaming.operations.reconcile import ReconcileError, reconcile as compare, write_json_report
+    from streaming.operations.reconcile import (
+        ReconcileError,
+        check_report_path,
+        reconcile as compare,
+        report_pii_key,
+        write_json_report,
+    )
 
     contracts = _contracts(contracts_dir)
     try:
-        report = compare(source, target, contracts, table=table)
-    except (ReconcileError, ExportValidationError) as exc:
+        if json_path is not None:
+            check_report_path(json_path)
+        report = compare(source, target, contracts, table=table, pii_key=report_pii_key(data_dir))
+    except (ReconcileError, ExportValidationError, PiiKeyError) as exc:
         raise CliError(str(exc)) from exc
     for line in report.lines():
         out(line)
@@ -834,7 +846,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    contracts_dir=args.contracts_dir)
         elif args.command == "reconcile":
             reconcile(args.source, args.target, table=args.table, json_path=args.json_path,
-                      contracts_dir=args.contracts_dir)
+                      contracts_dir=args.contracts_dir, data_dir=layout.root)
         elif args.command == "quarantine":
             quarantine(layout, args.action, reason=getattr(args, "reason", None), table=getattr(args, "table", None),
                        batches=getattr(args, "batches", ()), limit=getattr(args, "limit", 5),

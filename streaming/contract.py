@@ -79,8 +79,66 @@ INGEST_HOUR_COLUMN = "_ingest_hour"
 INGEST_HOUR_FORMAT = "yyyy-MM-dd-HH"
 
 
+# A partition expression must give a key the same partition every time it is computed
+# (a REMOVE and its item, a replay and its original, a reprocess and the live table).
+# Spark flags the first group nondeterministic; `check_partition_expression` asks Spark
+# itself whenever a session exists, which also covers functions missing here. This list
+# refuses them earlier, at load time, where there is no Spark session.
+_NONDETERMINISTIC_FUNCTIONS = frozenset({
+    "rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id",
+    "input_file_name", "input_file_block_start", "input_file_block_length",
+})
+# Spark flags these deterministic because it folds each to one value per query (the
+# CURRENT_LIKE expressions of apache/spark sql/catalyst/src/main/scala/org/apache/spark/
+# sql/catalyst/expressions/datetimeExpressions.scala, replaced by the optimizer rule
+# ComputeCurrentTime), or they depend on the session: the same key still lands in a
+# different partition on another run. Spark's flag cannot catch them; only this list does.
+# Spark SQL accepts several without parentheses (`current_date`).
+_PER_RUN_FUNCTIONS = frozenset({
+    "current_date", "curdate", "current_timestamp", "now", "localtimestamp", "current_timezone",
+    "current_user", "user", "session_user", "current_database", "current_schema", "current_catalog",
+})
+# Without arguments these read the clock; with a time argument they are deterministic.
+_CLOCK_WITHOUT_ARGUMENTS = frozenset({"unix_timestamp", "unix_date", "unix_seconds"})
+_SQL_STRING_OR_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_IDENTIFIER_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\(\s*\)|\()?")
+
+
 class ContractError(ValueError):
     """A table contract is invalid; the message names the file and the field."""
+
+
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping repeats a key (PyYAML would keep the last silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key repeated in one mapping at any depth.
+
+    The YAML spec requires mapping keys to be unique; PyYAML keeps the last value, so
+    a contract with `email:` twice would silently lose the first attribute spec.
+    Keys brought in by a merge (`<<: *anchor`) may still be overridden, as YAML intends.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_seen.get(key)
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if earlier is not None:
+                raise _DuplicateKey(
+                    f"first at line {earlier.start_mark.line + 1}",
+                    node.start_mark,
+                    f"key {key!r} appears twice",
+                    key_node.start_mark,
+                )
+            first_seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
 
 
 @dataclass(frozen=True)
@@ -180,8 +238,22 @@ def change_log_schema(contract: TableContract) -> T.StructType:
 
 def load_contract(path: str | Path | Traversable) -> TableContract:
     path = path if isinstance(path, Traversable) else Path(path)
+    content = path.read_bytes()
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (content.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ContractError(
+            f"{path}: line {line}, column {column}: byte {content[exc.start]:#04x} is not UTF-8; "
+            "save the contract as UTF-8"
+        ) from exc
+    try:
+        document = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        mark = exc.problem_mark
+        raise ContractError(f"{path}: line {mark.line + 1}: {exc.problem} in one mapping ({exc.context}); "
+                            "YAML keys must be unique, remove or rename one") from exc
     except yaml.YAMLError as exc:
         raise ContractError(f"{path}: not valid YAML: {exc}") from exc
     return _parse_contract(document, str(path))
@@ -244,7 +316,15 @@ def check_partition_expression(spark: SparkSession, contract: TableContract) -> 
     row = Row(*(samples[spec.type] for spec in key_specs))
     try:
         frame = spark.createDataFrame([row], schema)
-        frame.select(F.expr(contract.partition_expression).cast("string")).collect()
+        partition = frame.select(F.expr(contract.partition_expression).cast("string"))
+        # Asked of the analyzed expression: before analysis every function call is an
+        # unresolved one, which reports itself deterministic whatever it calls.
+        if not partition._jdf.queryExecution().analyzed().expressions().head().deterministic():
+            raise ContractError(
+                f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
+                "is not deterministic (Spark says so): a key must get the same partition every time"
+            )
+        partition.collect()
     except PySparkException as exc:
         raise ContractError(
             f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
@@ -290,6 +370,7 @@ def _parse_contract(document: Any, source: str) -> TableContract:
     partition_expression = partitioning.get("expression")
     if not isinstance(partition_expression, str) or not partition_expression.strip():
         raise ContractError(f"{source}: partitioning.expression is empty")
+    _refuse_nondeterministic(partition_expression, {spec.column for spec in attributes}, source)
 
     _check_columns(attributes, partition_column, source)
     description = document.get("description") or ""
@@ -383,6 +464,28 @@ def _check_cast(cast: Any, source: str, where: str) -> None:
             f"{source}: {where}.cast {cast!r} is not a cast staging knows; use one of {list(CAST_TYPES)} "
             f"(decimal: 1 <= p <= {MAX_DECIMAL_PRECISION}, 0 <= s <= p)"
         )
+
+
+def _refuse_nondeterministic(expression: str, columns: set[str], source: str) -> None:
+    """Refuse a partition expression calling a function of the two lists above.
+
+    String literals and quoted identifiers are skipped; a bare word that is one of the
+    contract's columns is the column, not the function.
+    """
+    code = _SQL_STRING_OR_QUOTED.sub(" ", expression)
+    for match in _IDENTIFIER_CALL.finditer(code):
+        name, call = match.group(1).lower(), match.group(2)
+        called_empty = call is not None and call.replace(" ", "") == "()"
+        if (
+            (name in _NONDETERMINISTIC_FUNCTIONS and call is not None)
+            or (name in _PER_RUN_FUNCTIONS and (call is not None or name not in columns))
+            or (name in _CLOCK_WITHOUT_ARGUMENTS and called_empty)
+        ):
+            why = "random or row-dependent" if name in _NONDETERMINISTIC_FUNCTIONS else "its value depends on the run"
+            raise ContractError(
+                f"{source}: partitioning.expression {expression!r} calls {name}() ({why}); a key must get the "
+                "same partition every time, so use a deterministic function of the key columns"
+            )
 
 
 def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:

@@ -1,16 +1,30 @@
 """Backfill from DynamoDB exports: bootstrap + overlapping stream converge, retries are idempotent."""
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import json
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from streaming.operations.backfill import backfill_run_id, recorded_backfills
+from streaming import raw_layout
+from streaming.operations.backfill import (
+    BackfillError,
+    backfill_run_id,
+    plan_backfill,
+    recorded_backfills,
+    run_backfill,
+    run_log_path,
+)
 from streaming.cli import DataLayout, backfill, main, stream
 from streaming.contract import load_contracts
+from streaming.pipeline import Pipeline
+from streaming.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.export import read_export_manifest, write_full_export
 from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import reconcile
@@ -160,3 +174,162 @@ def test_run_id_is_deterministic_and_distinct_per_export():
     ids = {backfill_run_id(f"0179349840000{n}-abcdef0{n}") for n in range(10)}
     assert len(ids) == 10 and all(-(2**63) <= run_id < 0 for run_id in ids)
     assert backfill_run_id("01793498400000-0dbdece3") == backfill_run_id("01793498400000-0dbdece3")
+
+
+class RowLosingParquetSink(LocalParquetSink):
+    """The local sink with a bug: it loses one row of every table it writes."""
+
+    def write(self, changes, contract, batch_id, rows=None):
+        super().write(changes.limit(max((rows or 0) - 1, 0)), contract, batch_id)
+
+
+def readable_parquet_files(data_root: Path) -> list[str]:
+    """What readers see: the change-log pattern of dbt's DuckDB raw views
+    (macros/raw/register_raw_sources.sql) and the quarantine batches `status` lists."""
+    patterns = [f"{data_root}/raw/*/_ingest_hour=*/_batch_id=*/*.parquet",
+                f"{data_root}/quarantine/_batch_id=*/*.parquet"]
+    with duckdb.connect() as con:
+        return [row[0] for pattern in patterns for row in con.execute(f"select * from glob('{pattern}')").fetchall()]
+
+
+def test_a_backfill_failing_its_check_leaves_nothing_for_readers(spark, exports, tmp_path):
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    pipeline = Pipeline(contracts, RowLosingParquetSink(str(root)), QuarantineWriter(str(root)))
+
+    with pytest.raises(BackfillError, match="nothing was published"):
+        run_backfill(spark, plan, pipeline, out=lambda _: None)
+
+    assert readable_parquet_files(root) == []
+    assert not list(root.rglob("*.parquet")), "the staged output is removed too"
+    run = json.loads(run_log_path(root, plan.manifest.export_id).read_text())
+    assert run["status"] == "failed" and "nothing was published" in run["error"]
+    assert recorded_backfills(root) == [], "reprocess must not replay a failed backfill"
+
+
+def test_a_retried_backfill_replaces_the_published_batch_and_keeps_other_batches(spark, exports, tmp_path):
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    pipeline = Pipeline(contracts, LocalParquetSink(str(root)), QuarantineWriter(str(root)))
+    other_batch = root / "raw" / "orders_changes" / "_ingest_hour=2026-11-01-00" / "_batch_id=0"
+    other_batch.mkdir(parents=True)
+    (other_batch / "part-0.parquet").write_bytes(b"stands for a stream batch")
+
+    first = run_backfill(spark, plan, pipeline, out=lambda _: None)
+    again = run_backfill(spark, plan, pipeline, out=lambda _: None)
+
+    table_dir = raw_layout.change_log_dir(root / "raw", plan.contract)
+    (published,) = table_dir.glob(f"*/_batch_id={plan.batch_id}")
+    assert batch_rows(published) and len(batch_rows(published)) == again.landed == first.landed == plan.manifest.item_count
+    assert (other_batch / "part-0.parquet").is_file(), "a retry replaces only its own batch"
+    assert not (root / "backfills" / "_staging").exists() or not any((root / "backfills" / "_staging").iterdir())
+
+
+def damage_first_data_file(export_dir: Path) -> Path:
+    """Replace the export's first data file with a non-JSON line and a keyless item,
+    keeping every checksum and count consistent: only the lines are wrong."""
+    manifest = read_export_manifest(export_dir)
+    data_file = manifest.data_files[0].path
+    rows = [json.loads(line) for line in gzip.decompress(data_file.read_bytes()).splitlines()]
+    del rows[1]["Item"]["orderId"]
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[0] = lines[0][:-7]  # cut short: not JSON
+    data_file.write_bytes(gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0))
+    files_manifest = export_dir / "manifest-files.json"
+    entries = [json.loads(line) for line in files_manifest.read_text().splitlines()]
+    digest = hashlib.md5(data_file.read_bytes()).digest()
+    entries[0].update(md5Checksum=base64.b64encode(digest).decode(), etag=digest.hex())
+    content = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
+    files_manifest.write_bytes(content)
+    (export_dir / "manifest-files.checksum").write_text(hashlib.md5(content).hexdigest())
+    return data_file
+
+
+def test_dry_run_refuses_the_lines_the_real_run_would_refuse(exports, tmp_path, capsys):
+    export_dir = shutil.copytree(exports[ORDERS].parent.parent, tmp_path / "export") / "AWSDynamoDB" / exports[ORDERS].name
+    data_file = damage_first_data_file(export_dir)
+    data_dir = tmp_path / "data"
+    expected = [
+        f"2 of {read_export_manifest(export_dir).item_count} export lines cannot be replayed:",
+        f"  1 missing key attribute, first: {data_file} line 2: missing key attribute (Item lacks ['orderId'])",
+        f"  1 not JSON, first: {data_file} line 1: not JSON (",
+    ]
+
+    for dry_run in (["--dry-run"], []):
+        code = main(["backfill", "--data-dir", str(data_dir), "--export", str(export_dir), "--sink", "local", *dry_run])
+        captured = capsys.readouterr()
+        assert code == 2, dry_run
+        assert "is valid" not in captured.out and "Traceback" not in captured.err
+        assert captured.err.startswith(f"lakehouse backfill: {export_dir}: the backfill refuses this export\n")
+        lines = captured.err.splitlines()[1:]
+        assert lines[:2] == expected[:2] and lines[2].startswith(expected[2]), captured.err
+    assert not data_dir.exists(), "the real run refused before Spark or any write"
+
+
+INVENTORY_CONTRACT = """
+table: inventory
+raw_table: inventory
+key:
+  partition_key: sku
+attributes:
+  sku: {type: S}
+  onHand: {type: N, cast: bigint}
+partitioning:
+  column: sku_initial
+  expression: "substring(sku, 1, 1)"
+"""
+
+
+def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path):
+    contracts_dir = shutil.copytree(Path(__file__).parents[1] / "streaming" / "contracts", tmp_path / "contracts")
+    (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
+    contracts = load_contracts(contracts_dir)
+    items = [{"sku": {"S": f"sku-{n}"}, "onHand": {"N": str(n)}} for n in range(7)]
+    export_dir = write_full_export(tmp_path / "exports", "inventory", items, EXPORT_TIME, contracts=contracts)
+    layout = DataLayout(tmp_path / "data")
+
+    result = backfill(layout, export_dir, sink="local", contracts_dir=str(contracts_dir), spark=spark,
+                      out=lambda _: None)
+
+    assert result.landed == len(items) and result.quarantined == 0
+    (folder,) = (layout.raw / "inventory_changes").glob(f"*/_batch_id={result.batch_id}")
+    with duckdb.connect() as con:
+        landed = con.execute(f"select sku, on_hand from read_parquet('{folder}/*.parquet') order by sku").fetchall()
+    assert landed == [(f"sku-{n}", str(n)) for n in range(7)]
+
+
+class FolderlessSink:
+    """A raw sink whose output cannot be renamed into place (as Hudi's commits cannot):
+    it writes through the local sink and records each write it was asked for."""
+
+    def __init__(self, root: Path) -> None:
+        self.parquet = LocalParquetSink(str(root))
+        self.writes: list[tuple[str, int]] = []
+
+    def write(self, changes, contract, batch_id, rows=None):
+        self.writes.append((contract.raw_table, batch_id))
+        self.parquet.write(changes, contract, batch_id, rows)
+
+
+def test_a_sink_without_folders_gets_the_writes_only_after_the_counts_passed(spark, exports, tmp_path):
+    import dataclasses
+
+    root = tmp_path / "data"
+    contracts = load_contracts()
+    plan = plan_backfill(exports[ORDERS], contracts, root)
+    # The pipeline's contracts changed since the plan: orders now land as another raw
+    # table, so the plan's table receives none of the export's items.
+    renamed = {**contracts, ORDERS: dataclasses.replace(contracts[ORDERS], raw_table="orders_renamed")}
+    sink = FolderlessSink(root)
+
+    with pytest.raises(BackfillError, match="landed 0 and quarantined 0"):
+        run_backfill(spark, plan, Pipeline(renamed, sink, QuarantineWriter(str(root))), out=lambda _: None)
+    assert sink.writes == [] and readable_parquet_files(root) == []
+
+    result = run_backfill(spark, plan, Pipeline(contracts, sink, QuarantineWriter(str(root))), out=lambda _: None)
+
+    assert sorted(sink.writes) == [(CUSTOMERS, plan.batch_id), (ORDERS, plan.batch_id)]
+    (folder,) = (root / "raw" / "orders_changes").glob(f"*/_batch_id={plan.batch_id}")
+    assert len(batch_rows(folder)) == result.landed == plan.manifest.item_count

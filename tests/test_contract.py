@@ -318,3 +318,131 @@ def test_partition_expression_outside_the_key_fails_fast(spark, tmp_path, expres
     assert "'Orders'" in str(error.value)
     assert expression in str(error.value)
     assert "['customer_id', 'order_no']" in str(error.value)
+
+
+# --------------------------------------------------------------------------- file-level mistakes
+
+
+def test_a_non_utf8_byte_is_a_contract_error_naming_the_line(tmp_path):
+    path = write_contract(tmp_path, VALID)
+    lines = path.read_bytes().splitlines(keepends=True)
+    # A Latin-1 "é" typed into a description, as an editor in another encoding saves it.
+    lines[2] = b'description: "Commandes r\xe9centes"\n'
+    path.write_bytes(b"".join(lines))
+
+    with pytest.raises(ContractError) as error:
+        load_contract(path)
+
+    assert str(error.value).startswith(f"{path}: line 3, column 26: byte 0xe9 is not UTF-8")
+
+
+HAND_WRITTEN = """\
+table: Orders
+raw_table: orders
+key:
+  partition_key: customerId
+  sort_key: orderId
+attributes:
+  customerId:
+    type: S
+  orderId:
+    type: S
+  lineItems:
+    type: L
+    items:
+      type: M
+      fields:
+        sku: {type: S}
+partitioning:
+  column: customer_suffix
+  expression: "substring(customer_id, -1, 1)"
+"""
+# where: (insert after line, inserted text, key, line of its first occurrence)
+DUPLICATED = {
+    "top level": (2, "raw_table: orders_v2\n", "raw_table", 2),
+    "an attribute": (10, "  customerId:\n    type: N\n", "customerId", 7),
+    "inside an attribute": (8, "    type: N\n", "type", 8),
+    "a nested field": (16, "        sku: {type: N}\n", "sku", 16),
+}
+
+
+def test_the_hand_written_contract_loads(tmp_path):
+    path = tmp_path / "orders.yml"
+    path.write_text(HAND_WRITTEN, encoding="utf-8")
+
+    assert [spec.name for spec in load_contract(path).attributes] == ["customerId", "orderId", "lineItems"]
+
+
+@pytest.mark.parametrize("where", list(DUPLICATED))
+def test_a_duplicated_key_at_any_level_is_a_contract_error(tmp_path, where):
+    after, inserted, key, first = DUPLICATED[where]
+    lines = HAND_WRITTEN.splitlines(keepends=True)
+    path = tmp_path / "orders.yml"
+    path.write_text("".join(lines[:after]) + inserted + "".join(lines[after:]), encoding="utf-8")
+
+    with pytest.raises(ContractError) as error:
+        load_contract(path)
+
+    assert str(error.value).startswith(
+        f"{path}: line {after + 1}: key {key!r} appears twice in one mapping (first at line {first})"
+    )
+    assert "YAML keys must be unique" in str(error.value)
+
+
+def test_a_merge_key_may_still_override_what_it_merges(tmp_path):
+    text = yaml.safe_dump(VALID, sort_keys=False).replace(
+        "  customerId:\n    type: S\n", "  customerId: &text\n    type: S\n", 1
+    ).replace("  isGift:\n    type: BOOL\n", "  isGift:\n    <<: *text\n    type: BOOL\n", 1)
+    path = tmp_path / "orders.yml"
+    path.write_text(text, encoding="utf-8")
+
+    assert load_contract(path).attribute("isGift").type == "BOOL"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "concat(customer_id, cast(rand() as string))",
+        "substring(uuid(), 1, 1)",
+        "date_format(current_timestamp(), 'yyyy-MM-dd')",
+        "cast(now() as string)",
+        "cast(current_date as string)",
+        "cast(unix_timestamp() as string)",
+        "concat(customer_id, current_user())",
+        "cast(monotonically_increasing_id() % 4 as string)",
+    ],
+)
+def test_a_nondeterministic_partition_expression_is_refused_at_load(tmp_path, expression):
+    path = write_contract(tmp_path, changed(partitioning={"column": "customer_suffix", "expression": expression}))
+
+    with pytest.raises(ContractError, match="a key must get the same partition every time") as error:
+        load_contract(path)
+
+    assert f"partitioning.expression {expression!r} calls" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "concat(substring(customer_id, -1, 1), 'rand()')",  # the word is in a string literal
+        "cast(unix_timestamp(customer_id, 'yyyy') as string)",  # with an argument it reads no clock
+        "lower(substring(customer_id, 1, 2))",
+    ],
+)
+def test_a_deterministic_partition_expression_loads(tmp_path, expression):
+    path = write_contract(tmp_path, changed(partitioning={"column": "customer_suffix", "expression": expression}))
+
+    assert load_contract(path).partition_expression == expression
+
+
+@pytest.mark.parametrize("expression", ["rand()", "concat(customer_id, cast(random(7) as string))",
+                                        "cast(spark_partition_id() as string)"])
+def test_spark_itself_refuses_a_nondeterministic_partition_expression(spark, tmp_path, expression):
+    """The session check asks Spark's analyzed expression, so it does not depend on the
+    load-time list: the contract here bypasses that list."""
+    import dataclasses
+
+    contract = dataclasses.replace(load_contract(write_contract(tmp_path, VALID)), partition_expression=expression)
+
+    with pytest.raises(ContractError, match=r"is not deterministic \(Spark says so\)"):
+        check_partition_expression(spark, contract)

@@ -13,15 +13,19 @@ from typing import Any
 import pytest
 
 from streaming.operations.export import (
+    ExportLineError,
     ExportValidationError,
     export_to_change_records,
     read_export_manifest,
+    refused_export_lines,
     write_full_export,
     write_incremental_export,
 )
+from streaming.contract import load_contracts
 from streaming.operations.generator import generate_cdc
 
 UTC = timezone.utc
+CONTRACTS = load_contracts()
 EXPORT_TIME = datetime(2026, 11, 1, 1, 30, 0, 123000, tzinfo=UTC)
 # Fields of manifest-summary.json as the DynamoDB developer guide shows them.
 DOCUMENTED_SUMMARY_FIELDS = {
@@ -146,7 +150,7 @@ def test_a_missing_manifest_is_reported(full_export, name):
 
 def test_full_export_lines_become_inserts_at_the_export_time(full_export):
     export_dir, items = full_export
-    records = [json.loads(line) for line in export_to_change_records(export_dir, "orders")]
+    records = [json.loads(line) for line in export_to_change_records(export_dir, CONTRACTS["orders"])]
     assert len(records) == len(items)
     manifest = read_export_manifest(export_dir)
     export_us = int(EXPORT_TIME.timestamp()) * 1_000_000 + EXPORT_TIME.microsecond
@@ -164,14 +168,14 @@ def test_full_export_lines_become_inserts_at_the_export_time(full_export):
         assert re.fullmatch(rf"export:{manifest.export_id}:[a-z2-7]{{26}}:\d+", record["eventID"])
         event_ids.add(record["eventID"])
     assert len(event_ids) == len(records)
-    assert list(export_to_change_records(export_dir, "orders")) == [json.dumps(r, separators=(",", ":"))
+    assert list(export_to_change_records(export_dir, CONTRACTS["orders"])) == [json.dumps(r, separators=(",", ":"))
                                                                      for r in records]
 
 
 def test_export_of_another_table_is_refused(full_export):
     export_dir, _ = full_export
     with pytest.raises(ExportValidationError, match="not 'customers'"):
-        list(export_to_change_records(export_dir, "customers"))
+        list(export_to_change_records(export_dir, CONTRACTS["customers"]))
 
 
 def test_unknown_table_cannot_be_exported(tmp_path: Path):
@@ -204,7 +208,7 @@ def test_incremental_export_layout_and_replay(tmp_path: Path, cdc):
 
     state = cdc.state_at("orders", window_start - timedelta(microseconds=1))
     names = set()
-    for line in export_to_change_records(export_dir, "orders"):
+    for line in export_to_change_records(export_dir, CONTRACTS["orders"]):
         record = json.loads(line)
         dynamodb = record["dynamodb"]
         names.add(record["eventName"])
@@ -229,7 +233,7 @@ def test_a_backfill_plus_overlapping_cdc_converges_to_the_true_state(tmp_path: P
     export_time = EXPORT_TIME.replace(microsecond=0)
     export_dir = write_full_export(tmp_path, "orders", cdc.state_at("orders", export_time).values(), export_time)
     winners: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
-    for line in [*export_to_change_records(export_dir, "orders"), *cdc.records]:
+    for line in [*export_to_change_records(export_dir, CONTRACTS["orders"]), *cdc.records]:
         record = json.loads(line)
         if "tableName" in record:
             table = record["tableName"]
@@ -248,3 +252,132 @@ def test_a_backfill_plus_overlapping_cdc_converges_to_the_true_state(tmp_path: P
     converged = {key: (None if record["eventName"] == "REMOVE" else record["dynamodb"]["NewImage"])
                  for key, (_, record) in winners.items()}
     assert converged == cdc.expected_state["orders"]
+
+
+# --------------------------------------------------------------------------- manifests that point elsewhere
+# The layout is AWS's (DynamoDB developer guide, "DynamoDB table export output format",
+# https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/S3DataExport.Output.html):
+# manifest-summary.json and manifest-files.json in <prefix>/AWSDynamoDB/<export-id>/, whose
+# dataFileS3Key entries name the gzipped JSON-lines files in <export-id>/data/ (full export)
+# or in the shared AWSDynamoDB/data/ (incremental export).
+
+
+def rewrite_summary(export_dir: Path, **changes: Any) -> None:
+    path = export_dir / "manifest-summary.json"
+    content = json.dumps({**json.loads(path.read_text()), **changes}, indent=2).encode()
+    path.write_bytes(content)
+    (export_dir / "manifest-summary.checksum").write_text(hashlib.md5(content).hexdigest())
+
+
+def plant_copy(data_file: Path, destination: Path) -> None:
+    """An intact copy of a data file elsewhere: md5 and item count still match the manifest."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_bytes(data_file.read_bytes())
+
+
+def point_first_entry_at(export_dir: Path, key: str) -> None:
+    def repoint(entries):
+        entries[0]["dataFileS3Key"] = key
+
+    rewrite_manifest_files(export_dir, repoint)
+
+
+@pytest.mark.parametrize(
+    ("key", "planted", "message"),
+    [
+        ("AWSDynamoDB/{id}/data/../../../outside/{name}", "outside/{name}", r"'\.\.' segment"),
+        ("AWSDynamoDB/../outside/AWSDynamoDB/{id}/data/{name}", "outside/AWSDynamoDB/{id}/data/{name}",
+         r"'\.\.' segment"),
+        ("/{root}/AWSDynamoDB/{id}/data/{name}", None, "URL or absolute path"),
+        ("s3://another-bucket/AWSDynamoDB/{id}/data/{name}", None, "URL or absolute path"),
+        ("AWSDynamoDB/01700000000000-0badc0de/data/{name}", "AWSDynamoDB/01700000000000-0badc0de/data/{name}",
+         "not a file of the export's data folder"),
+        ("another-prefix/AWSDynamoDB/{id}/data/{name}", None, "not this export's s3Prefix"),
+    ],
+)
+def test_a_data_file_key_outside_the_export_is_refused(full_export, tmp_path, key, planted, message):
+    export_dir, _ = full_export
+    first = read_export_manifest(export_dir).data_files[0].path
+    fields = {"id": export_dir.name, "name": first.name, "root": str(tmp_path).strip("/")}
+    if planted:
+        plant_copy(first, tmp_path / planted.format(**fields))
+    point_first_entry_at(export_dir, key.format(**fields))
+
+    with pytest.raises(ExportValidationError, match=message) as refused:
+        read_export_manifest(export_dir)
+    assert "manifest-files.json line 1" in str(refused.value)
+
+
+def test_a_data_file_key_with_or_without_the_export_prefix_is_read(full_export):
+    """AWS's example summary has s3Prefix "2020-Nov" with keys starting at AWSDynamoDB/;
+    keys that carry the prefix are read the same way."""
+    export_dir, items = full_export
+    rewrite_summary(export_dir, s3Bucket="ddb-orders-export", s3Prefix="2026-Nov")
+    first = read_export_manifest(export_dir).data_files[0]
+    point_first_entry_at(export_dir, "2026-Nov/" + first.s3_key)
+
+    manifest = read_export_manifest(export_dir)
+
+    assert manifest.data_files[0].path == first.path and manifest.item_count == len(items)
+
+
+# --------------------------------------------------------------------------- lines a replay refuses
+
+
+def replace_data_file(export_dir: Path, index: int, lines: list[bytes]) -> Path:
+    """Rewrite one data file and every manifest field that describes it, so only the lines are wrong."""
+    manifest = read_export_manifest(export_dir)
+    data_file = manifest.data_files[index].path
+    data_file.write_bytes(gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0))
+
+    def describe(entries):
+        entries[index]["itemCount"] = len(lines)
+        entries[index]["md5Checksum"] = md5_base64(data_file)
+        entries[index]["etag"] = hashlib.md5(data_file.read_bytes()).hexdigest()
+
+    rewrite_manifest_files(export_dir, describe)
+    rewrite_summary(export_dir, itemCount=manifest.item_count - manifest.data_files[index].item_count + len(lines))
+    return data_file
+
+
+def test_every_line_a_replay_would_refuse_is_counted_with_examples(full_export):
+    export_dir, _ = full_export
+    good = data_lines(read_export_manifest(export_dir).data_files[0].path)
+    keyless = [{"Item": {k: v for k, v in row["Item"].items() if k != "orderId"}} for row in good[:2]]
+    data_file = replace_data_file(export_dir, 0, [
+        json.dumps(good[0]).encode(),
+        b'{"Item": {"customerId": {"S": "c-1"}, "orderId": {"S": "o-1"}',  # cut short
+        json.dumps(keyless[0]).encode(),
+        b"\xff\xfe not text",
+        json.dumps(keyless[1]).encode(),
+        b"[1, 2]",
+    ])
+    manifest = read_export_manifest(export_dir)
+
+    refused = refused_export_lines(manifest, CONTRACTS["orders"])
+
+    assert refused.lines_checked == manifest.item_count
+    assert refused.counts == {"not JSON": 1, "missing key attribute": 2, "not UTF-8": 1, "not a JSON object": 1}
+    assert refused.examples["missing key attribute"] == [
+        f"{data_file} line 3: missing key attribute (Item lacks ['orderId'])",
+        f"{data_file} line 5: missing key attribute (Item lacks ['orderId'])",
+    ]
+    assert refused.examples["not UTF-8"] == [f"{data_file} line 4: not UTF-8 (byte 0xff at column 1)"]
+    assert refused.lines()[0] == f"5 of {manifest.item_count} export lines cannot be replayed:"
+    # The replay itself stops at the first of them, with the same words.
+    with pytest.raises(ExportLineError, match=f"{re.escape(str(data_file))} line 2: not JSON"):
+        list(export_to_change_records(export_dir, CONTRACTS["orders"]))
+
+
+def test_an_incremental_line_without_the_contract_key_is_refused(tmp_path: Path, cdc):
+    window_start, window_end = datetime(2026, 11, 1, 0, 30, tzinfo=UTC), datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+    changes = cdc.changes_between("orders", window_start, window_end)
+    export_dir = write_incremental_export(tmp_path, "orders", changes, window_start, window_end, files=1)
+    rows = data_lines(read_export_manifest(export_dir).data_files[0].path)
+    rows[0]["Keys"].pop("orderId")
+    replace_data_file(export_dir, 0, [json.dumps(row).encode() for row in rows])
+
+    refused = refused_export_lines(read_export_manifest(export_dir), CONTRACTS["orders"])
+
+    assert refused.counts == {"missing key attribute": 1}
+    assert "line 1: missing key attribute (Keys lacks ['orderId'])" in refused.examples["missing key attribute"][0]

@@ -12,7 +12,7 @@ import pytest
 from streaming.cli import DataLayout, backfill, main
 from streaming.contract import load_contracts
 from streaming.operations.export import write_full_export, write_incremental_export
-from streaming.operations.generator import ORDERS, generate_cdc
+from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import ReconcileError, reconcile
 
 UTC = timezone.utc
@@ -151,3 +151,78 @@ def test_unusable_sides_are_friendly_errors(landed, tmp_path, capsys):
     assert main(["reconcile", "--source", str(tmp_path / "nothing"), "--target", str(landed["raw"])]) == 2
     with pytest.raises(ReconcileError, match="share no table"):
         reconcile(str(landed["export"]), str(landed["raw"]), load_contracts(), table="customers")
+
+
+# --------------------------------------------------------------------------- PII in the report
+
+PII_KEY = "reconcile-test-key-0123456789abcdef0123456789"
+
+
+def marts_pseudonym(key: str, label: str, text: str) -> str:
+    """The DuckDB form of macros/pii/pseudonymize.sql (HMAC as two sha256 over the key's
+    pads), evaluated by DuckDB: an oracle independent of the Python HMAC under test."""
+    from lakehouse_dbt.pii_key import hmac_pads
+
+    inner, outer = hmac_pads(key.encode())
+    with duckdb.connect() as con:
+        return con.execute("select sha256($outer || unhex(sha256($inner || encode($text))))",
+                           {"outer": outer, "inner": inner, "text": f"{label}:{text}"}).fetchone()[0]
+
+
+@pytest.fixture()
+def customers_exports(tmp_path):
+    """A customers export and one missing its first item and with another's e-mail changed."""
+    items = generate_cdc(seed=45, customers=6, malformed_rate=0.0).state_at(CUSTOMERS, EXPORT_TIME)
+    (dropped, changed, *_) = sorted(items)
+    edited = {key: item for key, item in items.items() if key != dropped}
+    edited[changed] = {**edited[changed], "email": {"S": "someone.else@example.com"}}
+    source = write_full_export(tmp_path / "truth", CUSTOMERS, items.values(), EXPORT_TIME)
+    target = write_full_export(tmp_path / "result", CUSTOMERS, edited.values(), EXPORT_TIME)
+    return source, target, dropped, changed
+
+
+def test_reconcile_shows_pii_key_columns_only_as_the_marts_pseudonym(customers_exports, tmp_path, monkeypatch, capsys):
+    source, target, (dropped_id, dropped_name), (changed_id, changed_name) = customers_exports
+    monkeypatch.setenv("LAKEHOUSE_PII_KEY", PII_KEY)
+    json_path = tmp_path / "report.json"
+
+    code = main(["reconcile", "--source", str(source), "--target", str(target), "--json", str(json_path),
+                 "--data-dir", str(tmp_path / "data")])
+
+    out, written = capsys.readouterr().out, json_path.read_text()
+    (table,) = json.loads(written)["tables"]
+    assert code == 1
+    assert table["sample_missing_in_target"] == [
+        {"id": dropped_id, "cust_name": "pseudonym:" + marts_pseudonym(PII_KEY, "cust_name", dropped_name)}]
+    assert table["sample_changed"] == [
+        {"key": {"id": changed_id, "cust_name": "pseudonym:" + marts_pseudonym(PII_KEY, "cust_name", changed_name)},
+         "columns": ["email"]}]
+    for name in (dropped_name, changed_name):
+        assert name not in out and name not in written
+    assert dropped_id in out and changed_id in out, "the non-PII key column stays readable"
+
+
+def test_reconcile_withholds_pii_key_columns_without_a_pii_key(customers_exports, tmp_path, monkeypatch, capsys):
+    source, target, (dropped_id, dropped_name), _ = customers_exports
+    monkeypatch.delenv("LAKEHOUSE_PII_KEY", raising=False)
+    data_dir = tmp_path / "data"
+
+    code = main(["reconcile", "--source", str(source), "--target", str(target), "--data-dir", str(data_dir)])
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"missing in target: {{'id': '{dropped_id}', 'cust_name': '<pii withheld>'}}" in out
+    assert dropped_name not in out
+    assert not data_dir.exists(), "reconcile never creates a PII key (or anything else)"
+
+
+def test_reconcile_json_into_a_missing_folder_is_an_error(customers_exports, tmp_path, capsys):
+    source, target, _, _ = customers_exports
+    json_path = tmp_path / "reports" / "2026-11" / "report.json"
+
+    code = main(["reconcile", "--source", str(source), "--target", str(target), "--json", str(json_path)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"folder {json_path.parent} does not exist" in err
+    assert not (tmp_path / "reports").exists()

@@ -117,12 +117,83 @@ def test_switch_needs_the_tables_and_rollback_needs_a_switch(tmp_path, capsys):
     data_dir = tmp_path / "data"
     assert main(["switch", "--data-dir", str(data_dir), "--rollback"]) == 2
     assert "no earlier switch" in capsys.readouterr().err
-    assert main(["switch", "--data-dir", str(data_dir), "--to", str(tmp_path / "empty")]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "reprocess.json").write_text(json.dumps({"from_data_dir": str(data_dir.resolve()),
+                                                      "finished_at": "2026-11-01T00:00:00+00:00"}))
+    assert main(["switch", "--data-dir", str(data_dir), "--to", str(empty)]) == 2
     assert "reprocess into it before switching" in capsys.readouterr().err
     (data_dir / POINTER_FILE).parent.mkdir(parents=True)
     (data_dir / POINTER_FILE).write_text("{not json")
     assert main(["status", "--data-dir", str(data_dir)]) == 2
     assert "not a valid raw pointer" in capsys.readouterr().err
+
+
+def raw_tables_in(root: Path) -> Path:
+    for contract in load_contracts().values():
+        (root / "raw" / contract.changes_table).mkdir(parents=True)
+    return root
+
+
+def test_switch_refuses_a_folder_reprocess_did_not_make_or_finish(tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+
+    def refused(target: Path) -> str:
+        assert main(["switch", "--data-dir", str(data_dir), "--to", str(target)]) == 2
+        assert not (data_dir / POINTER_FILE).exists(), "readers stay where they were"
+        return capsys.readouterr().err
+
+    # Raw tables in place, but nobody knows what they hold.
+    foreign = raw_tables_in(tmp_path / "copied-by-hand")
+    err = refused(foreign)
+    assert "was not made by `lakehouse reprocess`" in err and "lakehouse reprocess --to <new folder>" in err
+
+    marker = {"landing": str(data_dir / "landing"), "from_data_dir": str(data_dir.resolve())}
+    unfinished = raw_tables_in(tmp_path / "interrupted")
+    (unfinished / "reprocess.json").write_text(json.dumps(marker))
+    assert f"has not finished; run the same `lakehouse reprocess --to {unfinished.resolve()}`" in refused(unfinished)
+
+    elsewhere = raw_tables_in(tmp_path / "other-dirs-rebuild")
+    (elsewhere / "reprocess.json").write_text(json.dumps({**marker, "from_data_dir": "/somewhere/else",
+                                                          "finished_at": "2026-11-01T00:00:00+00:00"}))
+    assert "is a reprocess of data directory /somewhere/else" in refused(elsewhere)
+
+    finished = raw_tables_in(tmp_path / "rebuilt")
+    (finished / "reprocess.json").write_text(json.dumps({**marker, "finished_at": "2026-11-01T00:00:00+00:00"}))
+    assert main(["switch", "--data-dir", str(data_dir), "--to", str(finished)]) == 0
+    assert read_pointer(data_dir).data_root == finished.resolve()
+    # Back to the data directory itself needs no marker.
+    raw_tables_in(data_dir)
+    assert main(["switch", "--data-dir", str(data_dir), "--to", str(data_dir)]) == 0
+    assert read_pointer(data_dir).data_root == data_dir.resolve()
+
+
+def test_reprocess_refuses_a_location_inside_the_live_data(tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    write_landing_files(data_dir / "landing", seed=3, customers=2, records_per_file=50)
+    before = tree(data_dir)
+
+    assert main(["reprocess", "--data-dir", str(data_dir), "--to", str(data_dir / "v2"), "--dry-run"]) == 2
+
+    err = capsys.readouterr().err
+    assert f"--to {(data_dir / 'v2').resolve()} is inside the live data root {data_dir.resolve()}" in err
+    assert f"e.g. {data_dir.resolve().parent / 'data-reprocessed'}" in err
+    assert tree(data_dir) == before
+    # A landing folder of its own (--from-landing) is protected too: the rebuild's
+    # stream would read its own output.
+    landing = tmp_path / "landing-elsewhere"
+    write_landing_files(landing, seed=3, customers=2, records_per_file=50)
+    with pytest.raises(SwitchError, match="is inside the landing folder"):
+        plan_reprocess(data_dir, landing / "rebuilt", from_landing=landing)
+    # After a switch the live data root is elsewhere, and protected the same way.
+    live = raw_tables_in(tmp_path / "rebuilt")
+    (live / "reprocess.json").write_text(json.dumps({"landing": str((data_dir / "landing").resolve()),
+                                                     "from_data_dir": str(data_dir.resolve()),
+                                                     "finished_at": "2026-11-01T00:00:00+00:00"}))
+    assert main(["switch", "--data-dir", str(data_dir), "--to", str(live)]) == 0
+    with pytest.raises(SwitchError, match="is inside the live data root"):
+        plan_reprocess(data_dir, live / "raw" / "v3")
 
 
 # --------------------------------------------------------------------------- Glue (moto)

@@ -7,6 +7,13 @@ from the export id and is negative, so it never collides with a stream's batch i
 (which start at 0) and a retry of the same export overwrites exactly the folders the
 first attempt wrote.
 
+Nothing of a backfill is visible to readers before its checks pass. With the local
+Parquet sink the batch is written under `<data root>/backfills/_staging/<export-id>/output/`
+(outside `raw/` and `quarantine/`, which readers list), checked there, and only then
+renamed into the live folders, one folder rename each. With any other sink (Hudi, whose
+commits cannot be moved by a rename) the writes are held back until the batch's counts
+are checked, then made. A failed run is recorded as "failed" and leaves live raw as it was.
+
 Each run is recorded in `<data root>/backfills/<export-id>.json`; `reprocess` replays
 the recorded backfills into a new location, so a rebuilt raw table keeps its bootstrap.
 """
@@ -26,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 from streaming import raw_layout
 from streaming.contract import TableContract
+from streaming.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.export import (
     INCREMENTAL_EXPORT,
     ExportManifest,
     ExportValidationError,
     export_to_change_records,
     read_export_manifest,
+    refused_export_lines,
 )
 
 if TYPE_CHECKING:
@@ -82,6 +91,16 @@ class BackfillPlan:
     @property
     def staging_dir(self) -> Path:
         return self.data_root / BACKFILLS_FOLDER / STAGING_FOLDER / self.manifest.export_id
+
+    @property
+    def input_dir(self) -> Path:
+        """The export's change records as JSON lines, the batch's input."""
+        return self.staging_dir / "input"
+
+    @property
+    def output_root(self) -> Path:
+        """A data root of its own (raw/, quarantine/) the batch is written to and checked in."""
+        return self.staging_dir / "output"
 
     def describe(self) -> list[str]:
         """What the backfill reads and writes, for a dry run and for the log."""
@@ -146,7 +165,13 @@ def plan_backfill(
     data_root: Path,
     table: str | None = None,
 ) -> BackfillPlan:
-    """Validate the export (manifests, checksums, item counts) and name what it will write."""
+    """Validate the export (manifests, checksums, item counts, every line) and name what it will write.
+
+    A line that cannot become a change record (not UTF-8, not JSON, no Item, a key
+    attribute missing) refuses the whole export, dry run or not, with counts per
+    problem and the first lines of each: such an export is damaged, and replaying
+    the rest would load it partially.
+    """
     manifest = read_export_manifest(export_dir)
     if table is not None and table != manifest.table_name:
         raise ExportValidationError(
@@ -158,6 +183,10 @@ def plan_backfill(
             f"{manifest.export_dir}: no table contract for table {manifest.table_name!r} "
             f"(known: {sorted(contracts)}); add one before backfilling it"
         )
+    refused = refused_export_lines(manifest, contract)
+    if refused.total:
+        heading = f"{manifest.export_dir}: the backfill refuses this export"
+        raise ExportValidationError("\n".join([heading, *refused.lines()]))
     return BackfillPlan(manifest, contract, data_root, backfill_run_id(manifest.export_id))
 
 
@@ -169,13 +198,13 @@ def stage_change_records(plan: BackfillPlan, out: Printer = print) -> dict[str, 
     manifest's item counts tell where each data file ends.
     """
     shutil.rmtree(plan.staging_dir, ignore_errors=True)
-    plan.staging_dir.mkdir(parents=True)
-    records = export_to_change_records(plan.manifest.export_dir, plan.manifest.table_name)
+    plan.input_dir.mkdir(parents=True)
+    records = export_to_change_records(plan.manifest.export_dir, plan.contract)
     staged: dict[str, str] = {}
     total = len(plan.manifest.data_files)
     for number, data_file in enumerate(plan.manifest.data_files, start=1):
         name = data_file.path.name.removesuffix(".json.gz") + ".jsonl"
-        with (plan.staging_dir / name).open("w", encoding="utf-8") as staged_file:
+        with (plan.input_dir / name).open("w", encoding="utf-8") as staged_file:
             for _ in range(data_file.item_count):
                 staged_file.write(next(records) + "\n")
         staged[name] = str(data_file.path)
@@ -201,9 +230,12 @@ def run_backfill(
     pipeline: Pipeline,
     *,
     out: Printer = print,
-    verify_local_folder: bool = True,
 ) -> BackfillResult:
-    """Stage, process as one batch, check the written folder, record the run."""
+    """Stage, process as one batch, check, publish to the live tables, record the run.
+
+    `pipeline` is the one writing the live tables; the batch goes through a copy of it
+    that writes somewhere readers do not look until the checks passed.
+    """
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
     manifest = plan.manifest
@@ -213,8 +245,11 @@ def run_backfill(
         out(f"staging {manifest.item_count} change records from {len(manifest.data_files)} data files ...")
         staged = stage_change_records(plan, out)
         out(f"processing one batch (batch id {plan.batch_id}) ...")
-        report = pipeline.process_batch(staged_envelope(spark, plan.staging_dir, staged), plan.batch_id)
-        _check_report(plan, report, verify_local_folder)
+        envelope = staged_envelope(spark, plan.input_dir, staged)
+        if isinstance(pipeline.sink, LocalParquetSink):
+            report = _process_in_staging_folder(plan, pipeline, envelope)
+        else:
+            report = _process_with_held_writes(plan, pipeline, envelope)
     except Exception as exc:
         _write_json(plan.run_log, {**_run_identity(plan), "status": "failed", "error": str(exc),
                                    "started_at": started_at.isoformat()})
@@ -234,6 +269,94 @@ def run_backfill(
     return result
 
 
+def _process_in_staging_folder(plan: BackfillPlan, pipeline: Pipeline, envelope: DataFrame) -> BatchReport:
+    """Write the batch under `plan.output_root`, check it there, then rename it into the live folders."""
+    from streaming.pipeline import Pipeline
+
+    # The same sink class, rooted in the staging folder (a subclass keeps its behaviour).
+    staged_sink = type(pipeline.sink)(str(plan.output_root))
+    staged = Pipeline(pipeline.contracts, staged_sink, QuarantineWriter(str(plan.output_root)),
+                      clock=pipeline.clock, metrics=pipeline.metrics)
+    report = staged.process_batch(envelope, plan.batch_id)
+    _check_counts(plan, report)
+    _check_written_rows(plan, report)
+    _publish_staged_folders(plan, pipeline)
+    return report
+
+
+def _process_with_held_writes(plan: BackfillPlan, pipeline: Pipeline, envelope: DataFrame) -> BatchReport:
+    """Run the batch with its writes held back; make them only once the counts are right.
+
+    The held frames are evaluated again when written (from the staged input, which
+    stays until the run ends), so the batch is decoded twice: the price of a sink whose
+    output cannot be published by a rename.
+    """
+    from streaming.pipeline import Pipeline
+
+    held_raw, held_quarantine = _HeldRawWrites(), _HeldQuarantineWrites()
+    staged = Pipeline(pipeline.contracts, held_raw, held_quarantine,  # type: ignore[arg-type]
+                      clock=pipeline.clock, metrics=pipeline.metrics)
+    report = staged.process_batch(envelope, plan.batch_id)
+    _check_counts(plan, report)
+    for frame, contract, batch_id, rows in held_raw.writes:
+        pipeline.sink.write(frame, contract, batch_id, rows=rows)
+    for frame, batch_id, rows in held_quarantine.writes:
+        pipeline.quarantine.write(frame, batch_id, rows=rows)
+    return report
+
+
+class _HeldRawWrites:
+    """A raw sink that only remembers what it was asked to write."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[DataFrame, TableContract, int, int | None]] = []
+
+    def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
+        self.writes.append((changes, contract, batch_id, rows))
+
+
+class _HeldQuarantineWrites:
+    """A quarantine writer that only remembers what it was asked to write."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[DataFrame, int, int | None]] = []
+
+    def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
+        self.writes.append((df, batch_id, rows))
+
+
+def _publish_staged_folders(plan: BackfillPlan, pipeline: Pipeline) -> None:
+    """Move each staged batch folder into the live raw and quarantine folders.
+
+    Each is one rename (the staging folder is on the same file system, below the data
+    root), so a reader sees a batch folder whole or not at all. A retry's earlier
+    folders of the same batch id are removed first, under any ingest hour.
+    """
+    live_root = Path(pipeline.sink.root)  # type: ignore[attr-defined]
+    batch = raw_layout.batch_folder(plan.batch_id)
+    # (live folders this batch replaces, staged folder -> its live place)
+    replacements: list[tuple[list[Path], list[tuple[Path, Path]]]] = []
+    for contract in pipeline.contracts.values():
+        staged_table = raw_layout.change_log_dir(plan.output_root / "raw", contract)
+        live_table = raw_layout.change_log_dir(live_root / "raw", contract)
+        replacements.append((
+            sorted(live_table.glob(f"*/{batch}")),
+            [(folder, live_table / folder.parent.name / batch) for folder in sorted(staged_table.glob(f"*/{batch}"))],
+        ))
+    staged_quarantine = plan.output_root / "quarantine" / batch
+    live_quarantine = Path(pipeline.quarantine.root) / "quarantine" / batch
+    replacements.append((
+        [live_quarantine] if live_quarantine.is_dir() else [],
+        [(staged_quarantine, live_quarantine)] if staged_quarantine.is_dir() else [],
+    ))
+    for earlier, moves in replacements:
+        for folder in earlier:
+            shutil.rmtree(folder)
+        for staged, target in moves:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)
+
+
 def _run_identity(plan: BackfillPlan) -> dict[str, Any]:
     return {
         "export_dir": str(plan.manifest.export_dir.resolve()),
@@ -245,8 +368,8 @@ def _run_identity(plan: BackfillPlan) -> dict[str, Any]:
     }
 
 
-def _check_report(plan: BackfillPlan, report: BatchReport, verify_local_folder: bool) -> None:
-    """After the write: every item accounted for, and the folder holds what was reported."""
+def _check_counts(plan: BackfillPlan, report: BatchReport) -> None:
+    """Every item of the export accounted for: read, and landed or quarantined."""
     items = plan.manifest.item_count
     landed = report.landed.get(plan.contract.raw_table, 0)
     if report.records_in != items:
@@ -257,12 +380,16 @@ def _check_report(plan: BackfillPlan, report: BatchReport, verify_local_folder: 
             f"backfill of {items} items landed {landed} and quarantined {report.quarantined}; "
             "an export has one line per item, so some rows were merged or lost"
         )
-    folders = sorted(plan.raw_path.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}"))
-    if verify_local_folder and (landed or folders):
-        written = _parquet_rows(folders)
-        if written != landed:
-            raise BackfillError(f"{plan.raw_path} holds {written} rows of batch {plan.batch_id} after the write, "
-                                f"expected {landed}")
+
+
+def _check_written_rows(plan: BackfillPlan, report: BatchReport) -> None:
+    """The staged folder holds as many rows as the batch reported landed."""
+    landed = report.landed.get(plan.contract.raw_table, 0)
+    staged_table = raw_layout.change_log_dir(plan.output_root / "raw", plan.contract)
+    written = _parquet_rows(sorted(staged_table.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}")))
+    if written != landed:
+        raise BackfillError(f"batch {plan.batch_id} wrote {written} rows of {plan.contract.raw_table}, "
+                            f"but {landed} landed; nothing was published")
 
 
 def _parquet_rows(folders: list[Path]) -> int:

@@ -25,12 +25,12 @@ import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streaming.contract import load_contracts
+from streaming.contract import TableContract, load_contracts
 
 EXPORT_ROOT_FOLDER = "AWSDynamoDB"
 SUMMARY_FILE = "manifest-summary.json"
@@ -96,11 +96,14 @@ def write_full_export(
     export_time: datetime,
     *,
     files: int = 2,
+    contracts: Mapping[str, TableContract] | None = None,
 ) -> Path:
-    """Write a FULL_EXPORT of `items` under `out_dir`; returns the export directory."""
+    """Write a FULL_EXPORT of `items` under `out_dir`; returns the export directory.
+
+    `contracts` names the table's key (default: the packaged contracts)."""
     export_time = _as_utc(export_time)
     export_id = _export_id(table_name, export_time, FULL_EXPORT)
-    keys = _keys_for(table_name)
+    keys = _keys_for(table_name, contracts)
     lines_per_file = _empty_files(files)
     for item in items:
         _require_keys(item, keys, "item")
@@ -126,13 +129,14 @@ def write_incremental_export(
     export_to_time: datetime,
     *,
     files: int = 2,
+    contracts: Mapping[str, TableContract] | None = None,
 ) -> Path:
     """Write an INCREMENTAL_EXPORT (NEW_AND_OLD_IMAGES) of `changes`; returns the export directory."""
     export_from_time, export_to_time = _as_utc(export_from_time), _as_utc(export_to_time)
     if export_to_time <= export_from_time:
         raise ValueError("export_to_time must be after export_from_time")
     export_id = _export_id(table_name, export_to_time, INCREMENTAL_EXPORT)
-    keys = _keys_for(table_name)
+    keys = _keys_for(table_name, contracts)
     lines_per_file = _empty_files(files)
     for change in changes:
         _require_keys(change.keys, keys, "change")
@@ -246,19 +250,22 @@ def read_export_manifest(export_dir: Path | str) -> ExportManifest:
     if export_type not in (FULL_EXPORT, INCREMENTAL_EXPORT):
         raise ExportValidationError(f"{export_dir}: unknown exportType {export_type!r}")
     prefix_root = _prefix_root(export_dir)
+    data_folder = _data_folder(export_dir, export_type)
     data_files = []
     for line_no, line in enumerate(files_manifest.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
-            data_files.append(_checked_data_file(prefix_root, entry))
+            data_files.append(_checked_data_file(prefix_root, data_folder, summary.get("s3Prefix"), entry))
         except json.JSONDecodeError as exc:
             raise ExportValidationError(f"{export_dir}/{FILES_MANIFEST_FILE} line {line_no}: not JSON ({exc})") from exc
         except KeyError as exc:
             raise ExportValidationError(
                 f"{export_dir}/{FILES_MANIFEST_FILE} line {line_no}: missing field {exc.args[0]}"
             ) from exc
+        except ExportValidationError as exc:
+            raise ExportValidationError(f"{export_dir}/{FILES_MANIFEST_FILE} line {line_no}: {exc}") from exc
     listed = sum(data_file.item_count for data_file in data_files)
     if listed != summary.get("itemCount"):
         raise ExportValidationError(
@@ -301,9 +308,11 @@ def _read_checked(export_dir: Path, name: str) -> bytes:
     return content
 
 
-def _checked_data_file(prefix_root: Path, entry: Mapping[str, Any]) -> ExportDataFile:
+def _checked_data_file(
+    prefix_root: Path, data_folder: Path, s3_prefix: str | None, entry: Mapping[str, Any]
+) -> ExportDataFile:
     s3_key = entry["dataFileS3Key"]
-    path = prefix_root / _key_below_prefix(s3_key)
+    path = _data_file_path(prefix_root, data_folder, s3_prefix, s3_key)
     if not path.is_file():
         raise ExportValidationError(f"data file listed in {FILES_MANIFEST_FILE} is missing: {path}")
     compressed = path.read_bytes()
@@ -321,43 +330,114 @@ def _checked_data_file(prefix_root: Path, entry: Mapping[str, Any]) -> ExportDat
     return ExportDataFile(path, s3_key, lines, entry["md5Checksum"], entry.get("etag", ""))
 
 
-def export_to_change_records(export_dir: Path | str, table_name: str) -> Iterator[str]:
+# What is wrong with a data-file line that cannot be replayed, as the reports name it.
+NOT_UTF8 = "not UTF-8"
+NOT_JSON = "not JSON"
+NOT_AN_OBJECT = "not a JSON object"
+NO_ITEM = "no Item object"
+NO_KEYS = "no Keys object"
+MISSING_KEY = "missing key attribute"
+BAD_WRITE_TIME = "no usable Metadata.WriteTimestampMicros"
+EXAMPLES_PER_PROBLEM = 3
+
+
+class ExportLineError(ExportValidationError):
+    """One data-file line that cannot become a change record."""
+
+    def __init__(self, where: str, problem: str, detail: str = "") -> None:
+        super().__init__(f"{where}: {problem}" + (f" ({detail})" if detail else ""))
+        self.problem = problem
+
+
+@dataclass
+class RefusedLines:
+    """Every line of an export that a backfill would refuse, counted by problem."""
+
+    lines_checked: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def add(self, error: ExportLineError) -> None:
+        self.counts[error.problem] = self.counts.get(error.problem, 0) + 1
+        examples = self.examples.setdefault(error.problem, [])
+        if len(examples) < EXAMPLES_PER_PROBLEM:
+            examples.append(str(error))
+
+    def lines(self) -> list[str]:
+        out = [f"{self.total} of {self.lines_checked} export lines cannot be replayed:"]
+        for problem, count in sorted(self.counts.items()):
+            out.append(f"  {count} {problem}, first: " + "; ".join(self.examples[problem]))
+        return out
+
+
+def export_to_change_records(export_dir: Path | str, contract: TableContract) -> Iterator[str]:
     """Replay a validated export as Kinesis-Data-Streams-for-DynamoDB change records (JSON lines).
 
     Full export lines become INSERTs at the export time; incremental lines become
     INSERT / MODIFY / REMOVE at their write timestamp. Event ids are derived from the
-    export id, data file and line so a re-run produces identical records.
+    export id, data file and line so a re-run produces identical records. The first
+    line that cannot be replayed raises its ExportLineError (`refused_export_lines`
+    lists them all beforehand).
     """
-    manifest = read_export_manifest(export_dir)
+    for replayed in _replay(read_export_manifest(export_dir), contract):
+        if isinstance(replayed, ExportLineError):
+            raise replayed
+        yield replayed
+
+
+def refused_export_lines(manifest: ExportManifest, contract: TableContract) -> RefusedLines:
+    """Replay every line without keeping the records; the lines a replay would refuse."""
+    refused = RefusedLines()
+    for replayed in _replay(manifest, contract):
+        refused.lines_checked += 1
+        if isinstance(replayed, ExportLineError):
+            refused.add(replayed)
+    return refused
+
+
+def _replay(manifest: ExportManifest, contract: TableContract) -> Iterator[str | ExportLineError]:
+    """Each non-blank data-file line as its change record, or as the error that refuses it."""
+    table_name = contract.table
     if manifest.table_name != table_name:
         raise ExportValidationError(
             f"{manifest.export_dir}: export is of table {manifest.table_name!r}, not {table_name!r}"
         )
-    key_names = _keys_for(table_name)
+    key_names = contract.key_attributes
     incremental = manifest.export_type == INCREMENTAL_EXPORT
     export_time_us = _epoch_us(manifest.export_time) if manifest.export_time else 0
     for data_file in manifest.data_files:
         file_stem = data_file.path.name.removesuffix(".json.gz")
-        with gzip.open(data_file.path, "rt", encoding="utf-8") as lines:
-            for line_no, line in enumerate(lines, start=1):
-                if not line.strip():
+        with gzip.open(data_file.path, "rb") as lines:
+            for line_no, raw_line in enumerate(lines, start=1):
+                if not raw_line.strip():
                     continue
                 event_id = f"export:{manifest.export_id}:{file_stem}:{line_no}"
                 where = f"{data_file.path} line {line_no}"
-                row = _parse_export_line(line, where)
-                if incremental:
-                    yield _incremental_change_record(row, table_name, event_id, where)
-                else:
-                    yield _full_export_change_record(row, table_name, key_names, event_id, export_time_us, where)
+                try:
+                    row = _parse_export_line(raw_line, where)
+                    if incremental:
+                        yield _incremental_change_record(row, table_name, key_names, event_id, where)
+                    else:
+                        yield _full_export_change_record(row, table_name, key_names, event_id, export_time_us, where)
+                except ExportLineError as error:
+                    yield error
 
 
-def _parse_export_line(line: str, where: str) -> dict[str, Any]:
+def _parse_export_line(raw_line: bytes, where: str) -> dict[str, Any]:
+    try:
+        line = raw_line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ExportLineError(where, NOT_UTF8, f"byte {raw_line[exc.start]:#04x} at column {exc.start + 1}") from exc
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ExportValidationError(f"{where}: not JSON ({exc})") from exc
+        raise ExportLineError(where, NOT_JSON, str(exc)) from exc
     if not isinstance(row, dict):
-        raise ExportValidationError(f"{where}: expected a JSON object")
+        raise ExportLineError(where, NOT_AN_OBJECT)
     return row
 
 
@@ -371,18 +451,23 @@ def _full_export_change_record(
 ) -> str:
     item = row.get("Item")
     if not isinstance(item, dict):
-        raise ExportValidationError(f"{where}: full export line has no Item object")
+        raise ExportLineError(where, NO_ITEM)
     missing = [name for name in key_names if name not in item]
     if missing:
-        raise ExportValidationError(f"{where}: Item lacks key attribute(s) {missing}")
+        raise ExportLineError(where, MISSING_KEY, f"Item lacks {missing}")
     keys = {name: item[name] for name in key_names}
     return _change_record(table_name, event_id, "INSERT", export_time_us, keys, item, None)
 
 
-def _incremental_change_record(row: Mapping[str, Any], table_name: str, event_id: str, where: str) -> str:
+def _incremental_change_record(
+    row: Mapping[str, Any], table_name: str, key_names: tuple[str, ...], event_id: str, where: str
+) -> str:
     keys = row.get("Keys")
     if not isinstance(keys, dict) or not keys:
-        raise ExportValidationError(f"{where}: incremental export line has no Keys object")
+        raise ExportLineError(where, NO_KEYS)
+    missing = [name for name in key_names if name not in keys]
+    if missing:
+        raise ExportLineError(where, MISSING_KEY, f"Keys lacks {missing}")
     write_time_us = _write_timestamp_us(row.get("Metadata"), where)
     new_image, old_image = row.get("NewImage"), row.get("OldImage")
     if new_image is None:
@@ -403,7 +488,7 @@ def _write_timestamp_us(metadata: Any, where: str) -> int:
     try:
         return int(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
-        raise ExportValidationError(f"{where}: Metadata.WriteTimestampMicros missing or not an integer") from exc
+        raise ExportLineError(where, BAD_WRITE_TIME) from exc
 
 
 def _change_record(
@@ -443,8 +528,8 @@ def _change_record(
 # --------------------------------------------------------------------------- helpers
 
 
-def _keys_for(table_name: str) -> tuple[str, ...]:
-    contracts = load_contracts()
+def _keys_for(table_name: str, contracts: Mapping[str, TableContract] | None) -> tuple[str, ...]:
+    contracts = load_contracts() if contracts is None else contracts
     if table_name not in contracts:
         raise ValueError(f"no table contract for {table_name!r}; known tables: {sorted(contracts)}")
     return contracts[table_name].key_attributes
@@ -456,13 +541,44 @@ def _prefix_root(export_dir: Path) -> Path:
     return export_dir.parent.parent
 
 
-def _key_below_prefix(s3_key: str) -> str:
-    """The part of an S3 key from `AWSDynamoDB/` on (keys may carry the export prefix)."""
-    marker = f"{EXPORT_ROOT_FOLDER}/"
-    index = s3_key.find(marker)
-    if index < 0:
-        raise ExportValidationError(f"dataFileS3Key {s3_key!r} does not contain {marker!r}")
-    return s3_key[index:]
+def _data_folder(export_dir: Path, export_type: str) -> Path:
+    """Where the export's data files are: its own `data/` (full), the shared `AWSDynamoDB/data/` (incremental)."""
+    return export_dir.parent / "data" if export_type == INCREMENTAL_EXPORT else export_dir / "data"
+
+
+def _data_file_path(prefix_root: Path, data_folder: Path, s3_prefix: str | None, s3_key: Any) -> Path:
+    """The local file of a manifest's `dataFileS3Key`, which must name a file of this export.
+
+    The key is an S3 key inside the export's bucket (`[<s3Prefix>/]AWSDynamoDB/...`; AWS's
+    examples show it both with and without the prefix). A URL (another bucket), an
+    absolute path, `.`/`..` segments, another prefix or a file outside the export's data
+    folder is refused: the manifest decides which files are read, so it must not be able
+    to point anywhere else.
+    """
+    if not isinstance(s3_key, str) or not s3_key:
+        raise ExportValidationError(f"dataFileS3Key {s3_key!r} is not a key")
+    if "://" in s3_key or s3_key.startswith("/") or "\\" in s3_key:
+        raise ExportValidationError(
+            f"dataFileS3Key {s3_key!r} is not a key inside the export's bucket (a URL or absolute path); refused"
+        )
+    segments = s3_key.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        raise ExportValidationError(f"dataFileS3Key {s3_key!r} has an empty, '.' or '..' segment; refused")
+    if EXPORT_ROOT_FOLDER not in segments:
+        raise ExportValidationError(f"dataFileS3Key {s3_key!r} does not contain {EXPORT_ROOT_FOLDER + '/'!r}")
+    marker = segments.index(EXPORT_ROOT_FOLDER)
+    key_prefix = "/".join(segments[:marker])
+    if key_prefix and key_prefix != (s3_prefix or "").strip("/"):
+        raise ExportValidationError(
+            f"dataFileS3Key {s3_key!r} is under prefix {key_prefix!r}, not this export's s3Prefix {s3_prefix!r}; refused"
+        )
+    path = prefix_root.joinpath(*segments[marker:])
+    # resolve(): a symlinked data folder must not lead out of the export either.
+    if path.resolve().parent != data_folder.resolve():
+        raise ExportValidationError(
+            f"dataFileS3Key {s3_key!r} names {path}, which is not a file of the export's data folder {data_folder}; refused"
+        )
+    return path
 
 
 def _partition_of(item: Mapping[str, Any], partition_key: str, files: int) -> int:

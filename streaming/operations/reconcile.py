@@ -13,10 +13,18 @@ Per table the report gives row counts (total and per partition), keys missing on
 either side, rows whose business columns differ (with the first few keys and
 columns), and an order-independent checksum: the sum of one hash per row.
 `_extra_attributes` is not compared: its JSON text depends on the writer.
+
+The sample keys go to a terminal and a JSON file, so a key column the contract marks
+PII is never shown in clear: it is replaced by its keyed pseudonym, the one the marts
+hold for that column in `pii_mode: hash` (macros/pii/pseudonymize.sql), so the row can
+still be found there; without a PII key it is withheld.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +37,8 @@ from streaming.contract import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
 from streaming.operations.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
 
 SAMPLE_SIZE = 5
+# Stands for a PII key value when no PII key is available to pseudonymise it.
+WITHHELD_PII = "<pii withheld>"
 _ROW_HASH = "_row_hash"
 _PARTITION = "_partition"
 
@@ -260,8 +270,13 @@ def reconcile(
     contracts: Mapping[str, TableContract],
     *,
     table: str | None = None,
+    pii_key: bytes | None = None,
 ) -> ReconcileReport:
-    """Compare `source` (export dir or raw dir) with `target` (raw dir or DuckDB table)."""
+    """Compare `source` (export dir or raw dir) with `target` (raw dir or DuckDB table).
+
+    `pii_key` pseudonymises the PII key columns of the sample keys (see the module
+    docstring); None withholds them.
+    """
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
         source_side = _open_side(con, source, contracts, "source")
@@ -275,13 +290,19 @@ def reconcile(
                                  + (f" named {table!r}" if table else ""))
         by_raw = {contract.raw_table: contract for contract in contracts.values()}
         results = [
-            _compare(con, by_raw[name], source_side.tables[name], target_side.tables[name])
+            _compare(con, by_raw[name], source_side.tables[name], target_side.tables[name], pii_key)
             for name in sorted(names)
         ]
     return ReconcileReport(source_side.description, target_side.description, results)
 
 
-def _compare(con: duckdb.DuckDBPyConnection, contract: TableContract, source: str | None, target: str | None) -> TableReconciliation:
+def _compare(
+    con: duckdb.DuckDBPyConnection,
+    contract: TableContract,
+    source: str | None,
+    target: str | None,
+    pii_key: bytes | None,
+) -> TableReconciliation:
     columns_missing = {}
     for side, state in (("source", source), ("target", target)):
         columns_missing[side] = _materialise(con, contract, state, side)
@@ -296,7 +317,7 @@ def _compare(con: duckdb.DuckDBPyConnection, contract: TableContract, source: st
         anti = f"from {left} as s where not exists (select 1 from {right} as t where {join})"
         count = scalar(f"select count(*) {anti}")
         rows = con.execute(f"select {key_struct.format(side='s')} {anti} order by all limit {SAMPLE_SIZE}").fetchall()
-        return count, [row[0] for row in rows]
+        return count, [_shown_key(contract, row[0], pii_key) for row in rows]
 
     missing_in_target, sample_target = keys_only_in("source", "target")
     missing_in_source, sample_source = keys_only_in("target", "source")
@@ -309,7 +330,7 @@ def _compare(con: duckdb.DuckDBPyConnection, contract: TableContract, source: st
     ) + "], lambda c: c is not null)"
     changed = scalar(f"select count(*) {changed_from}")
     sample_changed = [
-        {"key": key, "columns": list(columns)}
+        {"key": _shown_key(contract, key, pii_key), "columns": list(columns)}
         for key, columns in con.execute(
             f"select {key_struct.format(side='s')}, {which} {changed_from} order by 1 limit {SAMPLE_SIZE}"
         ).fetchall()
@@ -443,7 +464,44 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _shown_key(contract: TableContract, key: Mapping[str, Any], pii_key: bytes | None) -> dict[str, Any]:
+    """A sample key as the report shows it: PII columns pseudonymised or withheld."""
+    pii_columns = set(contract.pii_columns)
+    return {
+        column: value if column not in pii_columns or value is None
+        else WITHHELD_PII if pii_key is None
+        else "pseudonym:" + pseudonym(pii_key, column, str(value))
+        for column, value in key.items()
+    }
+
+
+def pseudonym(key: bytes, label: str, text: str) -> str:
+    """The marts' keyed pseudonym of `text` in column `label`: lower-case hex
+    HMAC-SHA-256 of `<label>:<text>` (macros/pii/pseudonymize.sql, whose label is the
+    column name in hash mode, macros/cross_db/config_helpers.sql protect_pii)."""
+    return hmac.new(key, f"{label}:{text}".encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def report_pii_key(data_dir: Path | None) -> bytes | None:
+    """The PII key the marts of `data_dir` use (env LAKEHOUSE_PII_KEY, else the data
+    directory's key file); None when there is none. Never creates one."""
+    from lakehouse_dbt.pii_key import DATA_DIR_ENV, resolve_key
+
+    environ = dict(os.environ)
+    if data_dir is not None:
+        environ[DATA_DIR_ENV] = str(data_dir)
+    return resolve_key(environ)
+
+
+def check_report_path(path: Path) -> None:
+    """The JSON report goes into an existing folder: a typo must not create a tree of folders."""
+    if not path.parent.is_dir():
+        raise ReconcileError(f"--json {path}: folder {path.parent} does not exist; create it or choose another path")
+    if path.is_dir():
+        raise ReconcileError(f"--json {path} is a folder; give a file name")
+
+
 def write_json_report(report: ReconcileReport, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_report_path(path)
     path.write_text(report.to_json() + "\n", encoding="utf-8")
 

@@ -87,15 +87,45 @@ def dbt_env(data_dir: Path) -> dict[str, str]:
 
 
 def switch_local(data_dir: Path, to: Path, contracts: Mapping[str, TableContract]) -> ActiveRaw:
-    """Point readers of `data_dir` at the data root `to`; the current one becomes `previous`."""
+    """Point readers of `data_dir` at the data root `to`; the current one becomes `previous`.
+
+    `to` must be a finished `lakehouse reprocess` of this data directory (or the data
+    directory itself): any other folder holding raw tables may hold anything, and
+    readers would follow it without a check.
+    """
     current = read_pointer(data_dir)
     target = to.resolve()
     if target == current.data_root.resolve():
         raise SwitchError(f"{target} is already the active data root")
+    if target != data_dir.resolve():
+        _require_finished_reprocess(data_dir, target)
     missing = [c.changes_table for c in contracts.values() if not (target / "raw" / c.changes_table).is_dir()]
     if missing:
         raise SwitchError(f"{target}/raw has no table(s) {missing}; reprocess into it before switching")
     return _write_pointer(data_dir, target, current.data_root.resolve())
+
+
+def _require_finished_reprocess(data_dir: Path, target: Path) -> None:
+    marker = target / REPROCESS_MARKER
+    if not marker.is_file():
+        raise SwitchError(
+            f"{target} was not made by `lakehouse reprocess` (it has no {REPROCESS_MARKER}); readers switch only "
+            f"to a rebuilt copy: run `lakehouse reprocess --to <new folder>` and switch to that folder"
+        )
+    try:
+        made = json.loads(marker.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SwitchError(f"{marker} is not valid JSON ({exc}); reprocess into a new folder") from exc
+    if made.get("from_data_dir") != str(data_dir.resolve()):
+        raise SwitchError(
+            f"{target} is a reprocess of data directory {made.get('from_data_dir')}, not of {data_dir.resolve()}; "
+            f"run `lakehouse reprocess --data-dir {data_dir} --to <new folder>`"
+        )
+    if not made.get("finished_at"):
+        raise SwitchError(
+            f"the reprocess into {target} has not finished; run the same `lakehouse reprocess --to {target}` "
+            "again (it resumes), then switch"
+        )
 
 
 def rollback_local(data_dir: Path) -> ActiveRaw:
@@ -162,9 +192,18 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
         raise SwitchError(f"no landing files (*.jsonl) under {landing} to reprocess")
     target = to.resolve()
     live = read_pointer(data_dir).data_root.resolve()
-    for protected, what in ((live, "the live data root"), (data_dir.resolve(), "the data directory")):
+    protected_folders = ((live, "the live data root"), (data_dir.resolve(), "the data directory"),
+                         (landing, "the landing folder"))
+    for protected, what in protected_folders:
         if target == protected or protected.is_relative_to(target):
             raise SwitchError(f"--to {target} would write over {what} {protected}; choose a new location")
+        # Inside: the rebuild would sit among the live folders (the stream reading its
+        # own output, `demo` clearing it); it belongs beside them.
+        if target.is_relative_to(protected):
+            raise SwitchError(
+                f"--to {target} is inside {what} {protected}; choose a location outside it, "
+                f"e.g. {protected.parent / (protected.name + '-reprocessed')}"
+            )
     marker = target / REPROCESS_MARKER
     if target.exists() and any(target.iterdir()) and not marker.is_file():
         raise SwitchError(f"{target} exists and was not made by `lakehouse reprocess`; choose a new location")
@@ -222,6 +261,9 @@ def run_reprocess(
     read_by_target = [*plan.landing_files, *(Path(run["export_dir"]) for run in plan.backfills)]
     repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, pipeline.contracts, pipeline.sink,
                    read_by_target, out=out)
+    # `switch` accepts only a finished reprocess.
+    marker["finished_at"] = datetime.now(timezone.utc).isoformat()
+    (plan.target / REPROCESS_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
     seconds = time.monotonic() - started
     log.info("reprocess of %s into %s finished in %.1fs", plan.landing, plan.target, seconds)
     return seconds
