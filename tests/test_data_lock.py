@@ -84,6 +84,7 @@ def test_every_command_that_writes_the_data_dir_is_refused_while_another_process
         "reprocess": ["reprocess", "--to", str(tmp_path / "rebuilt")],
         "switch": ["switch", "--to", str(tmp_path / "rebuilt")],
         "demo": ["demo", "--skip-dbt"],
+        "quarantine replay": ["quarantine", "replay"],
     }
     for name, argv in commands.items():
         assert main([*argv, "--data-dir", str(data)]) == 2, name
