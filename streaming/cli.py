@@ -79,6 +79,8 @@ class StatusReport:
     quarantine_by_reason: dict[str, int]
     # Set when `lakehouse switch` pointed readers away from the data directory.
     active_root: str | None = None
+    # Warnings for landing files modified after the stream read them.
+    landing_changes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -91,6 +93,7 @@ class StatusReport:
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
+        out += [f"WARNING: {warning}" for warning in self.landing_changes]
         return out
 
 
@@ -121,7 +124,22 @@ def active_layout(layout: DataLayout) -> DataLayout:
 
 
 def landing_files(layout: DataLayout) -> list[Path]:
-    return sorted(layout.landing.rglob("*.jsonl")) if layout.landing.is_dir() else []
+    """The objects the stream reads: every file below the landing folder except hidden
+    ones (a name starting with `_` or `.`, as Spark's file listing skips them)."""
+    from streaming.sources import is_hidden_landing_name
+
+    if not layout.landing.is_dir():
+        return []
+    return sorted(
+        path for path in layout.landing.rglob("*")
+        if path.is_file() and not any(is_hidden_landing_name(part) for part in path.relative_to(layout.landing).parts)
+    )
+
+
+def landing_ledger_dir(layout: DataLayout) -> Path:
+    from streaming.landing_ledger import LEDGER_DIR_NAME
+
+    return layout.raw / LEDGER_DIR_NAME
 
 
 def generate(layout: DataLayout, *, out: Printer = print, **generator_options: object) -> GenerationSummary:
@@ -175,7 +193,7 @@ def stream(
 ) -> None:
     """Stream the landing files into the raw tables; processing-time runs until Ctrl-C."""
     if not landing_files(layout):
-        raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
+        raise CliError(f"no landing files under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
     target = active_layout(layout)
     # Checked before Spark starts: a refusal costs no JVM start and leaves nothing behind.
@@ -202,7 +220,12 @@ def _stream_with(
     from streaming.sources import landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
-    source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
+    from streaming.landing_ledger import changed_files
+
+    ledger = landing_ledger_dir(target)
+    for changed in changed_files(ledger):
+        out(f"WARNING: {changed.warning()}")
+    source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger, ledger_dir=str(ledger))
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
     try:
@@ -305,7 +328,11 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
     switched = (data_dir / POINTER_FILE).is_file()
-    return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None)
+    from streaming.landing_ledger import changed_files
+
+    changes = tuple(changed.warning() for changed in changed_files(landing_ledger_dir(layout)))
+    return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None,
+                        changes)
 
 
 def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Sequence[str]) -> tuple[int, int]:
@@ -541,7 +568,7 @@ def run_demo(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streaming.operations.generator import RECORD_FORMATS
+    from streaming.operations.generator import LANDING_LAYOUTS, RECORD_FORMATS
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -559,6 +586,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--records-per-file", type=int, default=500)
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
+    gen.add_argument("--layout", choices=LANDING_LAYOUTS, default="jsonl",
+                     help="jsonl: cdc-<n>.jsonl, a record per line; firehose: Firehose object names, "
+                          "records concatenated without delimiter")
+    gen.add_argument("--gzip", action="store_true", help="GZIP each file and add .gz, as Firehose does")
 
     run = commands.add_parser("stream", parents=[common], help="stream landing files into the raw tables")
     run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now")
@@ -624,6 +655,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 orders_per_customer=args.orders_per_customer,
                 records_per_file=args.records_per_file,
                 record_format=args.record_format,
+                layout=args.layout,
+                gzip=args.gzip,
             )
         elif args.command == "stream":
             if args.max_files_per_trigger is not None and args.max_files_per_trigger < 1:

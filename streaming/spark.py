@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -51,6 +52,9 @@ def local_session(
     """A small local SparkSession: few shuffle partitions, UTC, no UI."""
     ensure_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers run the landing reader (pyarrow, pandas): the driver's interpreter has
+    # them, whatever `python3` comes first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
