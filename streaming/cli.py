@@ -126,14 +126,9 @@ def active_layout(layout: DataLayout) -> DataLayout:
 def landing_files(layout: DataLayout) -> list[Path]:
     """The objects the stream reads: every file below the landing folder except hidden
     ones (a name starting with `_` or `.`, as Spark's file listing skips them)."""
-    from streaming.sources import is_hidden_landing_name
+    from streaming.sources import local_landing_files
 
-    if not layout.landing.is_dir():
-        return []
-    return sorted(
-        path for path in layout.landing.rglob("*")
-        if path.is_file() and not any(is_hidden_landing_name(part) for part in path.relative_to(layout.landing).parts)
-    )
+    return local_landing_files(layout.landing)
 
 
 def landing_ledger_dir(layout: DataLayout) -> Path:

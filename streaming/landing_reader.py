@@ -348,9 +348,17 @@ def open_landing_object(path: str) -> BinaryIO:
         return open("/" + rest.lstrip("/"), "rb")
     if scheme in S3_SCHEMES:
         import boto3
+        from botocore.exceptions import ClientError
 
         bucket, _, key = rest.lstrip("/").partition("/")
-        return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"]
+        except ClientError as exc:
+            # Gone since the listing, or not ours to read: the object's quarantine record
+            # says so. Anything else (throttling, network) fails the task, and Spark retries it.
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "AccessDenied", "404", "403"):
+                raise OSError(f"{path}: {exc}") from exc
+            raise
     raise OSError(f"landing objects under {scheme}:// cannot be read (local paths and s3:// only)")
 
 

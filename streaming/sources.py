@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
@@ -94,6 +95,16 @@ def files_envelope(spark: SparkSession, files: Sequence[LandedFile]) -> DataFram
 def is_hidden_landing_name(name: str) -> bool:
     """A file or folder name Spark's file listing skips (see `_landing_listing`)."""
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def local_landing_files(landing: Path) -> list[Path]:
+    """The files below a local landing folder that the stream reads (hidden names skipped)."""
+    if not landing.is_dir():
+        return []
+    return sorted(
+        path for path in landing.rglob("*")
+        if path.is_file() and not any(is_hidden_landing_name(part) for part in path.relative_to(landing).parts)
+    )
 
 
 def _landing_listing(reader: DataStreamReader | DataFrameReader) -> DataStreamReader | DataFrameReader:

@@ -153,3 +153,19 @@ def test_local_paths_as_spark_spells_them(tmp_path):
     for spelled in (f"file:{path}", f"file://{path}", str(path)):
         assert [r.payload for r in landing_reader._records_of(spelled)] == [b'{"a":1}']
     assert isinstance(list(landing_reader._records_of("hdfs://nn/x"))[0], LandingRecord)
+
+
+def test_s3_objects_are_streamed_with_boto3(mocked_aws):
+    import boto3
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="landing", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    key = "cdc/2026/11/23/10/ddb-cdc-1-2026-11-23-10-00-00-5d1e2f3a-0b1c-4d2e-9f3a-4b5c6d7e8f90.gz"
+    s3.put_object(Bucket="landing", Key=key, Body=gzip.compress(b'{"a":1}{"a":2} xyz'))
+
+    for scheme in ("s3", "s3a"):
+        records = list(landing_reader._records_of(f"{scheme}://landing/{key}"))
+        assert [(r.offset, r.payload, r.reason) for r in records] == [
+            (0, b'{"a":1}', None), (7, b'{"a":2} xyz', "trailing_garbage")]
+    (missing,) = landing_reader._records_of("s3://landing/cdc/gone")
+    assert missing.reason == "unreadable_file" and b"NoSuchKey" in missing.payload

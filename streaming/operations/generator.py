@@ -276,9 +276,11 @@ def land_cdc(
     `firehose`: what a Firehose delivery stream without the AppendDelimiterToRecord
     processor writes (https://docs.aws.amazon.com/firehose/latest/dev/s3-object-name.html):
     `<stream>-<version>-<yyyy>-<MM>-<dd>-<HH>-<mm>-<ss>-<uuid>`, records concatenated with
-    no delimiter. A malformed record that is not a JSON object is followed by a newline,
-    as its producer's own line end: with nothing after it, the next record would be part
-    of the broken one. `gzip` compresses each file and adds `.gz`, as Firehose does.
+    no delimiter. A malformed record that is not a JSON object stands on a line of its
+    own, as text from a producer writing lines would: back to back, the reader could not
+    tell it from its neighbours (it would quarantine the record before it as
+    `trailing_garbage`, or the one after it as part of the broken one), and the summary's
+    counts would not hold. `gzip` compresses each file and adds `.gz`, as Firehose does.
 
     The hour folder (and a Firehose name's time) comes from the first record of each
     file, as a Firehose delivery stream partitions by arrival time.
@@ -303,7 +305,7 @@ def land_cdc(
         else:
             name = (f"{FIREHOSE_STREAM_NAME}-{FIREHOSE_STREAM_VERSION}-"
                     f"{first_arrival.strftime('%Y-%m-%d-%H-%M-%S')}-{uuid.uuid4()}")
-            content = "".join(record + "\n" if record in broken else record for record in chunk)
+            content = "".join(f"\n{record}\n" if record in broken else record for record in chunk)
         data = content.encode("utf-8")
         if gzip:
             name, data = name + ".gz", gzip_module.compress(data)
