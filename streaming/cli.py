@@ -581,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--records-per-file", type=int, default=500)
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
-    gen.add_argument("--layout", choices=LANDING_LAYOUTS, default="jsonl",
+    gen.add_argument("--layout", dest="file_layout", choices=LANDING_LAYOUTS, default="jsonl",
                      help="jsonl: cdc-<n>.jsonl, a record per line; firehose: Firehose object names, "
                           "records concatenated without delimiter")
     gen.add_argument("--gzip", action="store_true", help="GZIP each file and add .gz, as Firehose does")
@@ -650,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 orders_per_customer=args.orders_per_customer,
                 records_per_file=args.records_per_file,
                 record_format=args.record_format,
-                layout=args.layout,
+                file_layout=args.file_layout,
                 gzip=args.gzip,
             )
         elif args.command == "stream":

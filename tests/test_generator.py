@@ -370,7 +370,7 @@ def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path
 
     kwargs = {"seed": 4, "customers": 30, "malformed_rate": 0.05}
     cdc = generate_cdc(**kwargs)
-    summary = write_landing_files(tmp_path, records_per_file=40, layout="firehose", gzip=compressed, **kwargs)
+    summary = write_landing_files(tmp_path, records_per_file=40, file_layout="firehose", gzip=compressed, **kwargs)
     broken = {line for line, reason in cdc.malformed if reason == "invalid_json"}
     assert broken
     split: list[str] = []
@@ -390,3 +390,15 @@ def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path
         split += records
     assert split == [record for record in cdc.records]
     assert summary.records == len(cdc.records) and summary.malformed == len(cdc.malformed)
+
+
+def test_lakehouse_generate_writes_gzipped_firehose_objects(tmp_path: Path):
+    from streaming.cli import main
+
+    assert main(["generate", "--data-dir", str(tmp_path), "--customers", "5", "--records-per-file", "20",
+                 "--layout", "firehose", "--gzip"]) == 0
+
+    files = sorted((tmp_path / "landing").rglob("*"))
+    objects = [path for path in files if path.is_file()]
+    assert objects and all(re.fullmatch(FIREHOSE_OBJECT_NAME + r"\.gz", path.name) for path in objects)
+    assert all(path.read_bytes()[:2] == b"\x1f\x8b" for path in objects)

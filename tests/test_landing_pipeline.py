@@ -64,7 +64,7 @@ def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tm
 
 def raw_rows(spark, root: Path, table: str) -> list[tuple]:
     frame = spark.read.parquet(str(root / "raw" / table)).drop("_ingested_at", "_batch_id", "_ingest_hour")
-    return sorted(tuple(row) for row in frame.collect())
+    return sorted((tuple(row) for row in frame.collect()), key=repr)
 
 
 def stream_landing(spark, root: Path, contracts, query_name: str):
@@ -83,7 +83,7 @@ def stream_landing(spark, root: Path, contracts, query_name: str):
 def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(spark, tmp_path, contracts):
     jsonl, firehose = tmp_path / "jsonl", tmp_path / "firehose"
     summary = write_landing_files(jsonl / "landing", records_per_file=30, **GENERATOR_OPTIONS)
-    firehose_summary = write_landing_files(firehose / "landing", records_per_file=30, layout="firehose", gzip=True,
+    firehose_summary = write_landing_files(firehose / "landing", records_per_file=30, file_layout="firehose", gzip=True,
                                            **GENERATOR_OPTIONS)
     assert all(path.name.endswith(".gz") and path.name.startswith("lakehouse-cdc-1-")
                for path in firehose_summary.files)

@@ -256,20 +256,21 @@ FIREHOSE_STREAM_VERSION = 1
 
 
 def write_landing_files(
-    landing_dir: Path | str, *, records_per_file: int = 500, layout: str = "jsonl", gzip: bool = False,
+    landing_dir: Path | str, *, records_per_file: int = 500, file_layout: str = "jsonl", gzip: bool = False,
     **generate_kwargs: Any,
 ) -> GenerationSummary:
-    """Generate CDC and land it in `layout` (see `land_cdc`), tables mixed."""
+    """Generate CDC and land it in `file_layout` (see `land_cdc`), tables mixed."""
     return land_cdc(landing_dir, generate_cdc(**generate_kwargs), records_per_file=records_per_file,
-                    layout=layout, gzip=gzip)
+                    file_layout=file_layout, gzip=gzip)
 
 
 def land_cdc(
-    landing_dir: Path | str, cdc: GeneratedCDC, *, records_per_file: int = 500, layout: str = "jsonl",
+    landing_dir: Path | str, cdc: GeneratedCDC, *, records_per_file: int = 500, file_layout: str = "jsonl",
     gzip: bool = False,
 ) -> GenerationSummary:
-    """Land generated CDC in `<landing>/<yyyy>/<MM>/<dd>/<HH>/` folders, tables mixed; the
-    caller keeps `cdc` and with it the true events to check the landed data against.
+    """Land generated CDC in `<landing>/<yyyy>/<MM>/<dd>/<HH>/` folders, tables mixed, as
+    `file_layout` says; the caller keeps `cdc` and with it the true events to check the
+    landed data against.
 
     `jsonl`: `cdc-<n>.jsonl`, one record per line; file numbers continue after any
     `cdc-<n>.jsonl[.gz]` already present, so a second run never overwrites the first.
@@ -287,8 +288,8 @@ def land_cdc(
     """
     if records_per_file < 1:
         raise ValueError("records_per_file must be at least 1")
-    if layout not in LANDING_LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LANDING_LAYOUTS)}, not {layout!r}")
+    if file_layout not in LANDING_LAYOUTS:
+        raise ValueError(f"file_layout must be one of {', '.join(LANDING_LAYOUTS)}, not {file_layout!r}")
     landing = Path(landing_dir)
     number = _last_file_number(landing)
     broken = {line for line, reason in cdc.malformed if reason == INVALID_JSON}
@@ -299,7 +300,7 @@ def land_cdc(
         folder = landing / first_arrival.strftime("%Y/%m/%d/%H")
         folder.mkdir(parents=True, exist_ok=True)
         chunk = cdc.records[offset:offset + records_per_file]
-        if layout == "jsonl":
+        if file_layout == "jsonl":
             name = f"cdc-{number:06d}.jsonl"
             content = "\n".join(chunk) + "\n"
         else:
