@@ -68,7 +68,10 @@ class _DuplicateKey(ValueError):
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """`object_pairs_hook`: measured at about 15% over plain `raw_decode` on generated CDC."""
+    """`object_pairs_hook`, exact at every depth. On generated CDC (1.3 KB records) it made
+    parsing about 1.6x slower than plain `raw_decode` (45 vs 28 µs a record, best of 5 on a
+    loaded 2-core machine); counting keys in the text and in the re-encoded object instead
+    was slower still (155 µs)."""
     values = dict(pairs)
     if len(values) != len(pairs):
         raise _DuplicateKey()
