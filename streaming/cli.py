@@ -211,12 +211,11 @@ def _stream_with(
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
+    from streaming.landing_ledger import changed_files
     from streaming.runner import run_stream
     from streaming.sources import landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
-    from streaming.landing_ledger import changed_files
-
     ledger = landing_ledger_dir(target)
     for changed in changed_files(ledger):
         out(f"WARNING: {changed.warning()}")
@@ -297,6 +296,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     import duckdb
 
     from streaming import raw_layout
+    from streaming.landing_ledger import changed_files
 
     contracts = _contracts(contracts_dir)
     data_dir = layout.root
@@ -323,8 +323,6 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
     switched = (data_dir / POINTER_FILE).is_file()
-    from streaming.landing_ledger import changed_files
-
     changes = tuple(changed.warning() for changed in changed_files(landing_ledger_dir(layout)))
     return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None,
                         changes)
