@@ -78,6 +78,8 @@ class StatusReport:
     quarantine_by_reason: dict[str, int]
     # Set when `lakehouse switch` pointed readers away from the data directory.
     active_root: str | None = None
+    # Warnings for landing files modified after the stream read them.
+    landing_changes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -90,6 +92,7 @@ class StatusReport:
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
+        out += [f"WARNING: {warning}" for warning in self.landing_changes]
         return out
 
 
@@ -131,7 +134,17 @@ def active_layout(layout: DataLayout) -> DataLayout:
 
 
 def landing_files(layout: DataLayout) -> list[Path]:
-    return sorted(layout.landing.rglob("*.jsonl")) if layout.landing.is_dir() else []
+    """The objects the stream reads: every file below the landing folder except hidden
+    ones (a name starting with `_` or `.`, as Spark's file listing skips them)."""
+    from streaming.sources import local_landing_files
+
+    return local_landing_files(layout.landing)
+
+
+def landing_ledger_dir(layout: DataLayout) -> Path:
+    from streaming.landing_ledger import LEDGER_DIR_NAME
+
+    return layout.raw / LEDGER_DIR_NAME
 
 
 def generate(layout: DataLayout, *, out: Printer = print, **generator_options: object) -> GenerationSummary:
@@ -189,7 +202,7 @@ def stream(
     """Stream the landing files into the raw tables; processing-time runs until Ctrl-C.
     `master` is used only when no `spark` session is given."""
     if not landing_files(layout):
-        raise CliError(f"no landing files (*.jsonl) under {layout.landing}; run `lakehouse generate` first")
+        raise CliError(f"no landing files under {layout.landing}; run `lakehouse generate` first")
     contracts = _contracts(contracts_dir)
     # Lock and identity are checked before Spark starts: a refusal costs no JVM start.
     with writing(layout, "stream", out):
@@ -213,11 +226,15 @@ def _stream_with(
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
+    from streaming.landing_ledger import changed_files
     from streaming.runner import deferred_stop_signals, run_stream, stop_between_batches
     from streaming.sources import landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
-    source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger)
+    ledger = landing_ledger_dir(target)
+    for changed in changed_files(ledger):
+        out(f"WARNING: {changed.warning()}")
+    source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger, ledger_dir=str(ledger))
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
     started = time.monotonic()
     # A processing-time stream runs until Ctrl-C; from its start, Ctrl-C waits for the batch in progress.
@@ -294,6 +311,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     import duckdb
 
     from streaming import raw_layout
+    from streaming.landing_ledger import changed_files
 
     contracts = _contracts(contracts_dir)
     data_dir = layout.root
@@ -320,7 +338,9 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
     switched = (data_dir / POINTER_FILE).is_file()
-    return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None)
+    changes = tuple(changed.warning() for changed in changed_files(landing_ledger_dir(layout)))
+    return StatusReport(change_rows, current_rows, raw_batches, by_reason, str(layout.root) if switched else None,
+                        changes)
 
 
 @contextmanager
@@ -713,7 +733,7 @@ def _take_project_options(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streaming.operations.generator import RECORD_FORMATS
+    from streaming.operations.generator import LANDING_LAYOUTS, RECORD_FORMATS
 
     # The project's own options go before or after the subcommand: the main parser sets
     # their defaults, a subcommand sets them only when given there (SUPPRESS).
@@ -731,6 +751,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--records-per-file", type=int, default=500)
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
+    gen.add_argument("--layout", dest="file_layout", choices=LANDING_LAYOUTS, default="jsonl",
+                     help="jsonl: cdc-<n>.jsonl, a record per line; firehose: Firehose object names, "
+                          "records concatenated without delimiter")
+    gen.add_argument("--gzip", action="store_true", help="GZIP each file and add .gz, as Firehose does")
 
     run = commands.add_parser("stream", parents=[common], help="stream landing files into the raw tables")
     run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now")
@@ -819,6 +843,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 orders_per_customer=args.orders_per_customer,
                 records_per_file=args.records_per_file,
                 record_format=args.record_format,
+                file_layout=args.file_layout,
+                gzip=args.gzip,
             )
         elif args.command == "stream":
             if args.max_files_per_trigger is not None and args.max_files_per_trigger < 1:

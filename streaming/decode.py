@@ -31,6 +31,9 @@ that one frame.
 A record that cannot be decoded goes to quarantine with exactly one reason, the
 first that applies in this order:
 
+0. the envelope's `source_error`, when the source found the record broken while
+   splitting its file (streaming/landing_reader.py: `invalid_json`, `trailing_garbage`,
+   `duplicate_key`, `record_too_large`, `unreadable_file`)
 1. `invalid_utf8`            the payload's bytes are not valid UTF-8 (quarantined with
                              each bad sequence replaced by U+FFFD)
 2. `invalid_json`            payload null, not JSON, not an object, or an envelope
@@ -98,6 +101,8 @@ _CORRUPT = "_corrupt_record"
 # carry this name, and one that did would only send its rows down the slow path.
 _IMAGE_MISFIT = "__image_does_not_fit"
 _INVALID_UTF8 = "_invalid_utf8"
+# The optional envelope column of landing files: a reason found while splitting the file.
+SOURCE_ERROR = "source_error"
 _DESCRIPTORS = T.MapType(T.StringType(), T.StringType())
 # Descriptor texts inside an M value, and item texts of an L value.
 _M_FIELDS = T.StructType([T.StructField("M", _DESCRIPTORS)])
@@ -246,9 +251,11 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
     # replaced by its readable form (U+FFFD for each bad sequence) and quarantined.
     readable = F.decode(F.encode("payload", "UTF-8"), "UTF-8")
+    source_error = F.col(SOURCE_ERROR) if SOURCE_ERROR in envelope.columns else F.lit(None).cast("string")
     with_record = envelope.select(
         readable.alias("payload"),
         F.coalesce(F.col("payload") != readable, F.lit(False)).alias(_INVALID_UTF8),
+        source_error.alias(SOURCE_ERROR),
         "source_ref",
         "kinesis_sequence_number",
     ).select(
@@ -291,7 +298,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         Column.__and__, [F.coalesce(stream[image].startswith("{"), F.lit(True)) for image in _IMAGES]
     )
     record_error = (
-        F.when(F.col(_INVALID_UTF8), "invalid_utf8")
+        F.when(F.col(SOURCE_ERROR).isNotNull(), F.col(SOURCE_ERROR))
+        .when(F.col(_INVALID_UTF8), "invalid_utf8")
         .when(record.isNull() | record[_CORRUPT].isNotNull() | ~images_are_objects, "invalid_json")
         .when(~F.coalesce(table.isin(list(table_names)), F.lit(False)), "unknown_table")
         .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), "unknown_event_name")

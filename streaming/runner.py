@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.pipeline import Pipeline
+from streaming.sources import LandingStream
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +45,28 @@ def checked_interval(text: str) -> str:
 def run_stream(
     spark: SparkSession,
     pipeline: Pipeline,
-    source_df: DataFrame,
+    source: DataFrame | LandingStream,
     *,
     checkpoint_dir: str,
     trigger: Trigger = "available-now",
     interval: str = DEFAULT_INTERVAL,
     query_name: str = "landing_to_raw",
 ) -> StreamingQuery:
-    """Start the query. `available-now` drains what is there and returns the finished
-    query; `processing-time` returns the running query (one micro-batch per interval).
+    """Start the query over `source` (a streaming envelope, or the landing files whose
+    batches are turned into envelopes). `available-now` drains what is there and returns
+    the finished query; `processing-time` returns the running query (one micro-batch per
+    interval).
 
     A batch that raises stops the query; with `available-now` the error is raised here
     (StreamingQueryException), so nothing is skipped or committed past it.
     """
+    if isinstance(source, LandingStream):
+        source_df = source.files
+
+        def process_batch(files: DataFrame, batch_id: int) -> None:
+            pipeline.process_batch(source.batch_envelope(files, batch_id), batch_id)
+    else:
+        source_df, process_batch = source, pipeline.process_batch
     if not source_df.isStreaming:
         raise ValueError("run_stream needs a streaming DataFrame (spark.readStream...)")
     if any(active.name == query_name for active in spark.streams.active):
@@ -64,7 +74,7 @@ def run_stream(
     writer = (
         source_df.writeStream.queryName(query_name)
         .option("checkpointLocation", checkpoint_dir)
-        .foreachBatch(pipeline.process_batch)
+        .foreachBatch(process_batch)
     )
     if trigger == "available-now":
         writer = writer.trigger(availableNow=True)

@@ -1,15 +1,24 @@
 """Source adapters: each turns its input into the change envelope.
 
 Envelope columns (docs/architecture.md): `payload` (one change record as JSON text),
-`kinesis_sequence_number` (nullable), `source_ref` (where the record came from).
+`kinesis_sequence_number` (nullable), `source_ref` (where the record came from); landing
+files add `source_error` (a reason found while splitting the file into records).
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import DataStreamReader
 
 ENVELOPE_COLUMNS = ("payload", "kinesis_sequence_number", "source_ref")
-LANDING_FILE_GLOB = "*.jsonl"
+# Landing envelopes carry one more column: the quarantine reason the splitter found
+# (streaming/landing_reader.py), null for a well-formed record.
+SOURCE_ERROR_COLUMN = "source_error"
 
 # With classification json and inferSchema true, Glue's Kinesis source hands the
 # micro-batch the record data as JSON text in this column (some Glue releases spell it
@@ -18,59 +27,135 @@ GLUE_KINESIS_DATA_COLUMNS = ("$json$data_infer_schema$_temporary$", "$json$data_
 # Added by the source option addRecordTimestamp=true: when the stream received the record.
 GLUE_KINESIS_ARRIVAL_COLUMN = "__src_timestamp"
 
-
-class SourceShapeError(ValueError):
-    """The source frame does not have the columns this adapter maps."""
-
-
-def lines_to_envelope(lines: DataFrame) -> DataFrame:
-    """Text lines (`value`) read from landing files -> envelope; blank lines are skipped.
-
-    `source_ref` is taken from the scan, so it must run on the frame the text source
-    returns, before any shuffle.
-    """
-    return (
-        lines.select(F.col("value").alias("payload"), F.input_file_name().alias("source_ref"))
-        # Spark's trim only strips spaces; a line of tabs or \r is blank too.
-        .where(F.col("payload").rlike(r"\S"))
-        .select(
-            "payload",
-            F.lit(None).cast("string").alias("kinesis_sequence_number"),
-            "source_ref",
-        )
-    )
-
+# Spark's binaryFile source lists files as (path, modificationTime, length, content) and
+# reads a file's bytes only when `content` is selected (BinaryFileFormat.parse, apache/spark
+# sql/core/src/main/scala/org/apache/spark/sql/execution/datasources/binaryfile/
+# BinaryFileFormat.scala): selecting the other three lists files without reading them. A
+# streaming file source needs the schema spelled out.
+BINARY_FILE_SCHEMA = T.StructType(
+    [
+        T.StructField("path", T.StringType(), False),
+        T.StructField("modificationTime", T.TimestampType(), False),
+        T.StructField("length", T.LongType(), False),
+        T.StructField("content", T.BinaryType(), True),
+    ]
+)
+# The file source skips a file older than `maxFileAge` (default 7 days) relative to the
+# newest file it has seen (FileStreamOptions.maxFileAgeMs and FileStreamSource.SeenFilesMap
+# .isNewFile, apache/spark sql/core/src/main/scala/org/apache/spark/sql/execution/streaming/):
+# a file copied in with an old modification time would be dropped silently. A century keeps
+# every file; the price is that the map of seen files is never purged, so the driver keeps
+# one entry per landing file ever processed (the checkpoint's file log keeps them anyway).
+NEVER_TOO_OLD = "36500d"
 
 # A catch-up run (availableNow after downtime) splits the backlog into batches of
 # this many files, so one batch never has to hold an unbounded backlog in memory.
 DEFAULT_MAX_FILES_PER_TRIGGER = 100
 
 
+class SourceShapeError(ValueError):
+    """The source frame does not have the columns this adapter maps."""
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    path: str  # as Spark lists it: `file:/...`, `s3://bucket/key`
+    length: int
+    modified_ms: int  # modification time, epoch milliseconds
+
+
+def _listed(files: DataFrame) -> list[LandedFile]:
+    """The files of a binaryFile frame; collecting them reads no file content."""
+    rows = files.select("path", "length", F.unix_millis("modificationTime").alias("modified_ms")).collect()
+    return [LandedFile(row.path, row.length, row.modified_ms) for row in rows]
+
+
+def files_envelope(spark: SparkSession, files: Sequence[LandedFile]) -> DataFrame:
+    """Envelope of every record in `files`, split on the executors (landing_reader), with
+    `source_ref` = `<path>#<byte offset>` and the splitter's `source_error`."""
+    from streaming.landing_reader import split_landing_files
+
+    paths = spark.sparkContext.parallelize(
+        [(file.path,) for file in files],
+        # Spread the files over the cores; one partition each up to twice their number.
+        numSlices=max(1, min(len(files), 2 * spark.sparkContext.defaultParallelism)),
+    )
+    records = spark.createDataFrame(paths, "path string").mapInArrow(
+        split_landing_files, "payload binary, source_ref string, source_error string"
+    )
+    return records.select(
+        # No UTF-8 check in this cast: decode quarantines invalid bytes as `invalid_utf8`.
+        F.col("payload").cast("string").alias("payload"),
+        F.lit(None).cast("string").alias("kinesis_sequence_number"),
+        "source_ref",
+        SOURCE_ERROR_COLUMN,
+    )
+
+
+def is_hidden_landing_name(name: str) -> bool:
+    """A file or folder name Spark's file listing skips (see `_landing_listing`)."""
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def local_landing_files(landing: Path) -> list[Path]:
+    """The files below a local landing folder that the stream reads (hidden names skipped)."""
+    if not landing.is_dir():
+        return []
+    return sorted(
+        path for path in landing.rglob("*")
+        if path.is_file() and not any(is_hidden_landing_name(part) for part in path.relative_to(landing).parts)
+    )
+
+
+def _landing_listing(reader: DataStreamReader | DataFrameReader) -> DataStreamReader | DataFrameReader:
+    # Spark's file index already leaves out names starting with `_` or `.` (temporary and
+    # hidden files) and ending in `._COPYING_` (HadoopFSUtils.shouldFilterOutPathName,
+    # apache/spark core/src/main/scala/org/apache/spark/util/HadoopFSUtils.scala); every
+    # other object is landing data, whatever its name or extension.
+    return reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
+
+
+@dataclass(frozen=True)
+class LandingStream:
+    """The landing objects as a stream. Each micro-batch of `files` lists the new files;
+    `batch_envelope` records them in the ledger (when there is one) and reads their records."""
+
+    files: DataFrame
+    ledger_dir: str | None = None
+
+    def batch_envelope(self, files: DataFrame, batch_id: int) -> DataFrame:
+        from streaming.landing_ledger import record_batch
+
+        listed = _listed(files)
+        if self.ledger_dir is not None:
+            record_batch(self.ledger_dir, batch_id, listed)
+        return files_envelope(files.sparkSession, listed)
+
+
 def landing_files_stream(
-    spark: SparkSession, landing_dir: str, max_files_per_trigger: int | None = None
-) -> DataFrame:
-    """Streaming envelope over every `*.jsonl` below `landing_dir` (yyyy/mm/dd/hh folders)."""
+    spark: SparkSession,
+    landing_dir: str,
+    max_files_per_trigger: int | None = None,
+    ledger_dir: str | None = None,
+) -> LandingStream:
+    """Every object below `landing_dir` (Firehose's yyyy/MM/dd/HH folders or any other
+    layout), GZIP or not, as a stream; `ledger_dir` keeps what each batch read
+    (streaming/landing_ledger.py)."""
     files_per_trigger = DEFAULT_MAX_FILES_PER_TRIGGER if max_files_per_trigger is None else max_files_per_trigger
     if files_per_trigger < 1:
         raise ValueError("max_files_per_trigger must be at least 1")
     reader = (
-        spark.readStream.format("text")
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", LANDING_FILE_GLOB)
+        _landing_listing(spark.readStream)
+        .option("maxFileAge", NEVER_TOO_OLD)
         .option("maxFilesPerTrigger", str(files_per_trigger))
     )
-    return lines_to_envelope(reader.load(landing_dir))
+    files = reader.load(landing_dir).select("path", "length", "modificationTime")
+    return LandingStream(files, ledger_dir)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:
     """The same envelope as a one-off batch read (backfills, replays of landed files)."""
-    lines = (
-        spark.read.format("text")
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", LANDING_FILE_GLOB)
-        .load(path)
-    )
-    return lines_to_envelope(lines)
+    return files_envelope(spark, _listed(_landing_listing(spark.read).load(path)))
 
 
 def _glue_data_column(df: DataFrame) -> Column:

@@ -115,7 +115,8 @@ def local_session(
     _prepare_driver_environment()
     if is_local_master(master):
         # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
-        # need not have pyspark (a venv used without activating it). Local executors share
+        # need not have pyspark, pyarrow and pandas (the landing reader runs in those workers)
+        # when a venv is used without activating it. Local executors share
         # this machine, so this interpreter is the right one; on a cluster, the executor
         # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python,
         # which Spark has read since SPARK-13081, apache/spark commit 7a9e25c).

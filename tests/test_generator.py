@@ -353,3 +353,52 @@ def test_landing_files_follow_the_firehose_layout(tmp_path: Path):
 def test_invalid_arguments_are_rejected(kwargs):
     with pytest.raises(ValueError):
         generate_cdc(customers=1, **kwargs)
+
+
+# Firehose's object names (https://docs.aws.amazon.com/firehose/latest/dev/s3-object-name.html):
+# <stream>-<version>-<yyyy>-<MM>-<dd>-<HH>-<mm>-<ss>-<uuid>, `.gz` with GZIP.
+FIREHOSE_OBJECT_NAME = (r"lakehouse-cdc-1-(\d{4})-(\d{2})-(\d{2})-(\d{2})-\d{2}-\d{2}-"
+                        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path: Path, compressed: bool):
+    import gzip
+    import io
+
+    from streaming.landing_reader import split_records
+
+    kwargs = {"seed": 4, "customers": 30, "malformed_rate": 0.05}
+    cdc = generate_cdc(**kwargs)
+    summary = write_landing_files(tmp_path, records_per_file=40, file_layout="firehose", gzip=compressed, **kwargs)
+    broken = {line for line, reason in cdc.malformed if reason == "invalid_json"}
+    assert broken
+    split: list[str] = []
+    for path in summary.files:
+        relative = path.relative_to(tmp_path).as_posix()
+        name_pattern = FIREHOSE_OBJECT_NAME + (r"\.gz" if compressed else "")
+        match = re.fullmatch(r"(\d{4})/(\d{2})/(\d{2})/(\d{2})/" + name_pattern, relative)
+        assert match, relative
+        assert match.groups()[:4] == match.groups()[4:], "the name's hour is its folder's"
+        data = path.read_bytes()
+        assert data.startswith(b"\x1f\x8b") == compressed
+        content = gzip.decompress(data) if compressed else data
+        records = [record.payload.decode() for record in split_records(io.BytesIO(data))]
+        # No delimiter between records: only a record that is not JSON stands on a line of its own.
+        assert content.count(b"\n") == 2 * sum(record in broken for record in records)
+        assert b"}{" in content
+        split += records
+    assert split == [record for record in cdc.records]
+    assert summary.records == len(cdc.records) and summary.malformed == len(cdc.malformed)
+
+
+def test_lakehouse_generate_writes_gzipped_firehose_objects(tmp_path: Path):
+    from streaming.cli import main
+
+    assert main(["generate", "--data-dir", str(tmp_path), "--customers", "5", "--records-per-file", "20",
+                 "--layout", "firehose", "--gzip"]) == 0
+
+    files = sorted((tmp_path / "landing").rglob("*"))
+    objects = [path for path in files if path.is_file()]
+    assert objects and all(re.fullmatch(FIREHOSE_OBJECT_NAME + r"\.gz", path.name) for path in objects)
+    assert all(path.read_bytes()[:2] == b"\x1f\x8b" for path in objects)

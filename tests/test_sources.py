@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import json
+import os
 from pathlib import Path
 
 import pytest
 from pyspark.sql import types as T
 
+from streaming.landing_ledger import changed_files
+from streaming.runner import run_stream
 from streaming.sources import (
     ENVELOPE_COLUMNS,
     SourceShapeError,
@@ -20,61 +25,128 @@ pytestmark = pytest.mark.spark
 STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/ddb-cdc"
 
 
-def land(landing: Path, relative: str, text: str) -> Path:
+FIREHOSE_NAME = "ddb-cdc-1-2026-11-01-00-14-09-0b3c1c1e-6d4f-4b5e-9a53-2f1d7c1e9a10"
+
+
+def land(landing: Path, relative: str, data: bytes) -> Path:
     path = landing / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(data)
     return path
 
 
 @pytest.fixture
 def landing(tmp_path):
+    """Objects as Firehose names and fills them, and what else may sit under the prefix."""
     root = tmp_path / "landing"
-    first = land(root, "2026/11/01/00/cdc-000001.jsonl", '{"a": 1}\n\n   \n{"a": 2}\n')
-    second = land(root, "2026/11/01/01/cdc-000002.jsonl", '{"a": 3}\r\n\t\r\nnot json at all\r\n')
-    land(root, "2026/11/01/01/notes.txt", "a stray file that is not landing data\n")
-    return root, first, second
+    files = {
+        # Default Firehose: no extension, records back to back on one line.
+        "plain": land(root, f"2026/11/01/00/{FIREHOSE_NAME}", b'{"a":1}{"a":2} xyz{"a":3}'),
+        # GZIP compression: `.gz`.
+        "gzip": land(root, f"2026/11/01/01/{FIREHOSE_NAME}.gz", gzip.compress(b'{"b":1}\n{"b":2},\n')),
+        # A GZIP object whose suffix got lost on a copy.
+        "gzip_no_suffix": land(root, "2026/11/01/02/copied", gzip.compress(b'{"c":1}{"c":1,"c":2}')),
+        "jsonl": land(root, "2026/11/01/03/cdc-000002.jsonl", b'{"d":1}\r\n\t\r\nnot json at all\r\n'),
+    }
+    # Hidden and temporary objects are not landing data.
+    land(root, "2026/11/01/03/_temporary-upload", b'{"hidden":1}')
+    land(root, "2026/11/01/03/.partial", b'{"hidden":2}')
+    land(root, "_staging/2026/x", b'{"hidden":3}')
+    return root, files
 
 
-def test_batch_envelope_skips_blank_lines_only(spark, landing):
-    root, first, second = landing
+def rows_of(envelope) -> list[tuple[str, str, str | None]]:
+    return sorted((row.payload, row.source_ref.split("/")[-1], row.source_error) for row in envelope.collect())
+
+
+def expected_rows(files: dict[str, Path]) -> list[tuple[str, str, str | None]]:
+    plain, gz, copied, jsonl = (files[key].name for key in ("plain", "gzip", "gzip_no_suffix", "jsonl"))
+    return sorted([
+        ('{"a":1}', f"{plain}#0", None),
+        ('{"a":2} xyz', f"{plain}#7", "trailing_garbage"),
+        ('{"a":3}', f"{plain}#18", None),
+        ('{"b":1}', f"{gz}#0", None),
+        ('{"b":2},', f"{gz}#8", "trailing_garbage"),
+        ('{"c":1}', f"{copied}#0", None),
+        ('{"c":1,"c":2}', f"{copied}#7", "duplicate_key"),
+        ('{"d":1}', f"{jsonl}#0", None),
+        ("not json at all", f"{jsonl}#12", "invalid_json"),
+    ])
+
+
+def test_batch_envelope_reads_every_object_by_records_not_lines(spark, landing):
+    root, files = landing
     envelope = landing_files_batch(spark, str(root))
 
-    assert tuple(envelope.columns) == ENVELOPE_COLUMNS
-    rows = sorted((row.payload, Path(row.source_ref.removeprefix("file:")).name, row.kinesis_sequence_number)
-                  for row in envelope.collect())
-    assert rows == sorted([
-        ('{"a": 1}', first.name, None),
-        ('{"a": 2}', first.name, None),
-        ('{"a": 3}', second.name, None),
-        ("not json at all", second.name, None),
-    ])
-    assert dict(envelope.dtypes) == {"payload": "string", "kinesis_sequence_number": "string", "source_ref": "string"}
+    assert tuple(envelope.columns) == (*ENVELOPE_COLUMNS, "source_error")
+    assert dict(envelope.dtypes) == {"payload": "string", "kinesis_sequence_number": "string",
+                                     "source_ref": "string", "source_error": "string"}
+    assert rows_of(envelope) == expected_rows(files)
+    assert {row.kinesis_sequence_number for row in envelope.collect()} == {None}
+    assert all(row.source_ref.startswith("file:") for row in envelope.collect())
+
+
+def run_landing_stream(spark, stream, checkpoint: Path) -> list[tuple[int, list]]:
+    batches: list[tuple[int, list]] = []
+
+    class Collect:
+        def process_batch(self, envelope, batch_id):
+            batches.append((batch_id, rows_of(envelope)))
+
+    run_stream(spark, Collect(), stream, checkpoint_dir=str(checkpoint), query_name="sources_test")  # type: ignore[arg-type]
+    return batches
 
 
 def test_stream_envelope_one_file_per_trigger(spark, landing, tmp_path):
-    root, first, second = landing
-    batches: list[tuple[int, list[tuple[str, str]]]] = []
-
-    def collect(df, batch_id):
-        batches.append((batch_id, sorted((r.payload, Path(r.source_ref).name) for r in df.collect())))
-
+    root, files = landing
     stream = landing_files_stream(spark, str(root), max_files_per_trigger=1)
-    assert stream.isStreaming and tuple(stream.columns) == ENVELOPE_COLUMNS
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    assert stream.files.isStreaming
 
-    assert len(batches) == 2
-    assert sorted(row for _, rows in batches for row in rows) == sorted([
-        ('{"a": 1}', first.name), ('{"a": 2}', first.name), ('{"a": 3}', second.name),
-        ("not json at all", second.name),
-    ])
-    assert all(len({name for _, name in rows}) == 1 for _, rows in batches)
+    batches = run_landing_stream(spark, stream, tmp_path / "checkpoint")
+
+    assert len(batches) == len(files)
+    assert sorted(row for _, rows in batches for row in rows) == expected_rows(files)
+    assert all(len({ref.split("#")[0] for _, ref, _ in rows}) == 1 for _, rows in batches)
+
+
+def test_a_file_copied_in_with_an_old_modification_time_is_still_read(spark, tmp_path):
+    # Spark's default maxFileAge (7 days, relative to the newest file seen) would skip it.
+    root = tmp_path / "landing"
+    first = land(root, "2026/11/23/10/first", b'{"n":1}')
+    checkpoint = tmp_path / "checkpoint"
+    assert run_landing_stream(spark, landing_files_stream(spark, str(root)), checkpoint)[0][1] == [
+        ('{"n":1}', "first#0", None)]
+
+    late = land(root, "2026/10/24/10/copied-late", b'{"n":2}')
+    month_ago = first.stat().st_mtime - 30 * 86_400
+    os.utime(late, (month_ago, month_ago))
+    batches = run_landing_stream(spark, landing_files_stream(spark, str(root)), checkpoint)
+
+    assert [rows for _, rows in batches] == [[('{"n":2}', "copied-late#0", None)]]
+
+
+def test_the_ledger_names_a_file_changed_after_it_was_read(spark, tmp_path):
+    root = tmp_path / "landing"
+    kept = land(root, "2026/11/23/10/kept", b'{"n":1}')
+    appended = land(root, "2026/11/23/10/appended", b'{"n":2}')
+    ledger = tmp_path / "raw" / "_landing"
+    checkpoint = tmp_path / "checkpoint"
+    run_landing_stream(spark, landing_files_stream(spark, str(root), ledger_dir=str(ledger)), checkpoint)
+    assert changed_files(ledger) == []
+    entries = [json.loads(path.read_text()) for path in sorted(ledger.glob("batch-*.json"))]
+    assert sorted(Path(f["path"]).name for entry in entries for f in entry["files"]) == ["appended", "kept"]
+
+    with appended.open("ab") as out:
+        out.write(b'{"n":3}')
+    later = appended.stat().st_mtime + 60
+    os.utime(appended, (later, later))
+    batches = run_landing_stream(spark, landing_files_stream(spark, str(root), ledger_dir=str(ledger)), checkpoint)
+
+    assert batches == []  # the stream never reads a file twice: the appended record is not read
+    (changed,) = changed_files(ledger)
+    assert changed.path.endswith("/appended") and (changed.processed_length, changed.length) == (7, 14)
+    assert "appended" in changed.warning() and "must never be appended" in changed.warning()
+    assert kept.stat().st_size == 7
 
 
 @pytest.mark.parametrize("data_column", ["$json$data_infer_schema$_temporary$", "$json$data_infer_schema$.temporary$"])

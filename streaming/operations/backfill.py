@@ -220,7 +220,8 @@ def staged_envelope(spark: SparkSession, staging_dir: Path, staged: Mapping[str,
 
     names = F.create_map(*[F.lit(part) for name, path in staged.items() for part in (name, path)])
     envelope = landing_files_batch(spark, str(staging_dir))
-    staged_name = F.regexp_extract("source_ref", r"([^/]+\.jsonl)$", 1)
+    # Landing source_refs read `<path>#<byte offset>`; the offset is within the staged file.
+    staged_name = F.regexp_extract("source_ref", r"([^/]+\.jsonl)#[0-9]+$", 1)
     return envelope.withColumn("source_ref", F.coalesce(F.element_at(names, staged_name), F.col("source_ref")))
 
 

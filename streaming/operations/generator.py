@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import base64
 import gc
+import gzip as gzip_module
 import json
 import random
 import re
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -247,34 +249,69 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+LANDING_LAYOUTS = ("jsonl", "firehose")
+# The delivery stream's name and configuration version in Firehose object names.
+FIREHOSE_STREAM_NAME = "lakehouse-cdc"
+FIREHOSE_STREAM_VERSION = 1
+
+
 def write_landing_files(
-    landing_dir: Path | str, *, records_per_file: int = 500, **generate_kwargs: Any
+    landing_dir: Path | str, *, records_per_file: int = 500, file_layout: str = "jsonl", gzip: bool = False,
+    **generate_kwargs: Any,
 ) -> GenerationSummary:
-    """Generate CDC and land it as `<landing>/<yyyy>/<mm>/<dd>/<hh>/cdc-<n>.jsonl`, tables mixed."""
-    return land_cdc(landing_dir, generate_cdc(**generate_kwargs), records_per_file=records_per_file)
+    """Generate CDC and land it in `file_layout` (see `land_cdc`), tables mixed."""
+    return land_cdc(landing_dir, generate_cdc(**generate_kwargs), records_per_file=records_per_file,
+                    file_layout=file_layout, gzip=gzip)
 
 
-def land_cdc(landing_dir: Path | str, cdc: GeneratedCDC, *, records_per_file: int = 500) -> GenerationSummary:
-    """Land generated CDC as `<landing>/<yyyy>/<mm>/<dd>/<hh>/cdc-<n>.jsonl`, tables mixed;
-    the caller keeps `cdc` and with it the true events to check the landed data against.
+def land_cdc(
+    landing_dir: Path | str, cdc: GeneratedCDC, *, records_per_file: int = 500, file_layout: str = "jsonl",
+    gzip: bool = False,
+) -> GenerationSummary:
+    """Land generated CDC in `<landing>/<yyyy>/<MM>/<dd>/<HH>/` folders, tables mixed, as
+    `file_layout` says; the caller keeps `cdc` and with it the true events to check the
+    landed data against.
 
-    The hour folder comes from the first record of each file, as a Firehose delivery
-    stream partitions by arrival time. File numbers continue after any `cdc-<n>.jsonl`
-    already present, so a second run never overwrites the first.
+    `jsonl`: `cdc-<n>.jsonl`, one record per line; file numbers continue after any
+    `cdc-<n>.jsonl[.gz]` already present, so a second run never overwrites the first.
+    `firehose`: what a Firehose delivery stream without the AppendDelimiterToRecord
+    processor writes (https://docs.aws.amazon.com/firehose/latest/dev/s3-object-name.html):
+    `<stream>-<version>-<yyyy>-<MM>-<dd>-<HH>-<mm>-<ss>-<uuid>`, records concatenated with
+    no delimiter. A malformed record that is not a JSON object stands on a line of its
+    own, as text from a producer writing lines would: back to back, the reader could not
+    tell it from its neighbours (it would quarantine the record before it as
+    `trailing_garbage`, or the one after it as part of the broken one), and the summary's
+    counts would not hold. `gzip` compresses each file and adds `.gz`, as Firehose does.
+
+    The hour folder (and a Firehose name's time) comes from the first record of each
+    file, as a Firehose delivery stream partitions by arrival time.
     """
     if records_per_file < 1:
         raise ValueError("records_per_file must be at least 1")
+    if file_layout not in LANDING_LAYOUTS:
+        raise ValueError(f"file_layout must be one of {', '.join(LANDING_LAYOUTS)}, not {file_layout!r}")
     landing = Path(landing_dir)
     number = _last_file_number(landing)
+    broken = {line for line, reason in cdc.malformed if reason == INVALID_JSON}
     files = []
     for offset in range(0, len(cdc.records), records_per_file):
         number += 1
         first_arrival = _from_epoch_us(cdc.arrival_times_us[offset])
         folder = landing / first_arrival.strftime("%Y/%m/%d/%H")
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"cdc-{number:06d}.jsonl"
         chunk = cdc.records[offset:offset + records_per_file]
-        path.write_text("\n".join(chunk) + "\n", encoding="utf-8")
+        if file_layout == "jsonl":
+            name = f"cdc-{number:06d}.jsonl"
+            content = "\n".join(chunk) + "\n"
+        else:
+            name = (f"{FIREHOSE_STREAM_NAME}-{FIREHOSE_STREAM_VERSION}-"
+                    f"{first_arrival.strftime('%Y-%m-%d-%H-%M-%S')}-{uuid.uuid4()}")
+            content = "".join(f"\n{record}\n" if record in broken else record for record in chunk)
+        data = content.encode("utf-8")
+        if gzip:
+            name, data = name + ".gz", gzip_module.compress(data)
+        path = folder / name
+        path.write_bytes(data)
         files.append(path)
     return GenerationSummary(
         records=len(cdc.records),
@@ -709,6 +746,6 @@ def _from_epoch_us(micros: int) -> datetime:
 
 
 def _last_file_number(landing: Path) -> int:
-    numbers = [int(match.group(1)) for path in landing.rglob("cdc-*.jsonl")
-               if (match := re.fullmatch(r"cdc-(\d+)\.jsonl", path.name))]
+    numbers = [int(match.group(1)) for path in landing.rglob("cdc-*.jsonl*")
+               if (match := re.fullmatch(r"cdc-(\d+)\.jsonl(\.gz)?", path.name))]
     return max(numbers, default=0)

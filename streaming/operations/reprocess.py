@@ -187,9 +187,11 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
     from streaming.operations.backfill import recorded_backfills
 
     landing = (from_landing or data_dir / "landing").resolve()
-    files = tuple(sorted(landing.rglob("*.jsonl"))) if landing.is_dir() else ()
+    from streaming.sources import local_landing_files
+
+    files = tuple(local_landing_files(landing))
     if not files:
-        raise SwitchError(f"no landing files (*.jsonl) under {landing} to reprocess")
+        raise SwitchError(f"no landing files under {landing} to reprocess")
     target = to.resolve()
     live = read_pointer(data_dir).data_root.resolve()
     protected_folders = ((live, "the live data root"), (data_dir.resolve(), "the data directory"),
@@ -254,7 +256,9 @@ def run_reprocess(
         backfill = plan_backfill(run["export_dir"], contracts, plan.target, run["table"])
         run_backfill(spark, backfill, pipeline, out=out)
     out(f"streaming {len(plan.landing_files)} landing files into {plan.target / 'raw'} (available-now) ...")
-    source = landing_files_stream(spark, str(plan.landing))
+    from streaming.landing_ledger import LEDGER_DIR_NAME
+
+    source = landing_files_stream(spark, str(plan.landing), ledger_dir=str(plan.target / "raw" / LEDGER_DIR_NAME))
     run_stream(spark, pipeline, source, checkpoint_dir=str(plan.checkpoint), trigger="available-now",
                query_name="reprocess")
     # After the stream: a replay repeats only what the new root quarantined as well.

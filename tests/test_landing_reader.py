@@ -1,0 +1,171 @@
+"""Landing objects as Firehose writes them, split into records (no Spark)."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import random
+import tracemalloc
+
+import pytest
+
+from streaming import landing_reader
+from streaming.landing_reader import (
+    MAX_RECORD_BYTES,
+    TOO_LARGE_PREFIX_BYTES,
+    LandingRecord,
+    split_records,
+)
+
+
+def split(data: bytes, **options) -> list[tuple[int, bytes, str | None]]:
+    return [(r.offset, r.payload, r.reason) for r in split_records(io.BytesIO(data), **options)]
+
+
+def test_records_concatenated_without_delimiter_are_each_a_record():
+    # Firehose without the AppendDelimiterToRecord processor writes records back to back.
+    assert split(b'{"a":1}{"b":{"c":"}{"}}{"d":3}') == [
+        (0, b'{"a":1}', None), (7, b'{"b":{"c":"}{"}}', None), (23, b'{"d":3}', None)]
+
+
+def test_newline_delimited_and_crlf_records():
+    assert split(b'{"a":1}\r\n\r\n  {"b":2}\n\t') == [(0, b'{"a":1}', None), (13, b'{"b":2}', None)]
+
+
+@pytest.mark.parametrize("tail", [b" xyz", b",", b"]", b' "x"'])
+def test_an_object_followed_by_garbage_on_its_line_is_quarantined_whole(tail):
+    data = b'{"a":1}' + tail + b'{"b":2}\n{"c":3}' + tail + b"\n{\"d\":4}"
+    assert split(data) == [
+        (0, b'{"a":1}' + tail, "trailing_garbage"),
+        (7 + len(tail), b'{"b":2}', None),
+        (15 + len(tail), b'{"c":3}' + tail, "trailing_garbage"),
+        (23 + 2 * len(tail), b'{"d":4}', None),
+    ]
+
+
+def test_duplicate_keys_at_any_depth_are_quarantined():
+    top = b'{"eventName":"INSERT","eventName":"REMOVE"}'
+    nested = b'{"dynamodb":{"NewImage":{"id":{"S":"a"},"id":{"S":"b"}}}}'
+    assert split(top + nested + b'{"ok":1}') == [
+        (0, top, "duplicate_key"), (len(top), nested, "duplicate_key"), (len(top) + len(nested), b'{"ok":1}', None)]
+
+
+def test_junk_and_broken_objects_end_at_the_next_line_or_object():
+    data = b'<html>502</html>{"a":1}\nnot json at all\r\n{"b": "trunc\n{"c":3}\n{"d":\n'
+    assert split(data) == [
+        (0, b"<html>502</html>", "invalid_json"),
+        (16, b'{"a":1}', None),
+        (24, b"not json at all", "invalid_json"),
+        (41, b'{"b": "trunc', "invalid_json"),
+        (54, b'{"c":3}', None),
+        (62, b'{"d":', "invalid_json"),
+    ]
+
+
+def test_invalid_utf8_bytes_are_passed_through_unchanged():
+    # decode quarantines them as invalid_utf8; the splitter must neither drop nor alter them.
+    assert split(b'{"a":"x\xff\xfe"}{"b":"\xc3\xa9"}') == [
+        (0, b'{"a":"x\xff\xfe"}', None), (11, b'{"b":"\xc3\xa9"}', None)]
+
+
+class Generated(io.RawIOBase):
+    """A stream of `size` bytes made on the fly, so the test itself holds no large buffer."""
+
+    def __init__(self, head: bytes, filler: bytes, size: int, tail: bytes) -> None:
+        self.parts = [head, None, tail]
+        self.filler, self.left = filler, size
+
+    def read(self, n: int = -1) -> bytes:
+        if self.parts[0]:
+            out, self.parts[0] = self.parts[0], b""
+            return out
+        if self.left:
+            take = min(n, self.left)
+            self.left -= take
+            return self.filler * take
+        out, self.parts[2] = self.parts[2], b""
+        return out
+
+
+def test_a_50_mb_record_is_skipped_without_being_held_and_the_next_record_lands():
+    size = 50 * 1024 * 1024
+    stream = Generated(b'{"eventName":"INSERT","blob":"', b"x", size, b'"}{"ok":1}')
+    tracemalloc.start()
+    try:
+        records = list(split_records(stream))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(r.offset, r.reason) for r in records] == [(0, "record_too_large"), (size + 32, None)]
+    assert records[0].payload == (b'{"eventName":"INSERT","blob":"' + b"x" * size)[:TOO_LARGE_PREFIX_BYTES]
+    assert records[1].payload == b'{"ok":1}'
+    # The window (4 MiB of text) and one read, never the 50 MB record.
+    assert peak < 6 * MAX_RECORD_BYTES
+
+
+def test_a_record_over_the_limit_in_bytes_is_too_large_even_when_its_text_is_shorter():
+    record = ('{"a":"' + "é" * 30 + '"}').encode()  # 38 characters, 68 bytes
+    assert split(record + b'{"b":1}', max_record_bytes=50) == [
+        (0, record, "record_too_large"), (len(record), b'{"b":1}', None)]
+
+
+def test_gzip_is_recognised_by_its_magic_bytes_members_included():
+    data = gzip.compress(b'{"a":1}{"b":2}') + gzip.compress(b'{"c":3}')
+    assert split(data) == [(0, b'{"a":1}', None), (7, b'{"b":2}', None), (14, b'{"c":3}', None)]
+
+
+def test_a_truncated_gzip_object_keeps_the_records_before_the_damage():
+    content = b"".join(b'{"n":%d}' % n for n in range(200_000))
+    compressed = gzip.compress(content)
+    records = split(compressed[: len(compressed) // 2])
+    assert records[-1][2] == "unreadable_file" and b"end-of-stream" in records[-1][1]
+    landed = [payload for _, payload, reason in records if reason is None]
+    assert len(landed) > 50_000
+    assert landed == [b'{"n":%d}' % n for n in range(len(landed))]
+    # Everything read before the damage is accounted for: the records, then the cut one.
+    assert [reason for _, _, reason in records[len(landed):]] in (["unreadable_file"], ["invalid_json", "unreadable_file"])
+
+
+def test_splitting_does_not_depend_on_where_reads_end(monkeypatch):
+    rng = random.Random(5)
+    pieces = [json.dumps({"k": "é" * rng.randint(0, 5) + '\\"}{' * rng.randint(0, 2), "n": n}).encode()
+              for n in range(200)]
+    pieces[50] += b" junk"
+    pieces[120] = b'{"dup":1,"dup":2}'
+    data = b"".join(piece + rng.choice([b"", b"\n", b" "]) for piece in pieces)
+    whole = split(data)
+    monkeypatch.setattr(landing_reader, "READ_BYTES", 3)
+    assert split(data) == whole
+    assert [r for r in whole if r[2]] == [
+        (whole[50][0], pieces[50], "trailing_garbage"), (whole[120][0], pieces[120], "duplicate_key")]
+    assert len(whole) == 200
+
+
+def test_a_missing_file_is_one_unreadable_record(tmp_path):
+    records = list(landing_reader._records_of(f"file:{tmp_path}/gone"))
+    assert [(r.offset, r.reason) for r in records] == [(0, "unreadable_file")]
+    assert b"FileNotFoundError" in records[0].payload
+
+
+def test_local_paths_as_spark_spells_them(tmp_path):
+    path = tmp_path / "a b"
+    path.write_bytes(b'{"a":1}')
+    for spelled in (f"file:{path}", f"file://{path}", str(path)):
+        assert [r.payload for r in landing_reader._records_of(spelled)] == [b'{"a":1}']
+    assert isinstance(list(landing_reader._records_of("hdfs://nn/x"))[0], LandingRecord)
+
+
+def test_s3_objects_are_streamed_with_boto3(mocked_aws):
+    import boto3
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="landing", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    key = "cdc/2026/11/23/10/ddb-cdc-1-2026-11-23-10-00-00-5d1e2f3a-0b1c-4d2e-9f3a-4b5c6d7e8f90.gz"
+    s3.put_object(Bucket="landing", Key=key, Body=gzip.compress(b'{"a":1}{"a":2} xyz'))
+
+    for scheme in ("s3", "s3a"):
+        records = list(landing_reader._records_of(f"{scheme}://landing/{key}"))
+        assert [(r.offset, r.payload, r.reason) for r in records] == [
+            (0, b'{"a":1}', None), (7, b'{"a":2} xyz', "trailing_garbage")]
+    (missing,) = landing_reader._records_of("s3://landing/cdc/gone")
+    assert missing.reason == "unreadable_file" and b"NoSuchKey" in missing.payload
