@@ -62,14 +62,17 @@ class BackfillError(RuntimeError):
     """A backfill cannot start or its result failed the after-write check."""
 
 
-def backfill_run_id(export_id: str) -> int:
-    """The batch id of an export's backfill: negative, deterministic, distinct per export.
-
-    Derived from the export id alone, so every retry writes the same `_batch_id=<n>`
-    folders (raw and quarantine) and replaces what an earlier attempt left there.
-    """
-    digest = hashlib.sha256(f"dynamodb-export:{export_id}".encode()).digest()
+def operation_batch_id(kind: str, run_id: str) -> int:
+    """The batch id of an operation's run (a backfill, a quarantine replay): negative, so
+    it never meets a stream batch, and derived from `kind` and `run_id` alone, so every
+    retry writes the same `_batch_id=<n>` folders and replaces what an earlier attempt left."""
+    digest = hashlib.sha256(f"{kind}:{run_id}".encode()).digest()
     return -(1 + int.from_bytes(digest[:8], "big") % _RUN_ID_SPACE)
+
+
+def backfill_run_id(export_id: str) -> int:
+    """The batch id of an export's backfill: distinct per export, the same on every retry."""
+    return operation_batch_id("dynamodb-export", export_id)
 
 
 @dataclass(frozen=True)

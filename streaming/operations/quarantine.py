@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from streaming.contract import AttributeSpec, TableContract
+from streaming.operations.backfill import operation_batch_id
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,8 +61,6 @@ REPLAYS_FOLDER = "replays"
 # The decoder stores such a payload with each bad byte sequence replaced by U+FFFD:
 # replaying that text would land the replacement characters as if they were data.
 NOT_REPLAYABLE_REASONS = ("invalid_utf8",)
-# 2**62 keeps -(run id) inside a signed bigint, as backfill batch ids do.
-_RUN_ID_SPACE = 2**62
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
@@ -335,9 +334,7 @@ def landed_record_ids(data_root: Path) -> set[str]:
 
 
 def replay_batch_id(replay_id: str) -> int:
-    """Negative and derived from the replay id, like `backfill_run_id` from an export id."""
-    digest = hashlib.sha256(f"quarantine-replay:{replay_id}".encode()).digest()
-    return -(1 + int.from_bytes(digest[:8], "big") % _RUN_ID_SPACE)
+    return operation_batch_id("quarantine-replay", replay_id)
 
 
 @dataclass(frozen=True)
