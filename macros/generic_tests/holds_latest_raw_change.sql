@@ -11,10 +11,11 @@
   (_ingested_at after the cutoff) is one of the raw changes it read. A stored row
   that went wrong outside any build, or a change that landed before the lookback
   window, is found only by the full check (--full-refresh, `dbt test`, or var
-  full_data_tests: run one regularly, e.g. nightly).
+  full_data_tests: run one regularly, e.g. nightly). The cutoff is a literal on every
+  target (changed_rows_cutoff), so Athena prunes the `_ingest_hour` partitions too.
 #}
 {% test holds_latest_raw_change(model, raw_table, key_columns) %}
-{%- set cutoff = changed_rows_cutoff() -%}
+{%- set cutoff = changed_rows_cutoff(as_literal=true) -%}
 {%- set key_list = key_columns | join(', ') -%}
 {%- if cutoff is none %}
 with latest_raw as (

@@ -93,9 +93,11 @@
 {#
   The cutoff the tested model's run in this build read after, as an SQL expression,
   or none when the test must check every row. Called while a data test is compiled:
-  the context's `model` is the test node.
+  the context's `model` is the test node. as_literal: a timestamp literal whenever the
+  record exists, on every target (one query at compile time), for a test that filters
+  a partitioned raw table: Athena prunes partitions by a constant, not by a subquery.
 #}
-{% macro changed_rows_cutoff() %}
+{% macro changed_rows_cutoff(as_literal=false) %}
   {%- if not execute or model.resource_type != 'test' or not data_tests_may_skip_unchanged_rows() -%}
     {{ return(none) }}
   {%- endif -%}
@@ -103,7 +105,8 @@
   {%- if tested is none or not tested.config.meta.get('changed_rows_tests') -%}
     {{ return(none) }}
   {%- endif -%}
-  {{ return(adapter.dispatch('recorded_cutoff', 'dynamodb_lakehouse')(tested.name)) }}
+  {%- set literal = literal_recorded_cutoff(tested.name) if as_literal else none -%}
+  {{ return(literal if literal is not none else adapter.dispatch('recorded_cutoff', 'dynamodb_lakehouse')(tested.name)) }}
 {% endmacro %}
 
 {#
@@ -144,6 +147,11 @@
   subquery inside the key tests' semi-join.
 #}
 {% macro duckdb__recorded_cutoff(model_name) -%}
+  {{ return(literal_recorded_cutoff(model_name)) }}
+{%- endmacro %}
+
+{# The recorded cutoff as a timestamp literal, looked up now; none without a record. #}
+{% macro literal_recorded_cutoff(model_name) -%}
   {%- set view = data_test_watermarks_relation() -%}
   {%- if adapter.get_relation(database=view.database, schema=view.schema, identifier=view.identifier) is none -%}
     {{ return(none) }}

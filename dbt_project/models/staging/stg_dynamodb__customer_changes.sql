@@ -40,12 +40,18 @@ with deliveries as (
 ),
 
 first_deliveries as (
-    select {{ columns | join(', ') }}
+    select
+        {%- for column in columns %}
+        {{ column }}{{ ',' if not loop.last }}
+        {%- endfor %}
     from deliveries
     where delivery_rank = 1
 )
 
-select {% for column in columns %}first_deliveries.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+select
+    {%- for column in columns %}
+    first_deliveries.{{ column }}{{ ',' if not loop.last }}
+    {%- endfor %}
 from first_deliveries
 {%- if is_incremental() %}
 left join {{ this }} as stored
