@@ -184,6 +184,10 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             lines.append(f"           raw read by the incremental build: {reads['bytes_read'] / reads['raw_bytes']:.2f} x the raw "
                          f"change logs' bytes ({reads['bytes_read']:,} of {reads['raw_bytes']:,} B; "
                          f"{reads['files_read']} of {reads['raw_files']} files opened)")
+            if reads.get("new_batch_bytes"):
+                lines.append(f"           = {reads['bytes_read'] / reads['new_batch_bytes']:.2f} x the new batch's bytes, "
+                             f"{reads['bytes_read'] / reads['window_bytes']:.2f} x its look-back window's "
+                             "(the earlier increment and the new batch)")
     memory = results.get("memory")
     if memory:
         lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
