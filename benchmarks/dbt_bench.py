@@ -3,11 +3,13 @@ with DuckDB SQL (millions of rows through Spark would take far longer than the d
 runs being measured), then an incremental `dbt build` after +1% new events timed
 against `dbt build --full-refresh` over the same final data.
 
-The measured build runs in the steady state of a scheduled deployment: the history,
-its build, one earlier +1% batch and its incremental build, then the measured +1%
-batch. Its look-back window (raw_lookback_hours before the newest processed row)
-then holds the earlier increment and the new one, as a scheduled run's window holds
-the batches since the run before, not a slice of the whole history.
+The measured builds run in the steady state of a scheduled deployment: the history,
+its build, one earlier +1% batch and its incremental build, then +1% batches. The
+look-back window (raw_lookback_hours before the newest processed row) of each then
+holds the increment before it and the new one, as a scheduled run's window holds the
+batches since the run before, not a slice of the whole history. One increment's build
+counts the raw bytes it reads (DuckDB's file log, which slows a large build down);
+the next one, with the log off, is the one timed against the full refresh.
 
 Both timed builds run as a scheduled production build does: with
 `--exclude-resource-type unit_test`, the same flag for both so the ratio stays fair.
@@ -251,13 +253,17 @@ def incremental_vs_full_refresh(data_dir: Path, rows: int) -> dict[str, Any]:
     write_raw_changes(data_dir, HISTORY_BATCHES, rows, new_rows, key_space, last_history_ingest + _INGEST_GAP,
                       new_batch=True)
     _timed_build(data_dir, PRODUCTION_BUILD)
-    measured_batch = HISTORY_BATCHES + 1
-    write_raw_changes(data_dir, measured_batch, rows + new_rows, new_rows, key_space,
+    counted_batch, timed_batch = HISTORY_BATCHES + 1, HISTORY_BATCHES + 2
+    write_raw_changes(data_dir, counted_batch, rows + new_rows, new_rows, key_space,
                       last_history_ingest + 2 * _INGEST_GAP, new_batch=True)
-    incremental, incremental_raw_reads = raw_reads_during(data_dir, PRODUCTION_BUILD)
-    incremental_raw_reads["new_batch_bytes"] = batch_bytes(data_dir, measured_batch)
+    counted, incremental_raw_reads = raw_reads_during(data_dir, PRODUCTION_BUILD)
+    incremental_raw_reads["build_seconds_with_file_log"] = counted["seconds"]
+    incremental_raw_reads["new_batch_bytes"] = batch_bytes(data_dir, counted_batch)
     incremental_raw_reads["window_bytes"] = (incremental_raw_reads["new_batch_bytes"]
                                              + batch_bytes(data_dir, HISTORY_BATCHES))
+    write_raw_changes(data_dir, timed_batch, rows + 2 * new_rows, new_rows, key_space,
+                      last_history_ingest + 3 * _INGEST_GAP, new_batch=True)
+    incremental = _timed_build(data_dir, PRODUCTION_BUILD)
     after_incremental = table_fingerprint(data_dir)
     full_refresh = _timed_build(data_dir, [*PRODUCTION_BUILD, "--full-refresh"])
     after_full_refresh = table_fingerprint(data_dir)
