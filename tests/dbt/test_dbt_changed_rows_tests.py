@@ -27,6 +27,7 @@ CLEAN_BATCH, BAD_BATCH = 4, 5
 INGESTED_CLEAN = INGESTED[3] + timedelta(days=1)
 INGESTED_BAD = INGESTED_CLEAN + timedelta(days=1)
 RAW_CHECK = "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers_changes"
+HISTORY_CHECK = "customer_history_matches_current_state"
 
 
 def _execute(data_dir: Path, sql: str) -> None:
@@ -62,6 +63,8 @@ class Builds:
     full_sql: str
     scoped_raw_check_sql: str
     full_raw_check_sql: str
+    scoped_history_check_sql: str
+    full_history_check_sql: str
     bad: dbtRunnerResult
 
 
@@ -81,9 +84,11 @@ def builds(scenario_copy: Path) -> Builds:
     scoped = run_dbt(["build", *EVENT_WINDOW], data_dir)
     scoped_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
     scoped_raw_check_sql = _compiled_code(scoped, RAW_CHECK)
+    scoped_history_check_sql = _compiled_code(scoped, HISTORY_CHECK)
     full = run_dbt(["build", *EVENT_WINDOW, *FULL_CHECK], data_dir)
     full_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
     full_raw_check_sql = _compiled_code(full, RAW_CHECK)
+    full_history_check_sql = _compiled_code(full, HISTORY_CHECK)
 
     # Bad rows as the next incremental build itself could write them: an order with a
     # negative amount, and c5's staged change replaced by one the raw log never had,
@@ -100,7 +105,8 @@ def builds(scenario_copy: Path) -> Builds:
          "amount": "-5.00", "currency": "USD", "_event_ts": DAY_2 + timedelta(hours=13), "sequence": 62},
     ], INGESTED_BAD)
     bad = run_dbt(["build", *EVENT_WINDOW], data_dir)
-    return Builds(data_dir, scoped, scoped_sql, full, full_sql, scoped_raw_check_sql, full_raw_check_sql, bad)
+    return Builds(data_dir, scoped, scoped_sql, full, full_sql, scoped_raw_check_sql, full_raw_check_sql,
+                  scoped_history_check_sql, full_history_check_sql, bad)
 
 
 def test_incremental_build_skips_the_old_bad_row(builds: Builds) -> None:
@@ -117,6 +123,13 @@ def test_incremental_raw_check_reads_only_the_partitions_the_build_read(builds: 
     assert f"_ingested_at > {cutoff}" in builds.scoped_raw_check_sql
     assert f"_ingest_hour >= strftime({cutoff}, '%Y-%m-%d-%H')" in builds.scoped_raw_check_sql
     assert "_ingest_hour" not in builds.full_raw_check_sql
+
+
+def test_incremental_history_check_reads_only_the_rows_the_build_wrote(builds: Builds) -> None:
+    # Both models' cutoffs: the newest _ingested_at of each before the build, minus 3 h.
+    cutoff = f"_ingested_at > timestamp '{(INGESTED[3] - timedelta(hours=3)).strftime('%Y-%m-%d %H:%M:%S')}'"
+    assert builds.scoped_history_check_sql.count(cutoff) == 2
+    assert "_ingested_at" not in builds.full_history_check_sql
 
 
 def test_full_check_var_finds_the_old_bad_row(builds: Builds) -> None:
