@@ -241,13 +241,16 @@ def table_fingerprint(data_dir: Path) -> dict[str, list[int]]:
         }
 
 
-def incremental_vs_full_refresh(data_dir: Path, rows: int) -> dict[str, Any]:
+def incremental_vs_full_refresh(data_dir: Path, rows: int, new_rows: int | None = None) -> dict[str, Any]:
+    """`rows` raw change rows of history, then increments of `new_rows` each (default
+    1% of `rows`); a fixed `new_rows` over several `rows` shows whether what an
+    incremental build reads grows with the table or with the new data."""
     key_space = max(1, rows // EVENTS_PER_KEY)
     started = time.monotonic()
     write_raw_changes(data_dir, 0, 0, rows, key_space, _FIRST_INGEST, new_batch=False, batches=HISTORY_BATCHES)
     generate_seconds = time.monotonic() - started
     initial = _timed_build(data_dir, PRODUCTION_BUILD)
-    new_rows = max(1, rows // 100)
+    new_rows = new_rows or max(1, rows // 100)
     last_history_ingest = _FIRST_INGEST + timedelta(days=HISTORY_BATCHES - 1)
     # The earlier increment: built untimed, it leaves the tables as a scheduled run does.
     write_raw_changes(data_dir, HISTORY_BATCHES, rows, new_rows, key_space, last_history_ingest + _INGEST_GAP,
