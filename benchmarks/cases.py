@@ -193,7 +193,7 @@ def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]
 def dbt_case(params: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.dbt_bench import incremental_vs_full_refresh
 
-    return incremental_vs_full_refresh(Path(params["data_dir"]), int(params["rows"]))
+    return incremental_vs_full_refresh(Path(params["data_dir"]), int(params["rows"]), params.get("new_rows"))
 
 
 def dbt_build_case(params: dict[str, Any]) -> dict[str, Any]:

@@ -97,8 +97,10 @@ def case_command(case: str, params: dict[str, Any]) -> list[str]:
 
 def case_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    # The package is run from the checkout, not installed.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    # The packages are run from the checkout, not installed: `streaming` and the dbt
+    # helpers `lakehouse_dbt` (whose project directory is found from its own path).
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), str(REPO_ROOT / "dbt_project"),
+                                                      env.get("PYTHONPATH")]))
     env.update(extra or {})
     return env
 

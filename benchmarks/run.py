@@ -43,6 +43,8 @@ class BenchPlan:
     freshness_trigger_s: int
     freshness_drop_interval_s: float
     scaling_events: int = 1_000_000
+    # New raw change rows per dbt increment; None: 1 % of dbt_rows.
+    dbt_new_rows: int | None = None
     microbatch_masters: tuple[str, ...] = ("local[2]", "local[1]")
     records_per_file: int = 500
 
@@ -62,6 +64,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     overrides = {
         "sizes": tuple(int(size) for size in args.sizes.split(",")) if args.sizes else None,
         "dbt_rows": args.dbt_rows,
+        "dbt_new_rows": args.dbt_new_rows,
         "memory_events": args.memory_events,
         "memory_driver_memory": args.driver_memory,
         "microbatches": args.microbatches,
@@ -143,10 +146,10 @@ def measure_memory(base: LandingSet, work: Path, plan: BenchPlan) -> dict[str, A
             "events_per_s": landing.records / run.result["seconds"]}
 
 
-def measure_dbt(work: Path, rows: int) -> dict[str, Any]:
+def measure_dbt(work: Path, rows: int, new_rows: int | None = None) -> dict[str, Any]:
     data_dir = work / "dbt"
     shutil.rmtree(data_dir, ignore_errors=True)
-    run = run_case("dbt", {"data_dir": str(data_dir), "rows": rows})
+    run = run_case("dbt", {"data_dir": str(data_dir), "rows": rows, "new_rows": new_rows})
     shutil.rmtree(data_dir, ignore_errors=True)
     return {**run.result, "peak_rss_bytes": run.peak_rss_bytes}
 
@@ -184,6 +187,10 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             lines.append(f"           raw read by the incremental build: {reads['bytes_read'] / reads['raw_bytes']:.2f} x the raw "
                          f"change logs' bytes ({reads['bytes_read']:,} of {reads['raw_bytes']:,} B; "
                          f"{reads['files_read']} of {reads['raw_files']} files opened)")
+            if reads.get("new_batch_bytes"):
+                lines.append(f"           = {reads['bytes_read'] / reads['new_batch_bytes']:.2f} x the new batch's bytes, "
+                             f"{reads['bytes_read'] / reads['window_bytes']:.2f} x its look-back window's "
+                             "(the earlier increment and the new batch)")
     memory = results.get("memory")
     if memory:
         lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
@@ -200,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small sizes and few batches (~2-3 minutes)")
     parser.add_argument("--sizes", help="comma-separated event counts (default 100000,1000000,2000000)")
     parser.add_argument("--dbt-rows", type=int, help="raw change rows for the dbt benchmark (default 10M)")
+    parser.add_argument("--dbt-new-rows", type=int,
+                        help="new rows per dbt increment (default 1%% of --dbt-rows); fixed, it shows the raw "
+                             "bytes an incremental build reads against table size")
     parser.add_argument("--memory-events", type=int, help="events for the memory run (default 10M)")
     parser.add_argument("--driver-memory", help="spark.driver.memory of the memory run (default 1g)")
     parser.add_argument("--scaling-events", type=int, help="events of the local[1] vs local[2] run (default 1M)")
@@ -288,8 +298,10 @@ def main(argv: list[str] | None = None) -> int:
 
         section("microbatches", microbatches)
     if "dbt" in sections:
-        progress(f"dbt: {plan.dbt_rows:,} raw change rows, build, +1%, incremental build, full refresh ...")
-        section("dbt", lambda: measure_dbt(work, plan.dbt_rows))
+        increment = f"{plan.dbt_new_rows:,} rows" if plan.dbt_new_rows else "1%"
+        progress(f"dbt: {plan.dbt_rows:,} raw change rows, build, +{increment} increments, incremental builds, "
+                 "full refresh ...")
+        section("dbt", lambda: measure_dbt(work, plan.dbt_rows, plan.dbt_new_rows))
     if "memory" in sections and base:
         progress(f"memory: {plan.memory_events:,} events with spark.driver.memory={plan.memory_driver_memory} ...")
         section("memory", lambda: measure_memory(base, work, plan))

@@ -294,7 +294,7 @@ def test_freshness_watcher_needs_rows_in_both_tables(tmp_path: Path) -> None:
 def test_raw_reads_of_a_build_are_counted_from_duckdbs_file_log(tmp_path: Path) -> None:
     """The bench's raw-bytes figure: DuckDB's own log of the reads of the dbt build
     (same process, same database instance), restricted to the raw change logs."""
-    from benchmarks.dbt_bench import PRODUCTION_BUILD, raw_reads_during
+    from benchmarks.dbt_bench import PRODUCTION_BUILD, batch_bytes, raw_reads_during
 
     first = datetime(2026, 1, 10, tzinfo=timezone.utc)
     write_raw_changes(tmp_path, 0, 0, 600, 200, first, new_batch=False, batches=2)
@@ -305,5 +305,8 @@ def test_raw_reads_of_a_build_are_counted_from_duckdbs_file_log(tmp_path: Path) 
     files = list((tmp_path / "raw").glob(f"*/{raw_layout.CHANGE_LOG_FILE_GLOB}"))
     assert reads["raw_files"] == len(files) == 4
     assert reads["raw_bytes"] == sum(path.stat().st_size for path in files)
+    # The two batches, each in both change logs, are all of raw.
+    assert 0 < batch_bytes(tmp_path, 0) < reads["raw_bytes"]
+    assert batch_bytes(tmp_path, 0) + batch_bytes(tmp_path, 1) == reads["raw_bytes"]
     # A first build reads every raw file, and some of them more than once.
     assert reads["files_read"] == 4 and reads["bytes_read"] >= reads["raw_bytes"] // 2

@@ -1,44 +1,67 @@
 {#
-  dim_customers_history against the current-state staging model, over every key:
-  a key is live in stg_dynamodb__customers exactly when it has a current version,
-  and that version starts with the change staging keeps (same event); every closed
-  version ends where the key's next version starts or at a delete, never later, so
-  versions of a key never overlap.
+  dim_customers_history against the current-state staging model: a key is live in
+  stg_dynamodb__customers exactly when it has a current version, and that version
+  starts with the change staging keeps (same event; an event belongs to one key, so
+  the event ids are compared, without hashing every staged key); every closed version
+  ends where the key's next version starts or at a delete, never later, so versions
+  of a key never overlap.
+
+  On an incremental build (macros/tests/changed_rows_only.sql) only what the build
+  could have changed is checked: the staged rows and the history rows written after
+  their model's recorded cutoff (a run rewrites all versions of a key it touches),
+  each against the whole other table. Otherwise every row.
 #}
+{%- set narrowed = data_tests_may_skip_unchanged_rows() if execute else false -%}
+{%- set history_cutoff = literal_recorded_cutoff('dim_customers_history') if narrowed else none -%}
+{%- set staging_cutoff = literal_recorded_cutoff('stg_dynamodb__customers') if narrowed else none -%}
+{%- set narrowed = history_cutoff is not none and staging_cutoff is not none -%}
+
 with history as (
     select * from {{ ref('dim_customers_history') }}
+    {%- if narrowed %}
+    where _ingested_at > {{ history_cutoff }}
+    {%- endif %}
 ),
 
-live_customers as (
-    select
-        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
-        _event_id
+live_staged as (
+    select _event_id
     from {{ ref('stg_dynamodb__customers') }}
     where not is_deleted
+    {%- if narrowed %}
+        and _ingested_at > {{ staging_cutoff }}
+    {%- endif %}
 ),
 
-current_versions as (
+staged_without_current_version as (
     select
-        customer_key,
-        version_event_id
-    from history
-    where is_current
+        live_staged._event_id as event_id,
+        cast(null as varchar) as customer_key,
+        'live staged change is not a current version' as problem
+    from live_staged
+    where not exists (
+        select 1
+        from {{ ref('dim_customers_history') }} as versions
+        where versions.is_current and versions.version_event_id = live_staged._event_id
+    )
 ),
 
-state_mismatches as (
+current_version_not_staged as (
     select
-        coalesce(live_customers.customer_key, current_versions.customer_key) as customer_key,
+        history.version_event_id as event_id,
+        history.customer_key,
         'current version is not the live staged change' as problem
-    from live_customers
-    full outer join current_versions
-        on live_customers.customer_key = current_versions.customer_key
-    where live_customers._event_id is null
-        or current_versions.version_event_id is null
-        or live_customers._event_id <> current_versions.version_event_id
+    from history
+    where history.is_current
+        and not exists (
+            select 1
+            from {{ ref('stg_dynamodb__customers') }} as staged
+            where not staged.is_deleted and staged._event_id = history.version_event_id
+        )
 ),
 
 overlapping_versions as (
     select
+        later.version_event_id as event_id,
         earlier.customer_key,
         'versions overlap or leave a gap without a delete' as problem
     from history as earlier
@@ -50,6 +73,8 @@ overlapping_versions as (
         or (not earlier.is_deleted and earlier.valid_to <> later.valid_from)
 )
 
-select * from state_mismatches
+select * from staged_without_current_version
+union all
+select * from current_version_not_staged
 union all
 select * from overlapping_versions

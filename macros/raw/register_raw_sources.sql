@@ -19,12 +19,54 @@
   select 1
 {% endmacro %}
 
+{#
+  The read_parquet call of a change log's files. DuckDB reads the Parquet footer of
+  every file that union_by_name must merge each time a query binds the view: the
+  bytes of an incremental build would then grow with the number of files, not with
+  the new data. So the footers' schemas are recorded once per file in
+  raw.parquet_file_schemas (keyed by path, size and modification time: a rewritten
+  batch is read again), and while every file of the log has the same schema, the view
+  reads the glob without union_by_name: DuckDB then binds on the first file alone,
+  and a query reads only the files its `_ingest_hour` filter keeps. Only a log whose
+  files differ (an attribute added to the contract after older files were written)
+  needs union_by_name, which reads a missing column as null.
+#}
+{% macro duckdb__raw_change_log_relation(table, pattern) %}
+  {%- set hive_options = "hive_partitioning = true, hive_types = {'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'}" -%}
+  {%- set listing = "read_blob('" ~ pattern ~ "')" -%}
+  {%- do run_query(
+      "create table if not exists raw.parquet_file_schemas (table_name varchar, path varchar, size bigint,"
+      ~ " last_modified timestamptz, schema_signature varchar);"
+      ~ " delete from raw.parquet_file_schemas as recorded where table_name = '" ~ table ~ "' and not exists ("
+      ~ "select 1 from " ~ listing ~ " as listed where listed.filename = recorded.path"
+      ~ " and listed.size = recorded.size and listed.last_modified = recorded.last_modified)") -%}
+  {%- set unrecorded = run_query(
+      "select listed.filename from " ~ listing ~ " as listed where not exists (select 1 from raw.parquet_file_schemas"
+      ~ " as recorded where recorded.table_name = '" ~ table ~ "' and recorded.path = listed.filename)"
+      ).columns[0].values() | list -%}
+  {%- if unrecorded -%}
+    {%- set files = "['" ~ unrecorded | join("', '") ~ "']" -%}
+    {%- do run_query(
+        "insert into raw.parquet_file_schemas select '" ~ table ~ "', listed.filename, listed.size, listed.last_modified,"
+        ~ " footer.schema_signature from read_blob(" ~ files ~ ") as listed inner join ("
+        ~ " select file_name, string_agg(concat_ws(' ', name, type, repetition_type, converted_type, logical_type,"
+        ~ " num_children), '; ' order by ordinality) as schema_signature"
+        ~ " from parquet_schema(" ~ files ~ ") with ordinality group by file_name"
+        ~ ") as footer on footer.file_name = listed.filename") -%}
+  {%- endif -%}
+  {%- set schemas = run_query("select count(distinct schema_signature) from raw.parquet_file_schemas where table_name = '"
+        ~ table ~ "'").columns[0].values()[0] -%}
+  {%- set union_option = '' if schemas == 1 else ', union_by_name = true' -%}
+  {{ return("read_parquet('" ~ pattern ~ "', " ~ hive_options ~ union_option ~ ")") }}
+{% endmacro %}
+
 {% macro duckdb__register_raw_sources() %}
   {% if not execute %}{{ return('select 1') }}{% endif %}
   {% set data_dir = env_var('LAKEHOUSE_DATA_DIR', 'data') %}
   {# After `lakehouse switch`, LAKEHOUSE_RAW_DIR names the active raw folder. #}
   {% set raw_dir = env_var('LAKEHOUSE_RAW_DIR', data_dir ~ '/raw') %}
   {% set statements = ['create schema if not exists raw'] %}
+  {% do run_query('create schema if not exists raw') %}
   {% set sources = graph.sources.values() | selectattr('source_name', 'equalto', 'dynamodb') | list %}
   {% for source_node in sources if not source_node.meta.change_log %}
     {% set table = source_node.name %}
@@ -33,8 +75,7 @@
     {% else %}
       {% set pattern = raw_dir ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
       {% set file_count = run_query("select count(*) from glob('" ~ pattern ~ "')").columns[0].values()[0] %}
-      {% set relation = "read_parquet('" ~ pattern ~ "', hive_partitioning = true, union_by_name = true,"
-          ~ " hive_types = {'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'})" if file_count > 0 else none %}
+      {% set relation = duckdb__raw_change_log_relation(table, pattern) if file_count > 0 else none %}
     {% endif %}
     {#
       A declared column no file has yet (a table with no files, or an attribute added to

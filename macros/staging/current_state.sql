@@ -45,20 +45,10 @@
   key_columns: the DynamoDB key, as a list of column names.
 #}
 {% macro latest_change_per_key(source_relation, key_columns) %}
-  {%- set reprocess = reprocess_window() -%}
 changes as (
     select *
     from {{ source_relation }}
-    {%- if is_incremental() and reprocess is not none %}
-        where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-            and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
-    {%- elif is_incremental() %}
-        {%- set cutoff = lookback_cutoff() %}
-        where _ingested_at > {{ cutoff }}
-            -- The partition of the cutoff's hour and later: the rows above lie only there,
-            -- and a reader prunes the older partitions instead of scanning the whole log.
-            and _ingest_hour >= {{ ingest_hour_of(cutoff) }}
-    {%- endif %}
+    {{ raw_changes_this_run_reads() }}
 ),
 
 ranked as (
@@ -75,6 +65,27 @@ latest as (
     select * from ranked
     where change_rank = 1
 )
+{%- endmacro %}
+
+{#
+  The where clause (or nothing, on a full build) that keeps the raw changes an
+  incremental run reads, by the rule above, from a raw change log selected from
+  unqualified: the rows ingested after lookback_cutoff(), or on a reprocess run those
+  whose _event_ts is in the range. Shared by every model that reads the change log
+  incrementally (the current-state models and stg_dynamodb__customer_changes).
+#}
+{% macro raw_changes_this_run_reads() %}
+  {%- set reprocess = reprocess_window() -%}
+  {%- if is_incremental() and reprocess is not none %}
+    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
+        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+  {%- elif is_incremental() %}
+    {%- set cutoff = lookback_cutoff() %}
+    where _ingested_at > {{ cutoff }}
+        -- The partition of the cutoff's hour and later: the rows above lie only there,
+        -- and a reader prunes the older partitions instead of scanning the whole log.
+        and _ingest_hour >= {{ ingest_hour_of(cutoff) }}
+  {%- endif %}
 {%- endmacro %}
 
 {#

@@ -26,8 +26,8 @@
   How a test is narrowed (get_where_subquery below, by the test's name):
   - unique, unique_combination: the rows whose key value has a row in the window, so
     that a key written by the run and duplicated by an older row is still found.
-  - holds_latest_raw_change: narrows itself, to the keys of staged rows in the window
-    and of the raw changes the run read (macros/generic_tests).
+  - holds_latest_raw_change: narrows itself, to the raw partitions the run read and
+    the staged rows in the window (macros/generic_tests).
   - equal_row_count: never narrowed (it compares whole-table counts; cheap).
   - any other test: the rows in the window. A row with a null _ingested_at is always
     in it: only a faulty run writes one, and not_null(_ingested_at) must see it.
@@ -91,12 +91,13 @@
 {% endmacro %}
 
 {#
-  The condition that keeps the rows of the tested model (`alias`: how the query
-  names it; none: unqualified) that this build could have written, or none when the
-  test must check every row. Called while a data test is compiled: the context's
-  `model` is the test node.
+  The cutoff the tested model's run in this build read after, as an SQL expression,
+  or none when the test must check every row. Called while a data test is compiled:
+  the context's `model` is the test node. as_literal: a timestamp literal whenever the
+  record exists, on every target (one query at compile time), for a test that filters
+  a partitioned raw table: Athena prunes partitions by a constant, not by a subquery.
 #}
-{% macro changed_rows_condition(alias=none) %}
+{% macro changed_rows_cutoff(as_literal=false) %}
   {%- if not execute or model.resource_type != 'test' or not data_tests_may_skip_unchanged_rows() -%}
     {{ return(none) }}
   {%- endif -%}
@@ -104,7 +105,17 @@
   {%- if tested is none or not tested.config.meta.get('changed_rows_tests') -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- set cutoff = adapter.dispatch('recorded_cutoff', 'dynamodb_lakehouse')(tested.name) -%}
+  {%- set literal = literal_recorded_cutoff(tested.name) if as_literal else none -%}
+  {{ return(literal if literal is not none else adapter.dispatch('recorded_cutoff', 'dynamodb_lakehouse')(tested.name)) }}
+{% endmacro %}
+
+{#
+  The condition that keeps the rows of the tested model (`alias`: how the query
+  names it; none: unqualified) that this build could have written, or none when the
+  test must check every row (see changed_rows_cutoff).
+#}
+{% macro changed_rows_condition(alias=none) %}
+  {%- set cutoff = changed_rows_cutoff() -%}
   {%- if cutoff is none -%}
     {{ return(none) }}
   {%- endif -%}
@@ -136,6 +147,11 @@
   subquery inside the key tests' semi-join.
 #}
 {% macro duckdb__recorded_cutoff(model_name) -%}
+  {{ return(literal_recorded_cutoff(model_name)) }}
+{%- endmacro %}
+
+{# The recorded cutoff as a timestamp literal, looked up now; none without a record. #}
+{% macro literal_recorded_cutoff(model_name) -%}
   {%- set view = data_test_watermarks_relation() -%}
   {%- if adapter.get_relation(database=view.database, schema=view.schema, identifier=view.identifier) is none -%}
     {{ return(none) }}

@@ -150,6 +150,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
     # Existing tables make is_incremental() true, so the merge branch is compiled (the
     # staging models and the order line models, whose deletions differ by engine).
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
+                            ("lakehouse_staging", "stg_dynamodb__customer_changes"),
                             ("lakehouse_intermediate", "int_orders__lines_unnested"),
                             ("lakehouse_marts", "fct_order_lines"), ("lakehouse_marts", "dim_customers_history")):
         _create_external_table(glue, database, model, [("_ordering_value", "string"), ("_ingested_at", "timestamp")],
@@ -164,7 +165,8 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
 
 def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, str]) -> None:
     names = " ".join(compiled_sql)
-    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "int_orders__lines_unnested",
+    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "stg_dynamodb__customer_changes",
+                  "int_customers__change_events", "int_orders__lines_unnested",
                   "dim_customers", "dim_customers_history", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
                   "agg_daily_revenue_by_status"):
         assert f"{model}.sql" in names
@@ -176,6 +178,22 @@ def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, s
     assert len(narrowed) >= 40
     assert f'"{RAW_DATABASE}"."customers_changes"' in compiled_sql[
         "dynamodb_lakehouse/dbt_project/models/staging/stg_dynamodb__customers.sql"]
+
+
+def test_incremental_athena_sql_reads_raw_only_from_the_cutoff_partition_on(compiled_sql: dict[str, str]) -> None:
+    """Every model and test that reads the raw change log on an incremental build
+    filters its `_ingest_hour` partitions; the history and activity models read the
+    stored change events instead of raw."""
+    base = "dynamodb_lakehouse/dbt_project/models/"
+    # Models and their data tests (analyses are ad-hoc queries, not part of a build).
+    readers = {name: sql for name, sql in compiled_sql.items() if name.startswith(base) and (
+               f'"{RAW_DATABASE}"."customers_changes"' in sql or f'"{RAW_DATABASE}"."orders_changes"' in sql)}
+    assert {base + "staging/stg_dynamodb__customers.sql", base + "staging/stg_dynamodb__orders.sql",
+            base + "staging/stg_dynamodb__customer_changes.sql"} <= set(readers)
+    assert sum("holds_latest_raw_change" in name for name in readers) == 2
+    assert [name for name, sql in readers.items() if "_ingest_hour >= date_format(" not in sql] == []
+    for model in ("marts/dim_customers_history.sql", "intermediate/int_customers__change_events.sql"):
+        assert "stg_dynamodb__customer_changes" in compiled_sql[base + model]
 
 
 def test_compiled_sql_is_valid_trino_and_athena(compiled_sql: dict[str, str]) -> None:

@@ -26,6 +26,8 @@ FULL_CHECK = ["--vars", "{full_data_tests: true}"]
 CLEAN_BATCH, BAD_BATCH = 4, 5
 INGESTED_CLEAN = INGESTED[3] + timedelta(days=1)
 INGESTED_BAD = INGESTED_CLEAN + timedelta(days=1)
+RAW_CHECK = "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers_changes"
+HISTORY_CHECK = "customer_history_matches_current_state"
 
 
 def _execute(data_dir: Path, sql: str) -> None:
@@ -47,6 +49,11 @@ def _compiled_test(data_dir: Path, name: str) -> str:
     return next(compiled.rglob(f"{name}.sql")).read_text()
 
 
+def _compiled_code(result: dbtRunnerResult, name: str) -> str:
+    """The SQL a node of `result` ran (long test names are hashed in target/compiled)."""
+    return next(r.node.compiled_code for r in result.result if r.node.name == name)
+
+
 @dataclass
 class Builds:
     data_dir: Path
@@ -54,6 +61,10 @@ class Builds:
     scoped_sql: str
     full: dbtRunnerResult
     full_sql: str
+    scoped_raw_check_sql: str
+    full_raw_check_sql: str
+    scoped_history_check_sql: str
+    full_history_check_sql: str
     bad: dbtRunnerResult
 
 
@@ -72,13 +83,19 @@ def builds(scenario_copy: Path) -> Builds:
     ], INGESTED_CLEAN)
     scoped = run_dbt(["build", *EVENT_WINDOW], data_dir)
     scoped_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
+    scoped_raw_check_sql = _compiled_code(scoped, RAW_CHECK)
+    scoped_history_check_sql = _compiled_code(scoped, HISTORY_CHECK)
     full = run_dbt(["build", *EVENT_WINDOW, *FULL_CHECK], data_dir)
     full_sql = _compiled_test(data_dir, "is_valid_iso_currency_fct_orders_currency")
+    full_raw_check_sql = _compiled_code(full, RAW_CHECK)
+    full_history_check_sql = _compiled_code(full, HISTORY_CHECK)
 
-    # Bad rows written by the next incremental build itself: an order with a negative
-    # amount, and c5's stored change overwritten by one the raw log never had (so that
-    # only the late, older raw change of c5 in the batch touches that key).
-    _execute(data_dir, "update lakehouse_staging.stg_dynamodb__customers set _ordering_value = 'z' where id = 'c5'")
+    # Bad rows as the next incremental build itself could write them: an order with a
+    # negative amount, and c5's staged change replaced by one the raw log never had,
+    # ingested inside that build's window (so that only the late, older raw change of
+    # c5 in the batch touches that key).
+    _execute(data_dir, "update lakehouse_staging.stg_dynamodb__customers set _ordering_value = 'z', "
+                       f"_ingested_at = timestamp '{INGESTED_BAD:%Y-%m-%d %H:%M:%S}' where id = 'c5'")
     write_raw_batch(data_dir, "customers", BAD_BATCH, [
         {"id": "c5", "cust_name": "Eve", "email": "eve@late.example.com", "registration_date": "2024-03-01T09:50:00Z",
          "_event_name": "MODIFY", "_event_ts": DAY_1 + timedelta(hours=9, minutes=55), "sequence": 14},
@@ -88,7 +105,8 @@ def builds(scenario_copy: Path) -> Builds:
          "amount": "-5.00", "currency": "USD", "_event_ts": DAY_2 + timedelta(hours=13), "sequence": 62},
     ], INGESTED_BAD)
     bad = run_dbt(["build", *EVENT_WINDOW], data_dir)
-    return Builds(data_dir, scoped, scoped_sql, full, full_sql, bad)
+    return Builds(data_dir, scoped, scoped_sql, full, full_sql, scoped_raw_check_sql, full_raw_check_sql,
+                  scoped_history_check_sql, full_history_check_sql, bad)
 
 
 def test_incremental_build_skips_the_old_bad_row(builds: Builds) -> None:
@@ -98,6 +116,22 @@ def test_incremental_build_skips_the_old_bad_row(builds: Builds) -> None:
     assert window in builds.scoped_sql
 
 
+def test_incremental_raw_check_reads_only_the_partitions_the_build_read(builds: Builds) -> None:
+    # The staging model's own cutoff and partition filter (raw_changes_this_run_reads):
+    # a reader prunes every older `_ingest_hour` partition of the raw change log.
+    cutoff = f"timestamp '{(INGESTED[3] - timedelta(hours=3)).strftime('%Y-%m-%d %H:%M:%S')}'"
+    assert f"_ingested_at > {cutoff}" in builds.scoped_raw_check_sql
+    assert f"_ingest_hour >= strftime({cutoff}, '%Y-%m-%d-%H')" in builds.scoped_raw_check_sql
+    assert "_ingest_hour" not in builds.full_raw_check_sql
+
+
+def test_incremental_history_check_reads_only_the_rows_the_build_wrote(builds: Builds) -> None:
+    # Both models' cutoffs: the newest _ingested_at of each before the build, minus 3 h.
+    cutoff = f"_ingested_at > timestamp '{(INGESTED[3] - timedelta(hours=3)).strftime('%Y-%m-%d %H:%M:%S')}'"
+    assert builds.scoped_history_check_sql.count(cutoff) == 2
+    assert "_ingested_at" not in builds.full_history_check_sql
+
+
 def test_full_check_var_finds_the_old_bad_row(builds: Builds) -> None:
     assert _failed_tests(builds.full) == {"is_valid_iso_currency_fct_orders_currency"}
     assert "_ingested_at" not in builds.full_sql
@@ -105,10 +139,11 @@ def test_full_check_var_finds_the_old_bad_row(builds: Builds) -> None:
 
 def test_incremental_build_catches_the_bad_rows_it_writes(builds: Builds) -> None:
     failed = _failed_tests(builds.bad)
-    # c5's key is touched only through the raw change the build read. The marts are
-    # skipped: their staging model failed a test. dim_customers_history, built from the
-    # raw changes, made c5's late MODIFY its current version; the check against the
-    # staged row (still the corrupted one) fails as well.
+    # c5's staged row is in the build's window but is none of the raw changes the build
+    # read. The marts are skipped: their staging model failed a test.
+    # dim_customers_history, built from the change events, made c5's late MODIFY its
+    # current version; the check against the staged row (still the corrupted one)
+    # fails as well.
     assert failed == {"not_negative_stg_dynamodb__orders_amount",
                       "holds_latest_raw_change_stg_dynamodb__customers_id__cust_name__customers_changes",
                       "customer_history_matches_current_state"}

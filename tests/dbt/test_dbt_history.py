@@ -25,7 +25,8 @@ pytestmark = pytest.mark.dbt
 
 # Events from 20:00 on: a key's changes (hours apart) run into the next day or two.
 GENERATOR_START = datetime(2026, 11, 1, 20, tzinfo=timezone.utc)
-HISTORY_BUILD = ["build", "--select", "stg_dynamodb__customers dim_customers_history", "--indirect-selection", "cautious"]
+HISTORY_BUILD = ["build", "--select", "stg_dynamodb__customers stg_dynamodb__customer_changes dim_customers_history",
+                 "--indirect-selection", "cautious"]
 # Ten hours between batches: more than raw_lookback_hours (3), so a late event arrives
 # after the newer changes of its key were built and fell out of the look-back window.
 # Batch 3 comes one hour after batch 2: inside the window, read again.

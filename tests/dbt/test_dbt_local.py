@@ -18,8 +18,9 @@ from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
 
 pytestmark = pytest.mark.dbt
 
+CURRENT_STATE_MODELS = ["stg_dynamodb__customers", "stg_dynamodb__orders"]
 MODELS = {
-    "lakehouse_staging": ["stg_dynamodb__customers", "stg_dynamodb__orders"],
+    "lakehouse_staging": [*CURRENT_STATE_MODELS, "stg_dynamodb__customer_changes"],
     "lakehouse_intermediate": ["int_orders__lines_unnested", "int_customers__change_events"],
     "lakehouse_marts": [
         "dim_customers",
@@ -54,7 +55,7 @@ def incremental_runs(tmp_path_factory: pytest.TempPathFactory) -> IncrementalRun
     staging_before_last: dict[str, set[tuple]] = {}
     for batch_id in BATCHES:
         if batch_id == BATCHES[-1]:
-            staging_before_last = {model: _rows(data_dir, "lakehouse_staging", model) for model in MODELS["lakehouse_staging"]}
+            staging_before_last = {model: _rows(data_dir, "lakehouse_staging", model) for model in CURRENT_STATE_MODELS}
         write_batch(data_dir, batch_id)
         results.append(run_dbt(["build", *EVENT_WINDOW], data_dir))
     return IncrementalRuns(data_dir, results, staging_before_last)
@@ -109,7 +110,7 @@ def test_incremental_build_equals_full_refresh(incremental_runs, full_refresh_ru
 def test_incremental_run_changes_only_rows_the_new_batch_wins(incremental_runs) -> None:
     data_dir = incremental_runs.data_dir
     changed = {}
-    for model in MODELS["lakehouse_staging"]:
+    for model in CURRENT_STATE_MODELS:
         after = _rows(data_dir, "lakehouse_staging", model)
         before = incremental_runs.staging_before_last[model]
         changed[model] = sorted(row[:2] for row in after - before)

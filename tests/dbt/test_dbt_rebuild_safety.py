@@ -26,6 +26,7 @@ pytestmark = pytest.mark.dbt
 
 BAD_BATCH_ID = 4
 LINES_TABLE = "lakehouse_intermediate.int_orders__lines_unnested"
+CHANGES_TABLE = "lakehouse_staging.stg_dynamodb__customer_changes"
 
 
 def _write_unreadable_customer_batch(data_dir: Path) -> Path:
@@ -58,6 +59,25 @@ def _break_lines_table(data_dir: Path) -> None:
         )
 
 
+def _break_changes_table(data_dir: Path) -> None:
+    """Replaces the customer change events table, which the history and activity
+    marts read, by a view of it that fails while a query reads an event time: each
+    mart then fails inside its own build query."""
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
+        con.sql(f"alter table {CHANGES_TABLE} rename to stg_dynamodb__customer_changes_readable")
+        con.sql(
+            f"create view {CHANGES_TABLE} as select * replace "
+            "(cast(error('change events unreadable') as timestamp) as _event_ts) "
+            "from lakehouse_staging.stg_dynamodb__customer_changes_readable"
+        )
+
+
+def _restore_changes_table(data_dir: Path) -> None:
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
+        con.sql(f"drop view {CHANGES_TABLE}")
+        con.sql("alter table lakehouse_staging.stg_dynamodb__customer_changes_readable rename to stg_dynamodb__customer_changes")
+
+
 def _statuses(result: dbtRunnerResult) -> dict[str, str]:
     return {r.node.unique_id: str(r.status) for r in result.result}
 
@@ -81,8 +101,10 @@ def failed_rebuilds(scenario_copy: Path) -> FailedRebuilds:
     before = all_tables(data_dir)
     bad_batch = _write_unreadable_customer_batch(data_dir)
     _break_lines_table(data_dir)
-    # The lines model is excluded, so dbt does not rebuild it and fct_orders reads the view.
-    rebuild = ["run", *EVENT_WINDOW, "--exclude", "int_orders__lines_unnested"]
+    _break_changes_table(data_dir)
+    # The lines and change-events models are excluded, so dbt does not rebuild them and
+    # fct_orders, the history and the activity marts read the failing views.
+    rebuild = ["run", *EVENT_WINDOW, "--exclude", "int_orders__lines_unnested", "stg_dynamodb__customer_changes"]
     full_refresh = run_dbt([*rebuild, "--full-refresh"], data_dir)
     after_failed_full_refresh = all_tables(data_dir)
     incremental = run_dbt(rebuild, data_dir)
@@ -90,6 +112,7 @@ def failed_rebuilds(scenario_copy: Path) -> FailedRebuilds:
 
     # Retry scenario: a whole build where only the bad raw batch fails (the build
     # rebuilds the lines table in place of the view), then the input is fixed and `dbt retry` runs.
+    _restore_changes_table(data_dir)
     failed_build = run_dbt(["build", *EVENT_WINDOW], data_dir)
     shutil.rmtree(bad_batch)
     retry = run_dbt(["retry"], data_dir)
@@ -131,20 +154,17 @@ def test_retry_reruns_only_failed_and_skipped_nodes(failed_rebuilds: FailedRebui
     first = _statuses(failed_rebuilds.failed_build)
     failed = {node for node, status in first.items() if status in {"error", "fail"}}
     skipped = {node for node, status in first.items() if status == "skipped"}
-    # The unreadable event time fails the staging merge and the tests of the change
-    # events view, which ranks deliveries per event id and event time (its children,
-    # like the activity mart, are then skipped).
-    assert {node.rsplit(".", 1)[0] if node.startswith("test.") and "int_customers" in node else node
-            for node in failed} == {
+    # The unreadable event time fails the two models that read the customers' raw
+    # change log: the staging merge and the change events table.
+    assert failed == {
         "model.dynamodb_lakehouse.stg_dynamodb__customers",
-        "model.dynamodb_lakehouse.dim_customers_history",
-        "test.dynamodb_lakehouse.warn_change_events_before_activity_begin",
-        "test.dynamodb_lakehouse.unique_int_customers__change_events_event_id",
-        "test.dynamodb_lakehouse.accepted_values_int_customers__change_events_event_name__INSERT__MODIFY__REMOVE",
+        "model.dynamodb_lakehouse.stg_dynamodb__customer_changes",
     }
     # Children of the failed nodes were skipped, the orders branch was built.
     assert {
         "model.dynamodb_lakehouse.dim_customers",
+        "model.dynamodb_lakehouse.dim_customers_history",
+        "model.dynamodb_lakehouse.int_customers__change_events",
         "model.dynamodb_lakehouse.agg_daily_customer_activity",
     } <= skipped
     assert first["model.dynamodb_lakehouse.fct_orders"] == "success"

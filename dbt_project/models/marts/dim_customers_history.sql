@@ -1,19 +1,21 @@
 {#
   SCD2 history of customers: one row per version of each customer key (id, cust_name),
-  built from the distinct change events of the raw change log in event order
-  (_ordering_value), so every INSERT and MODIFY is a version, also those between two
-  dbt runs, and a late older event lands in its place. A version lasts until the key's
-  next event; a version ended by a REMOVE is marked is_deleted. Ties of ordering value
-  are broken so that the key's last version is the change the current-state staging
-  model keeps (earliest ingested, then lowest _event_id).
+  built from the distinct change events (stg_dynamodb__customer_changes: each event
+  once, at its first delivery) in event order (_ordering_value), so every INSERT and
+  MODIFY is a version, also those between two dbt runs, and a late older event lands
+  in its place. A version lasts until the key's next event; a version ended by a
+  REMOVE is marked is_deleted. Ties of ordering value are broken so that the key's
+  last version is the change the current-state staging model keeps (earliest
+  ingested, then lowest _event_id).
 
-  Incremental: a run recomputes the whole history of the keys with a raw change
-  ingested since the table's newest _ingested_at minus raw_lookback_hours (on a
-  reprocess run instead: with an event in the range, as the staging models do),
-  reading all raw changes of those keys; every other key is untouched. _ingested_at of a version is the newest ingestion of
-  any change of its key, so every row a run writes is after its cutoff (the data tests
-  narrow on that) and a full build computes the same value. PII per pii_mode, as in
-  dim_customers; a change of pii_mode or the salt needs a --full-refresh.
+  Incremental: a run recomputes the whole history of the keys with an event stored
+  since the table's newest _ingested_at minus raw_lookback_hours (on a reprocess run
+  instead: with an event in the range, as the staging models do), reading all the
+  stored events of those keys from stg_dynamodb__customer_changes, never the raw log;
+  every other key is untouched. _ingested_at of a version is the newest _ingested_at
+  of any event of its key, so every row a run writes is after its cutoff (the data
+  tests narrow on that) and a full build computes the same value. PII per pii_mode,
+  as in dim_customers; a change of pii_mode or the salt needs a --full-refresh.
 #}
 {{ incremental_mart_config(
     'version_event_id',
@@ -26,13 +28,13 @@
 with
 {%- if is_incremental() %}
 touched_keys as (
-    -- The raw changes this run reads, by the staging models' rule: those ingested since
-    -- the cutoff, or on a reprocess run those whose event time is in the range.
+    -- The keys of the events the change table stored since the cutoff, or on a
+    -- reprocess run of those whose event time is in the range.
     select distinct
         {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
         id,
         cust_name
-    from {{ source('dynamodb', 'customers_changes') }}
+    from {{ ref('stg_dynamodb__customer_changes') }}
     {%- if reprocess is not none %}
     where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
         and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
@@ -42,7 +44,7 @@ touched_keys as (
 ),
 {%- endif %}
 
-deliveries as (
+key_events as (
     select
         changes.id,
         changes.cust_name,
@@ -54,10 +56,8 @@ deliveries as (
         changes._ordering_value,
         changes._event_id,
         changes._ingested_at,
-        -- A redelivered event (same _event_id, later batch) counts once: its first delivery.
-        row_number() over (partition by changes._event_id order by changes._ingested_at asc) as delivery_rank,
         max(changes._ingested_at) over (partition by changes.id, changes.cust_name) as key_ingested_at
-    from {{ source('dynamodb', 'customers_changes') }} as changes
+    from {{ ref('stg_dynamodb__customer_changes') }} as changes
     {%- if is_incremental() %}
         inner join touched_keys
             on changes.id = touched_keys.id and changes.cust_name = touched_keys.cust_name
@@ -72,8 +72,8 @@ events as (
         lower(trim(email)) as email,
         {{ parse_iso_timestamp('registration_date') }} as registration_date,
         _event_name as event_name,
-        coalesce(_is_ttl_delete, false) as is_ttl_delete,
-        cast(_event_ts as {{ type_timestamp() }}) as event_ts,
+        _is_ttl_delete as is_ttl_delete,
+        _event_ts as event_ts,
         _ordering_value,
         _event_id,
         cast(key_ingested_at as {{ type_timestamp() }}) as key_ingested_at,
@@ -81,8 +81,7 @@ events as (
             partition by id, cust_name
             order by _ordering_value asc, _ingested_at desc, _event_id desc
         ) as event_position
-    from deliveries
-    where delivery_rank = 1
+    from key_events
 ),
 
 sequenced as (
