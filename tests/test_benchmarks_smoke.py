@@ -70,6 +70,18 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
 
 
 @pytest.mark.spark
+def test_the_schema_given_copy_writes_what_the_inferring_copy_writes(spark, tmp_path: Path) -> None:
+    # The stricter floor differs from the json copy only by the skipped inference pass.
+    landing = generate_landing(tmp_path / "landing", 20, records_per_file=100, seed=5)
+    for fmt in ("json", "json-schema"):
+        run_copy(spark, {"landing_dir": str(landing.root), "out_dir": str(tmp_path / fmt), "format": fmt})
+    inferred, given = (spark.read.parquet(str(tmp_path / fmt)) for fmt in ("json", "json-schema"))
+    assert given.schema == inferred.schema
+    assert given.count() == inferred.count() == landing.records
+    assert given.exceptAll(inferred).count() == 0
+
+
+@pytest.mark.spark
 def test_property_drill_change_log_holds_each_batch_s_distinct_events_and_converges(spark) -> None:
     records, expected = key_history_records([["PUT", "PUT", "REMOVE"], ["PUT", "PUT"]])
     k0e0, k0e1, k0e2, k1e0, k1e1 = (line for _, _, line in records)
