@@ -291,9 +291,10 @@ def _process_in_staging_folder(plan: BackfillPlan, pipeline: Pipeline, envelope:
 def _process_with_held_writes(plan: BackfillPlan, pipeline: Pipeline, envelope: DataFrame) -> BatchReport:
     """Run the batch with its writes held back; make them only once the counts are right.
 
-    The held frames are evaluated again when written (from the staged input, which
-    stays until the run ends), so the batch is decoded twice: the price of a sink whose
-    output cannot be published by a rename.
+    The held frames are materialised while the batch runs (`_held`), so writing them
+    later neither decodes the batch again nor plans the whole decode once more per
+    table (which ran a 1 GB driver out of heap compiling it): the price of a sink whose
+    output cannot be published by a rename is one more copy of the batch on the executors.
     """
     from streaming.pipeline import Pipeline
 
@@ -309,24 +310,30 @@ def _process_with_held_writes(plan: BackfillPlan, pipeline: Pipeline, envelope: 
     return report
 
 
+def _held(frame: DataFrame) -> DataFrame:
+    """`frame` computed now (while the batch's cache is live) and cut from its plan; its
+    blocks stay on the executors (memory, then disk) until the frame is dropped."""
+    return frame.localCheckpoint(eager=True)
+
+
 class _HeldRawWrites:
-    """A raw sink that only remembers what it was asked to write."""
+    """A raw sink that only keeps what it was asked to write."""
 
     def __init__(self) -> None:
         self.writes: list[tuple[DataFrame, TableContract, int, int | None]] = []
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
-        self.writes.append((changes, contract, batch_id, rows))
+        self.writes.append((_held(changes), contract, batch_id, rows))
 
 
 class _HeldQuarantineWrites:
-    """A quarantine writer that only remembers what it was asked to write."""
+    """A quarantine writer that only keeps what it was asked to write."""
 
     def __init__(self) -> None:
         self.writes: list[tuple[DataFrame, int, int | None]] = []
 
     def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
-        self.writes.append((df, batch_id, rows))
+        self.writes.append((_held(df), batch_id, rows))
 
 
 def _publish_staged_folders(plan: BackfillPlan, pipeline: Pipeline) -> None:
