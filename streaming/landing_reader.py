@@ -98,8 +98,10 @@ class _ObjectEnd:
         """Index just after the closing brace or at the newline, or None if not in [start, stop)."""
         i = start
         if self.escaped and i < stop:
-            i += 1
             self.escaped = False
+            if text[i] == "\n":  # a backslash escapes no raw newline either
+                return i
+            i += 1
         while i < stop:
             if self.in_string:
                 match = _INSIDE_STRING.search(text, i, stop)
@@ -111,6 +113,8 @@ class _ObjectEnd:
                 if match.group() == '"':
                     self.in_string = False
                 elif i < stop:
+                    if text[i] == "\n":  # a backslash escapes no raw newline either
+                        return i
                     i += 1
                 else:
                     self.escaped = True

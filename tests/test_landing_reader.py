@@ -62,6 +62,18 @@ def test_junk_and_broken_objects_end_at_the_next_line_or_object():
     ]
 
 
+@pytest.mark.parametrize("read_bytes", [3, 64 * 1024])
+def test_a_record_cut_off_after_a_backslash_ends_at_its_newline(monkeypatch, read_bytes):
+    # The 2M-event bench found this one: the generator truncates a record inside a string
+    # right after a backslash. Read as an escaped newline, it swallowed the next record.
+    monkeypatch.setattr(landing_reader, "READ_BYTES", read_bytes)
+    data = b'{"custName":{"S":"Farah Garc\\\n{"eventID":"next"}\n'
+    assert split(data) == [
+        (0, b'{"custName":{"S":"Farah Garc\\', "invalid_json"),
+        (30, b'{"eventID":"next"}', None),
+    ]
+
+
 def test_invalid_utf8_bytes_are_passed_through_unchanged():
     # decode quarantines them as invalid_utf8; the splitter must neither drop nor alter them.
     assert split(b'{"a":"x\xff\xfe"}{"b":"\xc3\xa9"}') == [
