@@ -112,7 +112,7 @@ class RecordingPipeline(Pipeline):
 def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     """landing -> decode -> order -> quarantine split -> local sink, as `lakehouse stream` runs it.
 
-    Params: `data_dir`, `landing_dir`, optional `max_files_per_trigger`, `trigger`
+    Params: `data_dir`, `landing_dir`, optional `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
     (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
@@ -120,7 +120,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     from streaming.evolution import ContractRegistry, guard_contracts
     from streaming.runner import run_stream
     from streaming.sinks import choose_sink
-    from streaming.sources import landing_files_stream
+    from streaming.sources import DEFAULT_MAX_BYTES_PER_TRIGGER, files_per_trigger, landing_files_stream
     from streaming.stream_identity import claim_stream_identity
 
     data_dir = params["data_dir"]
@@ -135,7 +135,9 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     plan = KillPlan(os.environ.get(KILL_ENV))
     raw_sink = choose_sink("local", spark, data_dir=data_dir, contracts=contracts, stream_id=stream_id)
     pipeline = RecordingPipeline(contracts, KillableSink(raw_sink, plan), KillableQuarantine(data_dir, plan))
-    source = landing_files_stream(spark, params["landing_dir"], params.get("max_files_per_trigger"))
+    size = files_per_trigger(spark, params["landing_dir"], params.get("max_files_per_trigger"),
+                             int(params.get("max_bytes_per_trigger") or DEFAULT_MAX_BYTES_PER_TRIGGER))
+    source = landing_files_stream(spark, params["landing_dir"], trigger_size=size)
     trigger = params.get("trigger", "available-now")
     started = time.monotonic()
     query = run_stream(
@@ -162,6 +164,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
         "duplicates_dropped": sum(report.duplicates_dropped for report in pipeline.reports),
         "batch_seconds": [report.seconds for report in pipeline.reports],
         "batch_records": [report.records_in for report in pipeline.reports],
+        "files_per_trigger": size.files,
     }
 
 

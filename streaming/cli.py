@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -195,6 +196,7 @@ def stream(
     sink: str = "auto",
     contracts_dir: str | None = None,
     max_files_per_trigger: int | None = None,
+    max_bytes_per_trigger: int | None = None,
     master: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,
@@ -211,7 +213,8 @@ def stream(
         _guard_contracts(target, contracts, out)
         with _spark_session(spark, out, master) as session:
             pipeline = _pipeline(session, target, contracts, sink, stream_id=stream_id)
-            _stream_with(session, layout, target, pipeline, trigger, interval, max_files_per_trigger, out)
+            _stream_with(session, layout, target, pipeline, trigger, interval,
+                         (max_files_per_trigger, max_bytes_per_trigger), out)
 
 
 def _stream_with(
@@ -221,21 +224,23 @@ def _stream_with(
     pipeline: Pipeline,
     trigger: str,
     interval: str,
-    max_files_per_trigger: int | None,
+    batch_limits: tuple[int | None, int | None],
     out: Printer,
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
     from streaming.landing_ledger import changed_files
     from streaming.runner import deferred_stop_signals, run_stream, stop_between_batches
-    from streaming.sources import landing_files_stream
+    from streaming.sources import DEFAULT_MAX_BYTES_PER_TRIGGER, files_per_trigger, landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
     ledger = landing_ledger_dir(target)
     for changed in changed_files(ledger):
         out(f"WARNING: {changed.warning()}")
-    source = landing_files_stream(spark, str(layout.landing), max_files_per_trigger, ledger_dir=str(ledger))
-    out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}) ...")
+    max_files, max_bytes = batch_limits
+    size = files_per_trigger(spark, str(layout.landing), max_files, max_bytes or DEFAULT_MAX_BYTES_PER_TRIGGER)
+    source = landing_files_stream(spark, str(layout.landing), ledger_dir=str(ledger), trigger_size=size)
+    out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}; {size.explanation}) ...")
     started = time.monotonic()
     # A processing-time stream runs until Ctrl-C; from its start, Ctrl-C waits for the batch in progress.
     stop_signals = deferred_stop_signals(out) if trigger == "processing-time" else nullcontext(None)
@@ -714,6 +719,25 @@ def _add_project_options(parser: argparse.ArgumentParser, default: object) -> No
     parser.add_argument("--contracts-dir", default=default, help="table contracts folder (default: packaged)")
 
 
+_SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+
+
+def byte_size(text: str) -> int:
+    """Bytes of a size written as Spark writes them: `536870912`, `512m`, `512MiB`, `1g`
+    (k/m/g are powers of 1024, as in Spark's byte-size settings)."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None or int(match.group(1)) < 1:
+        raise ValueError(f"not a size: {text!r}; write e.g. 512m or 1g (powers of 1024)")
+    return int(match.group(1)) * 1024 ** " kmg".index(match.group(2).lower() or " ")
+
+
+def _size_argument(text: str) -> int:
+    try:
+        return byte_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _interval_argument(text: str) -> str:
     from streaming.runner import checked_interval
 
@@ -761,8 +785,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--interval", type=_interval_argument, default="100 seconds",
                      help="micro-batch interval for processing-time, e.g. '30 seconds'")
     run.add_argument("--sink", choices=("auto", "local", "hudi"), default="auto")
+    run.add_argument("--max-bytes-per-trigger", type=_size_argument, default=None,
+                     help="landing bytes per micro-batch, e.g. 256m or 1g (default 512m; turned into a file "
+                          "count from the mean landing file size when the stream starts)")
     run.add_argument("--max-files-per-trigger", type=int, default=None,
-                     help="landing files per micro-batch (default 100)")
+                     help="landing files per micro-batch (caps the count the byte budget gives)")
     run.add_argument("--master", default=None,
                      help=f"Spark master URL, e.g. spark://host:7077 or yarn "
                           f"(default: spark-submit's --master, else {DEFAULT_MASTER})")
@@ -856,6 +883,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sink=args.sink,
                 contracts_dir=args.contracts_dir,
                 max_files_per_trigger=args.max_files_per_trigger,
+                max_bytes_per_trigger=args.max_bytes_per_trigger,
                 master=args.master,
             )
         elif args.command == "status":

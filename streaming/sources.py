@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -48,9 +49,23 @@ BINARY_FILE_SCHEMA = T.StructType(
 # one entry per landing file ever processed (the checkpoint's file log keeps them anyway).
 NEVER_TOO_OLD = "36500d"
 
-# A catch-up run (availableNow after downtime) splits the backlog into batches of
-# this many files, so one batch never has to hold an unbounded backlog in memory.
-DEFAULT_MAX_FILES_PER_TRIGGER = 100
+MiB = 1024 * 1024
+# A catch-up run (availableNow after downtime) splits the backlog into micro-batches of
+# about this many landing bytes. Each batch has a fixed cost (planning the decode, a
+# stats job, three writes, two checkpoint commits; a few seconds), so small batches
+# waste most of a catch-up on it: at 2M events, 100-file batches of 65 MB ran at about
+# half the events/s of one 2.6 GB batch (README, Performance). The decoded batch is
+# cached with spill to disk and every shuffle spills, so a batch's size bounds local
+# disk and the work a failed batch repeats, not driver memory: one 2.6 GB batch ran in
+# a 1 GB driver heap.
+DEFAULT_MAX_BYTES_PER_TRIGGER = 512 * MiB
+# A file count derived from the byte budget never exceeds this: the driver lists each
+# batch's files and writes them to the landing ledger.
+MAX_FILES_PER_TRIGGER = 10_000
+# When the landing folder is empty at start, files are assumed to be this large: the
+# default of Firehose's S3 buffering hint (BufferingHints.SizeInMBs,
+# https://docs.aws.amazon.com/firehose/latest/APIReference/API_BufferingHints.html).
+ASSUMED_FILE_BYTES = 5 * MiB
 
 
 class SourceShapeError(ValueError):
@@ -116,12 +131,21 @@ def _landing_listing(reader: DataStreamReader | DataFrameReader) -> DataStreamRe
 
 
 @dataclass(frozen=True)
+class TriggerSize:
+    """How many landing files one micro-batch takes, and why."""
+
+    files: int
+    explanation: str
+
+
+@dataclass(frozen=True)
 class LandingStream:
     """The landing objects as a stream. Each micro-batch of `files` lists the new files;
     `batch_envelope` records them in the ledger (when there is one) and reads their records."""
 
     files: DataFrame
     ledger_dir: str | None = None
+    trigger_size: TriggerSize | None = None
 
     def batch_envelope(self, files: DataFrame, batch_id: int) -> DataFrame:
         from streaming.landing_ledger import record_batch
@@ -132,25 +156,82 @@ class LandingStream:
         return files_envelope(files.sparkSession, listed)
 
 
+def files_per_trigger(
+    spark: SparkSession,
+    landing_dir: str,
+    max_files_per_trigger: int | None = None,
+    max_bytes_per_trigger: int = DEFAULT_MAX_BYTES_PER_TRIGGER,
+) -> TriggerSize:
+    """The file count per micro-batch that keeps a batch near `max_bytes_per_trigger`.
+
+    Spark 3.5's file source admits files only by count (`maxFilesPerTrigger`;
+    `maxBytesPerTrigger` is Delta's and Spark 4's), so the budget becomes a count when
+    the stream starts: budget / the mean size of the files in the landing folder now
+    (listed, not read), at least 1, at most `MAX_FILES_PER_TRIGGER`. A batch of files
+    larger than that mean holds more bytes: at most the count times the largest file.
+    An explicit `max_files_per_trigger` caps the count.
+    """
+    if max_bytes_per_trigger < 1:
+        raise ValueError("max_bytes_per_trigger must be at least 1")
+    if max_files_per_trigger is not None and max_files_per_trigger < 1:
+        raise ValueError("max_files_per_trigger must be at least 1")
+    files, total_bytes = _landing_size(spark, landing_dir)
+    mean_bytes = total_bytes / files if files else ASSUMED_FILE_BYTES
+    count = max(1, min(MAX_FILES_PER_TRIGGER, int(max_bytes_per_trigger // max(mean_bytes, 1))))
+    seen = (f"the mean of the {files:,} landing files now there" if files
+            else "no landing files yet: Firehose's default buffer size assumed")
+    explanation = (f"{count:,} files per micro-batch: about {_mib(max_bytes_per_trigger)} at "
+                   f"{_mib(mean_bytes)} a file ({seen})")
+    if max_files_per_trigger is not None and max_files_per_trigger < count:
+        count, explanation = max_files_per_trigger, f"{max_files_per_trigger:,} files per micro-batch (--max-files-per-trigger)"
+    return TriggerSize(count, explanation)
+
+
+def _mib(size: float) -> str:
+    return f"{size / MiB:,.1f} MiB"
+
+
+def _landing_size(spark: SparkSession, landing_dir: str) -> tuple[int, int]:
+    """(files, bytes) below `landing_dir` as the stream will list them; (0, 0) when the
+    folder does not exist yet. One listing job; no file is read."""
+    try:
+        row = _landing_listing(spark.read).load(landing_dir).agg(
+            F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")
+        ).first()
+    except AnalysisException as exc:
+        if exc.getErrorClass() == "PATH_NOT_FOUND":
+            return 0, 0
+        raise
+    return (row["files"], row["bytes"] or 0) if row is not None else (0, 0)
+
+
 def landing_files_stream(
     spark: SparkSession,
     landing_dir: str,
     max_files_per_trigger: int | None = None,
     ledger_dir: str | None = None,
+    *,
+    trigger_size: TriggerSize | None = None,
 ) -> LandingStream:
     """Every object below `landing_dir` (Firehose's yyyy/MM/dd/HH folders or any other
     layout), GZIP or not, as a stream; `ledger_dir` keeps what each batch read
-    (streaming/landing_ledger.py)."""
-    files_per_trigger = DEFAULT_MAX_FILES_PER_TRIGGER if max_files_per_trigger is None else max_files_per_trigger
-    if files_per_trigger < 1:
+    (streaming/landing_ledger.py). Batch size: `trigger_size`, else exactly
+    `max_files_per_trigger` files, else the default byte budget (`files_per_trigger`)."""
+    if trigger_size is None:
+        trigger_size = (
+            TriggerSize(max_files_per_trigger, f"{max_files_per_trigger:,} files per micro-batch")
+            if max_files_per_trigger is not None
+            else files_per_trigger(spark, landing_dir)
+        )
+    if trigger_size.files < 1:
         raise ValueError("max_files_per_trigger must be at least 1")
     reader = (
         _landing_listing(spark.readStream)
         .option("maxFileAge", NEVER_TOO_OLD)
-        .option("maxFilesPerTrigger", str(files_per_trigger))
+        .option("maxFilesPerTrigger", str(trigger_size.files))
     )
     files = reader.load(landing_dir).select("path", "length", "modificationTime")
-    return LandingStream(files, ledger_dir)
+    return LandingStream(files, ledger_dir, trigger_size)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:

@@ -8,7 +8,7 @@ import pytest
 
 from lakehouse_dbt.summary import MARTS_SCHEMA
 from streaming.operations.generator import generate_cdc
-from streaming.cli import DataLayout, default_data_dir, main, run_demo, status
+from streaming.cli import DataLayout, byte_size, default_data_dir, main, run_demo, status
 from streaming.operations.demo_dir import DEMO_MARKER
 
 
@@ -42,6 +42,10 @@ def test_stream_without_landing_files_is_a_friendly_error(tmp_path, capsys):
 
 def test_invalid_arguments_exit_2_without_traceback(tmp_path, capsys):
     assert main(["stream", "--data-dir", str(tmp_path), "--max-files-per-trigger", "0"]) == 2
+    for size in ("0", "-5m", "5 t", "lots"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["stream", "--data-dir", str(tmp_path), "--max-bytes-per-trigger", size])
+        assert exit_info.value.code == 2
     assert main(["generate", "--data-dir", str(tmp_path), "--customers", "2", "--records-per-file", "0"]) == 2
     assert "Traceback" not in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
@@ -144,3 +148,11 @@ def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
     assert read_pointer(tmp_path).data_root == tmp_path
     assert not (tmp_path / "backfills").exists()
     assert not (tmp_path / "replays").exists(), "a replay record of old data would close new records"
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("536870912", 536_870_912), ("512m", 512 * 1024**2), ("512MiB", 512 * 1024**2), ("1g", 1024**3),
+    ("1GB", 1024**3), ("64k", 65_536), (" 2 g ", 2 * 1024**3),
+])
+def test_byte_sizes_are_read_as_spark_writes_them(text, size):
+    assert byte_size(text) == size

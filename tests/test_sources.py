@@ -13,8 +13,12 @@ from pyspark.sql import types as T
 from streaming.landing_ledger import changed_files
 from streaming.runner import run_stream
 from streaming.sources import (
+    ASSUMED_FILE_BYTES,
+    DEFAULT_MAX_BYTES_PER_TRIGGER,
     ENVELOPE_COLUMNS,
+    MAX_FILES_PER_TRIGGER,
     SourceShapeError,
+    files_per_trigger,
     glue_kinesis_envelope,
     landing_files_batch,
     landing_files_stream,
@@ -174,3 +178,37 @@ def test_glue_kinesis_frame_with_a_parsed_schema_is_rejected(spark):
     parsed = spark.createDataFrame([("INSERT",)], "eventName string")
     with pytest.raises(SourceShapeError, match="inferSchema"):
         glue_kinesis_envelope(parsed, STREAM_ARN)
+
+
+def test_the_byte_budget_becomes_a_file_count_from_the_landing_files(spark, tmp_path):
+    root = tmp_path / "landing"
+    for n in range(10):
+        land(root, f"2026/11/23/10/f{n:02d}", b'{"n":1}'.ljust(1000, b" "))
+    land(root, "2026/11/23/10/_in-progress", b"x" * 1_000_000)  # hidden: not landing data, not counted
+
+    assert files_per_trigger(spark, str(root), max_bytes_per_trigger=3_500).files == 3
+    assert files_per_trigger(spark, str(root), max_bytes_per_trigger=10).files == 1  # never fewer than one
+    assert files_per_trigger(spark, str(root), max_files_per_trigger=2, max_bytes_per_trigger=3_500).files == 2
+    size = files_per_trigger(spark, str(root), max_files_per_trigger=50, max_bytes_per_trigger=3_500)
+    assert size.files == 3 and "10 landing files" in size.explanation
+
+    # Batches of the stream follow the count: 10 files of 1,000 bytes, about 3,500 bytes a batch.
+    stream = landing_files_stream(spark, str(root), trigger_size=files_per_trigger(spark, str(root), None, 3_500))
+    batches = run_landing_stream(spark, stream, tmp_path / "checkpoint")
+    assert [len({ref.split("#")[0] for _, ref, _ in rows}) for _, rows in batches] == [3, 3, 3, 1]
+
+
+def test_the_byte_budget_before_any_file_landed_assumes_firehose_sized_files(spark, tmp_path):
+    size = files_per_trigger(spark, str(tmp_path / "not-yet"), max_bytes_per_trigger=50 * ASSUMED_FILE_BYTES)
+    assert size.files == 50 and "no landing files yet" in size.explanation
+    (tmp_path / "empty").mkdir()
+    assert files_per_trigger(spark, str(tmp_path / "empty"), max_bytes_per_trigger=50 * ASSUMED_FILE_BYTES).files == 50
+
+
+def test_the_default_budget_turns_many_small_files_into_few_large_batches(spark, tmp_path):
+    root = tmp_path / "landing"
+    for n in range(3):
+        land(root, f"f{n}", b"{}".ljust(64 * 1024, b" "))
+    size = files_per_trigger(spark, str(root))
+    # 512 MiB / 64 KiB is 8,192 files, under the cap of what the driver lists per batch.
+    assert size.files == DEFAULT_MAX_BYTES_PER_TRIGGER // (64 * 1024) == 8_192 <= MAX_FILES_PER_TRIGGER
