@@ -38,7 +38,8 @@ class BenchPlan:
     dbt_rows: int
     memory_events: int
     memory_driver_memory: str
-    memory_files_per_trigger: int
+    # None: the stream's default byte budget decides the files per batch.
+    memory_files_per_trigger: int | None
     freshness_files: int
     freshness_trigger_s: int
     freshness_drop_interval_s: float
@@ -59,7 +60,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
-                         memory_driver_memory="1g", memory_files_per_trigger=1_000, freshness_files=10,
+                         memory_driver_memory="1g", memory_files_per_trigger=None, freshness_files=10,
                          freshness_trigger_s=10, freshness_drop_interval_s=7.0)
     overrides = {
         "sizes": tuple(int(size) for size in args.sizes.split(",")) if args.sizes else None,
@@ -142,6 +143,7 @@ def measure_memory(base: LandingSet, work: Path, plan: BenchPlan) -> dict[str, A
     shutil.rmtree(landing.root, ignore_errors=True)
     return {"events": landing.records, "driver_memory": plan.memory_driver_memory,
             "max_files_per_trigger": plan.memory_files_per_trigger, "batches": len(run.result["batch_seconds"]),
+            "files_per_trigger": run.result["files_per_trigger"],
             "peak_rss_bytes": run.peak_rss_bytes, "seconds": run.result["seconds"],
             "events_per_s": landing.records / run.result["seconds"]}
 
@@ -198,7 +200,8 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     memory = results.get("memory")
     if memory:
         lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
-                     f"{memory['peak_rss_bytes'] / GiB:.2f} GiB ({memory['batches']} batches)")
+                     f"{memory['peak_rss_bytes'] / GiB:.2f} GiB ({memory['batches']} batches of up to "
+                     f"{memory.get('files_per_trigger', '?')} files)")
     fresh = results.get("freshness")
     if fresh:
         lines.append(f"freshness  trigger {fresh['trigger_s']}s, {fresh['visible_files']}/{fresh['files']} files: "

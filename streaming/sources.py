@@ -164,8 +164,9 @@ def files_per_trigger(
 ) -> TriggerSize:
     """The file count per micro-batch that keeps a batch near `max_bytes_per_trigger`.
 
-    Spark 3.5's file source admits files only by count (`maxFilesPerTrigger`;
-    `maxBytesPerTrigger` is Delta's and Spark 4's), so the budget becomes a count when
+    Spark 3.5's file source admits files only by count (`FileStreamOptions` of
+    spark-sql 3.5.6 has `maxFilesPerTrigger` and no byte limit; Spark 4's `FileStreamSource`
+    adds `maxBytesPerTrigger`), so the budget becomes a count when
     the stream starts: budget / the mean size of the files in the landing folder now
     (listed, not read), at least 1, at most `MAX_FILES_PER_TRIGGER`. A batch of files
     larger than that mean holds more bytes: at most the count times the largest file.
@@ -183,7 +184,7 @@ def files_per_trigger(
     explanation = (f"{count:,} files per micro-batch: about {_mib(max_bytes_per_trigger)} at "
                    f"{_mib(mean_bytes)} a file ({seen})")
     if max_files_per_trigger is not None and max_files_per_trigger < count:
-        count, explanation = max_files_per_trigger, f"{max_files_per_trigger:,} files per micro-batch (--max-files-per-trigger)"
+        return TriggerSize(max_files_per_trigger, f"{max_files_per_trigger:,} files per micro-batch (--max-files-per-trigger)")
     return TriggerSize(count, explanation)
 
 

@@ -212,3 +212,12 @@ def test_the_default_budget_turns_many_small_files_into_few_large_batches(spark,
     size = files_per_trigger(spark, str(root))
     # 512 MiB / 64 KiB is 8,192 files, under the cap of what the driver lists per batch.
     assert size.files == DEFAULT_MAX_BYTES_PER_TRIGGER // (64 * 1024) == 8_192 <= MAX_FILES_PER_TRIGGER
+
+
+def test_the_file_source_of_this_spark_has_no_byte_limit_of_its_own(spark):
+    # Why files_per_trigger exists. Once Spark's own FileStreamOptions reads
+    # maxBytesPerTrigger (Spark 4), pass the budget to it instead and retire the estimate.
+    options = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.execution.streaming.FileStreamOptions")
+    methods = {method.getName() for method in options.getMethods()}
+    assert "maxFilesPerTrigger" in methods
+    assert "maxBytesPerTrigger" not in methods
