@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 from streaming.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
 from streaming.runner import DEFAULT_INTERVAL
+from streaming.stream_identity import CHECKPOINT_METADATA, query_id_in_metadata
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -238,16 +239,13 @@ def checkpoint_query_id(files: HadoopFiles, checkpoint_dir: str) -> str:
     first, the same way, gives the sink the id before the query starts; a new checkpoint,
     even at the same location, is a new stream whose batch ids never match the old one's.
     """
-    path = f"{checkpoint_dir.rstrip('/')}/metadata"
+    path = f"{checkpoint_dir.rstrip('/')}/{CHECKPOINT_METADATA}"
     if not files.exists(path):
         files.write_text(path, json.dumps({"id": str(uuid.uuid4())}))
     try:
-        query_id = json.loads(files.read_text(path))["id"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise JobArgumentError(
-            f"--checkpoint_location: {path} is not a Structured Streaming checkpoint's metadata: {exc}"
-        ) from exc
-    return str(query_id)
+        return query_id_in_metadata(files.read_text(path))
+    except ValueError as exc:
+        raise JobArgumentError(f"--checkpoint_location: {path}: {exc}") from exc
 
 
 def session_catalog_conf(spark: SparkSession) -> dict[str, str]:

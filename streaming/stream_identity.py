@@ -43,15 +43,26 @@ class StreamIdentity:
     recorded_at: str
 
 
+def query_id_in_metadata(text: str) -> str:
+    """The query id in the text of a checkpoint's `metadata` file: Spark writes it as the
+    JSON object `{"id": "<uuid>"}` on its first line (StreamMetadata). ValueError when the
+    text is not that."""
+    try:
+        query_id = json.loads(text.splitlines()[0])["id"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"not a Structured Streaming checkpoint's metadata ({type(exc).__name__}: {exc})") from exc
+    return str(query_id)
+
+
 def checkpoint_stream_id(checkpoint_dir: Path) -> str | None:
     """The query id Spark keeps in `<checkpoint>/metadata`, or None without a checkpoint."""
     path = checkpoint_dir / CHECKPOINT_METADATA
     if not path.is_file():
         return None
     try:
-        return str(json.loads(path.read_text(encoding="utf-8").splitlines()[0])["id"])
-    except (ValueError, KeyError, IndexError) as exc:
-        raise StreamIdentityError(f"{path} is not a Spark checkpoint metadata file ({exc})") from exc
+        return query_id_in_metadata(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise StreamIdentityError(f"{path}: {exc}") from exc
 
 
 def committed_batch_ids(checkpoint_dir: Path) -> set[int]:

@@ -6,69 +6,33 @@
   (is the stream delivering?), newest_event_at (how far the business events reach).
 #}
 {%- set built_at = 'cast(current_timestamp as ' ~ type_timestamp() ~ ')' %}
-{%- set no_ingestion_time = 'cast(null as ' ~ type_timestamp() ~ ')' %}
 
+{%- set ts = type_timestamp() %}
+{#- Per table: its newest ingestion time (the daily aggregates keep none), its newest
+    event time, and the column that event time comes from. A REMOVE is no version of
+    dim_customers_history: its time is the valid_to of the version it ended. -#}
+{%- set curated_tables = [
+    ('dim_customers', 'max(_ingested_at)', 'max(last_changed_at)', 'last_changed_at'),
+    ('dim_customers_history', 'max(_ingested_at)', 'max(coalesce(valid_to, valid_from))',
+        'valid_from, valid_to'),
+    ('fct_orders', 'max(_ingested_at)', 'max(last_changed_at)', 'last_changed_at'),
+    ('fct_order_lines', 'max(_ingested_at)', 'cast(max(order_date) as ' ~ ts ~ ')', 'order_date'),
+    ('agg_daily_revenue_by_status', 'cast(null as ' ~ ts ~ ')', 'cast(max(order_date) as ' ~ ts ~ ')',
+        'order_date'),
+    ('agg_daily_customer_activity', 'cast(null as ' ~ ts ~ ')', 'cast(max(activity_date) as ' ~ ts ~ ')',
+        'activity_date'),
+] %}
+
+{% for name, newest_ingested_at, newest_event_at, event_time_column in curated_tables %}
 select
-    'dim_customers' as curated_table,
+    '{{ name }}' as curated_table,
     count(*) as row_count,
-    max(_ingested_at) as newest_ingested_at,
-    max(last_changed_at) as newest_event_at,
-    'last_changed_at' as event_time_column,
+    {{ newest_ingested_at }} as newest_ingested_at,
+    {{ newest_event_at }} as newest_event_at,
+    '{{ event_time_column }}' as event_time_column,
     {{ built_at }} as built_at
-from {{ ref('dim_customers') }}
-
+from {{ ref(name) }}
+{% if not loop.last %}
 union all
-
-select
-    'dim_customers_history' as curated_table,
-    count(*) as row_count,
-    max(_ingested_at) as newest_ingested_at,
-    -- A REMOVE is no version: its time is the valid_to of the version it ended.
-    max(coalesce(valid_to, valid_from)) as newest_event_at,
-    'valid_from, valid_to' as event_time_column,
-    {{ built_at }} as built_at
-from {{ ref('dim_customers_history') }}
-
-union all
-
-select
-    'fct_orders' as curated_table,
-    count(*) as row_count,
-    max(_ingested_at) as newest_ingested_at,
-    max(last_changed_at) as newest_event_at,
-    'last_changed_at' as event_time_column,
-    {{ built_at }} as built_at
-from {{ ref('fct_orders') }}
-
-union all
-
-select
-    'fct_order_lines' as curated_table,
-    count(*) as row_count,
-    max(_ingested_at) as newest_ingested_at,
-    cast(max(order_date) as {{ type_timestamp() }}) as newest_event_at,
-    'order_date' as event_time_column,
-    {{ built_at }} as built_at
-from {{ ref('fct_order_lines') }}
-
-union all
-
-select
-    'agg_daily_revenue_by_status' as curated_table,
-    count(*) as row_count,
-    {{ no_ingestion_time }} as newest_ingested_at,
-    cast(max(order_date) as {{ type_timestamp() }}) as newest_event_at,
-    'order_date' as event_time_column,
-    {{ built_at }} as built_at
-from {{ ref('agg_daily_revenue_by_status') }}
-
-union all
-
-select
-    'agg_daily_customer_activity' as curated_table,
-    count(*) as row_count,
-    {{ no_ingestion_time }} as newest_ingested_at,
-    cast(max(activity_date) as {{ type_timestamp() }}) as newest_event_at,
-    'activity_date' as event_time_column,
-    {{ built_at }} as built_at
-from {{ ref('agg_daily_customer_activity') }}
+{% endif %}
+{%- endfor %}
