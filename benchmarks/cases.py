@@ -80,6 +80,8 @@ class KillableSink:
     def __init__(self, inner: RawSink, plan: KillPlan) -> None:
         self.inner = inner
         self.plan = plan
+        # The pipeline caches a batch's changes or not as the wrapped sink reads them.
+        self.reads_changes_once = getattr(inner, "reads_changes_once", False)
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)

@@ -28,6 +28,10 @@ SinkName = Literal["auto", "local", "hudi"]
 
 
 class RawSink(Protocol):
+    # A sink that reads each table's changes in one pass can declare it with a class
+    # attribute `reads_changes_once = True`; the pipeline then leaves them uncached (see
+    # Pipeline.process_batch). Without it, they are cached for the sink's several reads.
+
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         """Land this batch's distinct changes of one table (columns `change_log_schema`).
         `rows`: their count when the caller knows it, which spares a Spark job to find out
@@ -85,6 +89,9 @@ class LocalParquetSink:
     Writes every distinct change; the current state per key is derived by readers (dbt's
     DuckDB view `raw.<raw_table>`, `lakehouse status`), not stored.
     """
+
+    # One Parquet write per table reads the changes once: the pipeline need not cache them.
+    reads_changes_once = True
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip("/")

@@ -248,3 +248,39 @@ def test_each_batch_report_reaches_the_metrics_publisher(spark, tmp_path, contra
 
     assert published == [report]
     assert (report.batch_id, report.landed["customers"], report.quarantined) == (5, 1, 1)
+
+
+class CachedFramesAtWrite:
+    """A sink recording how many cached datasets exist when each table is written; it reads
+    its changes once when `reads_changes_once` says so."""
+
+    def __init__(self, spark, reads_changes_once: bool) -> None:
+        self.spark = spark
+        self.reads_changes_once = reads_changes_once
+        self.seen: dict[str, tuple[int, int]] = {}
+
+    def write(self, changes, contract, batch_id, rows=None) -> None:
+        cached = self.spark.sparkContext._jsc.getPersistentRDDs().size()
+        self.seen[contract.table] = (cached, changes.count())
+
+
+@pytest.mark.parametrize(("reads_changes_once", "cached_at_write"), [(True, 1), (False, 3)])
+def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(spark, tmp_path, contracts, reads_changes_once,
+                                                                   cached_at_write):
+    # The local change log reads a batch's changes once: they are left uncached (the ordering
+    # step runs again for the write); Hudi reads them twice: they are kept.
+    lines = [
+        customer("c-1", "ana@example.com", 1_700_000_000, 100, "e1"),
+        customer("c-1", "ana@example.com", 1_700_000_000, 100, "e1"),  # delivered twice
+        order("c-1", "o-1", 1_700_000_001, 101, "e2"),
+    ]
+    sink = CachedFramesAtWrite(spark, reads_changes_once)
+    before = spark.sparkContext._jsc.getPersistentRDDs().size()
+    report = Pipeline(contracts, sink, QuarantineWriter(str(tmp_path)), clock=lambda: FIXED_NOW).process_batch(
+        envelope_of(spark, lines), 0)
+
+    # The decoded records, plus one frame of changes per table when the sink reads them twice.
+    assert sink.seen == {"customers": (before + cached_at_write, 1), "orders": (before + cached_at_write, 1)}
+    assert report.landed == {"customers": 1, "orders": 1} and report.duplicates_dropped == 1
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
+    assert LocalParquetSink.reads_changes_once
