@@ -153,7 +153,7 @@ def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
     # A terminal sends Ctrl-C to the whole foreground process group: its own session here.
     process = subprocess.Popen(
         [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data), "--sink", "local",
-         "--trigger", "processing-time", "--interval", "1 hour"],
+         "--trigger", "processing-time", "--interval", "1 hour", "--max-bytes-per-trigger", "64m"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=checkout_env(), cwd=tmp_path,
         start_new_session=True,
     )
@@ -181,6 +181,8 @@ def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
     out, err = "".join(stdout), "".join(stderr)
 
     assert code == 0, err
+    # The start line says how the byte budget became a file count.
+    assert "files per micro-batch: about 64.0 MiB at" in out and "landing files now there" in out
     assert "stopping after the current batch" in out and "\nstopped\n" in out
     assert "Traceback" not in err and "Py4J" not in err
     assert "batch=0 " in err, "the batch in progress finished"
