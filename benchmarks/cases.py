@@ -122,7 +122,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     from streaming.evolution import ContractRegistry, guard_contracts
     from streaming.runner import run_stream
     from streaming.sinks import choose_sink
-    from streaming.sources import DEFAULT_MAX_BYTES_PER_TRIGGER, files_per_trigger, landing_files_stream
+    from streaming.sources import files_per_trigger, landing_files_stream
     from streaming.stream_identity import claim_stream_identity
 
     data_dir = params["data_dir"]
@@ -138,7 +138,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     raw_sink = choose_sink("local", spark, data_dir=data_dir, contracts=contracts, stream_id=stream_id)
     pipeline = RecordingPipeline(contracts, KillableSink(raw_sink, plan), KillableQuarantine(data_dir, plan))
     size = files_per_trigger(spark, params["landing_dir"], params.get("max_files_per_trigger"),
-                             int(params.get("max_bytes_per_trigger") or DEFAULT_MAX_BYTES_PER_TRIGGER))
+                             params.get("max_bytes_per_trigger"))
     source = landing_files_stream(spark, params["landing_dir"], trigger_size=size)
     trigger = params.get("trigger", "available-now")
     started = time.monotonic()

@@ -231,14 +231,14 @@ def _stream_with(
 
     from streaming.landing_ledger import changed_files
     from streaming.runner import deferred_stop_signals, run_stream, stop_between_batches
-    from streaming.sources import DEFAULT_MAX_BYTES_PER_TRIGGER, files_per_trigger, landing_files_stream
+    from streaming.sources import files_per_trigger, landing_files_stream
 
     checkpoint = target.checkpoint(QUERY_NAME)
     ledger = landing_ledger_dir(target)
     for changed in changed_files(ledger):
         out(f"WARNING: {changed.warning()}")
     max_files, max_bytes = batch_limits
-    size = files_per_trigger(spark, str(layout.landing), max_files, max_bytes or DEFAULT_MAX_BYTES_PER_TRIGGER)
+    size = files_per_trigger(spark, str(layout.landing), max_files, max_bytes)
     source = landing_files_stream(spark, str(layout.landing), ledger_dir=str(ledger), trigger_size=size)
     out(f"streaming {layout.landing} -> {target.raw} (trigger {trigger}; {size.explanation}) ...")
     started = time.monotonic()

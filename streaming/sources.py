@@ -137,6 +137,10 @@ class TriggerSize:
     files: int
     explanation: str
 
+    def __post_init__(self) -> None:
+        if self.files < 1:
+            raise ValueError("max_files_per_trigger must be at least 1")
+
 
 @dataclass(frozen=True)
 class LandingStream:
@@ -145,7 +149,6 @@ class LandingStream:
 
     files: DataFrame
     ledger_dir: str | None = None
-    trigger_size: TriggerSize | None = None
 
     def batch_envelope(self, files: DataFrame, batch_id: int) -> DataFrame:
         from streaming.landing_ledger import record_batch
@@ -160,7 +163,7 @@ def files_per_trigger(
     spark: SparkSession,
     landing_dir: str,
     max_files_per_trigger: int | None = None,
-    max_bytes_per_trigger: int = DEFAULT_MAX_BYTES_PER_TRIGGER,
+    max_bytes_per_trigger: int | None = None,
 ) -> TriggerSize:
     """The file count per micro-batch that keeps a batch near `max_bytes_per_trigger`.
 
@@ -170,8 +173,11 @@ def files_per_trigger(
     the stream starts: budget / the mean size of the files in the landing folder now
     (listed, not read), at least 1, at most `MAX_FILES_PER_TRIGGER`. A batch of files
     larger than that mean holds more bytes: at most the count times the largest file.
-    An explicit `max_files_per_trigger` caps the count.
+    An explicit `max_files_per_trigger` caps the count; `max_bytes_per_trigger` defaults
+    to `DEFAULT_MAX_BYTES_PER_TRIGGER`.
     """
+    if max_bytes_per_trigger is None:
+        max_bytes_per_trigger = DEFAULT_MAX_BYTES_PER_TRIGGER
     if max_bytes_per_trigger < 1:
         raise ValueError("max_bytes_per_trigger must be at least 1")
     if max_files_per_trigger is not None and max_files_per_trigger < 1:
@@ -216,23 +222,17 @@ def landing_files_stream(
 ) -> LandingStream:
     """Every object below `landing_dir` (Firehose's yyyy/MM/dd/HH folders or any other
     layout), GZIP or not, as a stream; `ledger_dir` keeps what each batch read
-    (streaming/landing_ledger.py). Batch size: `trigger_size`, else exactly
-    `max_files_per_trigger` files, else the default byte budget (`files_per_trigger`)."""
+    (streaming/landing_ledger.py). Batch size: `trigger_size` when the caller has sized it,
+    else the default byte budget capped by `max_files_per_trigger` (`files_per_trigger`)."""
     if trigger_size is None:
-        trigger_size = (
-            TriggerSize(max_files_per_trigger, f"{max_files_per_trigger:,} files per micro-batch")
-            if max_files_per_trigger is not None
-            else files_per_trigger(spark, landing_dir)
-        )
-    if trigger_size.files < 1:
-        raise ValueError("max_files_per_trigger must be at least 1")
+        trigger_size = files_per_trigger(spark, landing_dir, max_files_per_trigger)
     reader = (
         _landing_listing(spark.readStream)
         .option("maxFileAge", NEVER_TOO_OLD)
         .option("maxFilesPerTrigger", str(trigger_size.files))
     )
     files = reader.load(landing_dir).select("path", "length", "modificationTime")
-    return LandingStream(files, ledger_dir, trigger_size)
+    return LandingStream(files, ledger_dir)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:
