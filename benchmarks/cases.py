@@ -17,24 +17,24 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from benchmarks.measure import RESULT_PREFIX
-from streaming.contract import TableContract
-from streaming.pipeline import BatchReport, Pipeline
-from streaming.sinks import QuarantineWriter, RawSink
+from streaming.contracts.model import TableContract
+from streaming.io.layout import QUERY_NAME, DataLayout
+from streaming.pipeline.batch import BatchReport
+from streaming.io.sinks import QuarantineWriter
+from streaming.pipeline.batch import RawSink
 
 KILL_ENV = "BENCH_KILL_AT"
 KILL_PHASES = ("before_write", "mid_write", "after_write")
-QUERY_NAME = "landing_to_raw"
 
 
 def _session(params: dict[str, Any]) -> SparkSession:
-    from streaming.spark import local_session
+    from streaming.runtime.spark_session import local_session
 
     extra = {"spark.driver.memory": params["driver_memory"]} if params.get("driver_memory") else {}
     return local_session(
@@ -98,17 +98,14 @@ class KillableQuarantine(QuarantineWriter):
         self.plan.after_quarantine_write(batch_id)
 
 
-class RecordingPipeline(Pipeline):
-    """The production pipeline, keeping each batch's report for the benchmark."""
+class RecordingPublisher:
+    """A metrics publisher keeping each batch's report for the benchmark."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         self.reports: list[BatchReport] = []
 
-    def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
-        report = super().process_batch(envelope, batch_id)
+    def publish(self, report: BatchReport) -> None:
         self.reports.append(report)
-        return report
 
 
 def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -118,39 +115,26 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
-    from streaming.contract import load_contracts
-    from streaming.evolution import ContractRegistry, guard_contracts
-    from streaming.runner import run_stream
-    from streaming.sinks import choose_sink
-    from streaming.sources import files_per_trigger, landing_files_stream
-    from streaming.stream_identity import claim_stream_identity
+    from streaming.runtime.startup import StreamOptions, load_checked_contracts, start_stream
 
-    data_dir = params["data_dir"]
-    contracts = load_contracts()
+    landing = Path(params["landing_dir"])
     query_name = params.get("query_name", QUERY_NAME)
-    checkpoint_dir = Path(data_dir) / "checkpoints" / query_name
-    # The start-up checks of `lakehouse stream` (streaming/cli.py `stream`),
-    # so that the kill drill's restarts pass through them as an operator's restart would.
-    # The contracts' partition expressions are not re-checked: the benchmark never edits them.
-    stream_id = claim_stream_identity(Path(data_dir), checkpoint_dir, Path(params["landing_dir"]), contracts)
-    guard_contracts(ContractRegistry(Path(data_dir) / "raw"), contracts, datetime.now(timezone.utc))
-    plan = KillPlan(os.environ.get(KILL_ENV))
-    raw_sink = choose_sink("local", spark, data_dir=data_dir, contracts=contracts, stream_id=stream_id)
-    pipeline = RecordingPipeline(contracts, KillableSink(raw_sink, plan), KillableQuarantine(data_dir, plan))
-    size = files_per_trigger(spark, params["landing_dir"], params.get("max_files_per_trigger"),
-                             params.get("max_bytes_per_trigger"))
-    source = landing_files_stream(spark, params["landing_dir"], trigger_size=size)
     trigger = params.get("trigger", "available-now")
+    options = StreamOptions(trigger=trigger, interval=params.get("interval", "10 seconds"), sink="local",
+                            max_files_per_trigger=params.get("max_files_per_trigger"),
+                            max_bytes_per_trigger=params.get("max_bytes_per_trigger"),
+                            query_name=query_name, checkpoint_name=query_name)
+    plan = KillPlan(os.environ.get(KILL_ENV))
+    recorder = RecordingPublisher()
+
+    def killable(raw_sink: RawSink, quarantine: QuarantineWriter) -> tuple[RawSink, QuarantineWriter]:
+        return KillableSink(raw_sink, plan), KillableQuarantine(quarantine.root, plan)
+
     started = time.monotonic()
-    query = run_stream(
-        spark,
-        pipeline,
-        source,
-        checkpoint_dir=str(checkpoint_dir),
-        trigger=trigger,
-        interval=params.get("interval", "10 seconds"),
-        query_name=query_name,
-    )
+    # `lakehouse stream`'s start-up (streaming/runtime/startup.py), so that the kill
+    # drill's restarts pass through every check an operator's restart would.
+    query, size = start_stream(spark, DataLayout(Path(params["data_dir"])), landing,
+                               load_checked_contracts(), options, print, metrics=recorder, wrap_sinks=killable)
     if trigger == "processing-time":
         Path(params["ready_file"]).touch()
         deadline = time.monotonic() + float(params.get("timeout_s", 600))
@@ -160,12 +144,12 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
         query.stop()
     return {
         "seconds": time.monotonic() - started,
-        "records_in": sum(report.records_in for report in pipeline.reports),
-        "landed": sum(sum(report.landed.values()) for report in pipeline.reports),
-        "quarantined": sum(report.quarantined for report in pipeline.reports),
-        "duplicates_dropped": sum(report.duplicates_dropped for report in pipeline.reports),
-        "batch_seconds": [report.seconds for report in pipeline.reports],
-        "batch_records": [report.records_in for report in pipeline.reports],
+        "records_in": sum(report.records_in for report in recorder.reports),
+        "landed": sum(sum(report.landed.values()) for report in recorder.reports),
+        "quarantined": sum(report.quarantined for report in recorder.reports),
+        "duplicates_dropped": sum(report.duplicates_dropped for report in recorder.reports),
+        "batch_seconds": [report.seconds for report in recorder.reports],
+        "batch_records": [report.records_in for report in recorder.reports],
         "files_per_trigger": size.files,
     }
 
@@ -211,7 +195,7 @@ def dbt_case(params: dict[str, Any]) -> dict[str, Any]:
 
 def dbt_build_case(params: dict[str, Any]) -> dict[str, Any]:
     """One dbt command on a data directory (the drill kills it midway)."""
-    from lakehouse_dbt import run_dbt
+    from streaming.runtime.dbt_runner import run_dbt
 
     result = run_dbt(list(params["args"]), params["data_dir"])
     return {"success": bool(result.success)}

@@ -34,12 +34,12 @@ import psutil
 
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.standalone_cluster import LOOPBACK_ADDRESSES, StandaloneCluster, standalone_cluster
+from streaming.io.layout import DataLayout
 
 if TYPE_CHECKING:
     from streaming.operations.reconcile import ReconcileReport
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-QUERY_NAME = "landing_to_raw"
 EXECUTOR_MEMORY = "512m"
 DRIVER_MEMORY = "1g"
 RUN_TIMEOUT_S = 1200
@@ -69,9 +69,9 @@ def generate_landing(data_dir: Path, customers: int, records_per_file: int, seed
     Spark's file source takes files oldest first; distinct modification times make the
     split into micro-batches the same in every run, so rows compare with their batch id.
     """
-    from streaming.operations.generator import write_landing_files
+    from streaming.samples.generator import write_landing_files
 
-    summary = write_landing_files(data_dir / "landing", customers=customers, records_per_file=records_per_file,
+    summary = write_landing_files(DataLayout(data_dir).landing, customers=customers, records_per_file=records_per_file,
                                   seed=seed)
     files = sorted(summary.files)
     oldest = time.time() - len(files) - 60
@@ -81,7 +81,7 @@ def generate_landing(data_dir: Path, customers: int, records_per_file: int, seed
 
 
 def committed_batches(data_dir: Path) -> int:
-    commits = data_dir / "checkpoints" / QUERY_NAME / "commits"
+    commits = DataLayout(data_dir).checkpoint() / "commits"
     return len(list(commits.glob("[0-9]*"))) if commits.is_dir() else 0
 
 
@@ -177,7 +177,7 @@ def _tail(path: Path, characters: int = 3000) -> str:
 
 
 def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileReport:
-    from streaming.contract import load_contracts
+    from streaming.contracts.model import load_contracts
     from streaming.operations.reconcile import reconcile
 
     return reconcile(str(reference_raw), str(cluster_raw), load_contracts())
@@ -189,8 +189,8 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
     work.mkdir(parents=True)
     data_dir, reference_dir = work / "run", work / "reference"
     files = generate_landing(data_dir, customers, records_per_file, seed)
-    pristine_landing = work / "landing"
-    shutil.copytree(data_dir / "landing", pristine_landing)
+    pristine_landing = DataLayout(work).landing
+    shutil.copytree(DataLayout(data_dir).landing, pristine_landing)
     batches = -(-len(files) // files_per_batch)
     progress(f"cluster drill: {len(files)} landing files, {batches} micro-batches; local[2] reference run")
     reference_seconds = run_reference(data_dir, files_per_batch, work / "reference.log")
@@ -199,7 +199,7 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
     if not all(reference.values()):
         raise RuntimeError(f"the reference run left an empty table: {[n for n, rows in reference.items() if not rows]}")
     data_dir.mkdir()
-    shutil.copytree(pristine_landing, data_dir / "landing")
+    shutil.copytree(pristine_landing, DataLayout(data_dir).landing)
     progress("cluster drill: starting a master and two workers on 127.0.0.1")
     cluster_started = time.monotonic()
     with standalone_cluster(work / "cluster") as cluster:
@@ -208,7 +208,7 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
         run = run_on_cluster_killing_a_worker(cluster, data_dir, files_per_batch, work / "cluster-run.log", progress)
         listening = set(run["listening_addresses"]) | cluster.listening_addresses()
     diffs = compare_data_dirs(reference, data_dir_rows(data_dir))
-    state = current_state_report(reference_dir / "raw", data_dir / "raw")
+    state = current_state_report(DataLayout(reference_dir).raw, DataLayout(data_dir).raw)
     leftovers = staged_leftovers(data_dir)
     lost = sum(diff.lost for diff in diffs.values())
     duplicated = sum(diff.duplicated for diff in diffs.values())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from streaming.operations.generator import write_landing_files
+from streaming.samples.generator import write_landing_files
 
 # Measured: the generator's defaults yield about 14.5 records per customer.
 RECORDS_PER_CUSTOMER = 14.5

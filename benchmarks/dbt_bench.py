@@ -30,9 +30,10 @@ from typing import Any
 
 import duckdb
 
-from lakehouse_dbt.raw_schema import load_contract
-from streaming import raw_layout
-from streaming.evolution import contract_version
+from streaming.samples.raw_schema import load_contract
+from streaming.io import layout as raw_layout
+from streaming.contracts.evolution import contract_version
+from streaming.io.layout import DataLayout
 
 CUSTOMER_SHARE = 0.3
 EVENTS_PER_KEY = 3
@@ -137,7 +138,7 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
 
     With `batches` > 1 the rows of each table are split in event order into that many
     raw batches `batch_id`, `batch_id` + 1, ..., ingested one day apart from `ingested_at`.
-    Each batch lands where the local sink puts it (`streaming.raw_layout`):
+    Each batch lands where the local sink puts it (`streaming.io.layout`):
     `raw/<raw_table>_changes/_ingest_hour=<hour of its _ingested_at>/_batch_id=<n>/`, and,
     like the sink's files, its files hold `_batch_id` as a column but not `_ingest_hour`.
     """
@@ -147,7 +148,7 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
         "orders": (_orders_sql, first_event + customer_rows, rows - customer_rows,
                    max(1, key_space - int(key_space * CUSTOMER_SHARE))),
     }
-    raw_root = data_dir / "raw"
+    raw_root = DataLayout(data_dir).raw
     written = {}
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
@@ -183,7 +184,7 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
 
 
 def _timed_build(data_dir: Path, args: list[str]) -> dict[str, Any]:
-    from lakehouse_dbt import run_dbt
+    from streaming.runtime.dbt_runner import run_dbt
 
     started = time.monotonic()
     result = run_dbt(args, data_dir)
@@ -200,7 +201,7 @@ def _timed_build(data_dir: Path, args: list[str]) -> dict[str, Any]:
 
 def batch_bytes(data_dir: Path, batch_id: int) -> int:
     """Bytes of the raw files of batch `batch_id`, over every change log."""
-    return sum(path.stat().st_size for path in (data_dir / "raw").glob(
+    return sum(path.stat().st_size for path in (DataLayout(data_dir).raw).glob(
         f"*/{raw_layout.INGEST_HOUR_COLUMN}=*/{raw_layout.batch_folder(batch_id)}/*.parquet"))
 
 
@@ -211,7 +212,7 @@ def raw_reads_during(data_dir: Path, args: list[str]) -> tuple[dict[str, Any], d
     file the same instance: a connection opened here turns on that instance's
     FileSystem log (one entry per read, with its path and byte count) for the build.
     """
-    raw = (data_dir / "raw").resolve()
+    raw = (DataLayout(data_dir).raw).resolve()
     with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
         con.execute("call enable_logging('FileSystem')")
         build = _timed_build(data_dir, args)

@@ -61,7 +61,7 @@ def random_history(rng: random.Random, batches: int, keys: int) -> list[dict[str
 
 
 def write_history(data_dir: Path, history: list[dict[str, Any]], upto: int) -> None:
-    from lakehouse_dbt.raw_fixtures import write_raw_batch
+    from streaming.samples.raw_fixtures import write_raw_batch
 
     for batch_id in range(upto):
         batch = history[batch_id]
@@ -71,7 +71,7 @@ def write_history(data_dir: Path, history: list[dict[str, Any]], upto: int) -> N
 
 
 def _build(data_dir: Path, *args: str) -> None:
-    from lakehouse_dbt import run_dbt
+    from streaming.runtime.dbt_runner import run_dbt
 
     result = run_dbt(["build", *args], data_dir)
     if not result.success:

@@ -15,11 +15,12 @@ from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
-from streaming import raw_layout
-from streaming.contract import load_contracts
-from streaming.pipeline import Pipeline
-from streaming.sinks import LocalParquetSink, QuarantineWriter
-from streaming.sources import ENVELOPE_COLUMNS, landing_files_batch
+from streaming.io import layout as raw_layout
+from streaming.contracts.model import load_contracts
+from streaming.pipeline.batch import Pipeline
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.sources import ENVELOPE_COLUMNS, landing_files_batch
+from streaming.io.layout import DataLayout
 
 MARKER = re.compile(r"fz(\d{6})z")
 
@@ -55,7 +56,7 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
             for records in base_records(seed + 100, good_customers).values() for record in records]
     lines: list[tuple[bytes, FuzzRecord | None]] = [(record.line, record) for record in hostile] + [(line, None) for line in good]
     random.Random(seed).shuffle(lines)
-    landing = work / "landing"
+    landing = DataLayout(work).landing
     landing.mkdir(parents=True, exist_ok=True)
     per_batch = -(-len(lines) // batches)
     contracts = load_contracts()
@@ -69,7 +70,7 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
         except Exception as exc:  # the drill reports any failure of a batch instead of stopping
             failures.append(f"batch {batch_id}: {type(exc).__name__}: {str(exc)[:500]}")
 
-    quarantine = work / "quarantine"
+    quarantine = DataLayout(work).quarantine
     reasons_by_marker: dict[int, list[str]] = {}
     unmarked_quarantined = 0
     empty_reasons = 0
@@ -86,7 +87,7 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
     landed_markers: Counter[int] = Counter()
     unmarked_landed = 0
     for contract in contracts.values():
-        for event_id in _column(raw_layout.change_log_dir(work / "raw", contract), "_event_id"):
+        for event_id in _column(raw_layout.change_log_dir(DataLayout(work).raw, contract), "_event_id"):
             match = MARKER.fullmatch(event_id or "")
             if match:
                 landed_markers[int(match.group(1))] += 1
@@ -193,9 +194,9 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
 
     from pyspark.sql import DataFrame
 
-    from streaming.decode import decode_batch
-    from streaming.order import latest_per_key
-    from streaming.pipeline import to_change_log_rows
+    from streaming.pipeline.decode import decode_batch
+    from streaming.pipeline.ordering import latest_per_key
+    from streaming.pipeline.batch import to_change_log_rows
 
     contracts = load_contracts()
     contract = contracts["customers"]
@@ -223,7 +224,7 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]],
     Also returns the event ids the sink's change-log files hold per batch, with their counts."""
     import duckdb
 
-    from lakehouse_dbt import run_dbt
+    from streaming.runtime.dbt_runner import run_dbt
 
     contracts = load_contracts()
     clock_ticks = iter(_BASE + timedelta(hours=tick) for tick in range(10_000))
@@ -234,7 +235,7 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]],
                                          "payload string, kinesis_sequence_number string, source_ref string")
         pipeline.process_batch(envelope, batch_id)
     events: list[Counter[str]] = [Counter() for _ in batches]
-    for batch_id, path in batch_files(raw_layout.change_log_dir(data_dir / "raw", contracts["customers"])):
+    for batch_id, path in batch_files(raw_layout.change_log_dir(DataLayout(data_dir).raw, contracts["customers"])):
         events[batch_id].update(pq.read_table(path, columns=["_event_id"]).column("_event_id").to_pylist())
     result = run_dbt(["run", "--select", "stg_dynamodb__customers"], data_dir)
     if not result.success:

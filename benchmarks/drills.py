@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if "cluster" in selected:
         attempt("cluster_worker_kill", lambda: {"cluster_worker_kill": run_cluster(plan, work)})
     if {"fuzz", "property"} & set(selected):
-        from streaming.spark import local_session
+        from streaming.runtime.spark_session import local_session
 
         spark = local_session(app_name="lakehouse-drills", master="local[2]")
         try:

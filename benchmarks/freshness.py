@@ -3,7 +3,7 @@
 The streaming job runs with a processing-time trigger in its own process; this side
 drops files into landing at a fixed interval (not a multiple of the trigger, so files
 land at every phase of it) and watches the change-log folders for each file's rows, as
-every reader lists them (`streaming.raw_layout.CHANGE_LOG_FILE_GLOB`): a batch counts
+every reader lists them (`streaming.io.layout.CHANGE_LOG_FILE_GLOB`): a batch counts
 once it is renamed into place, not while it is written in the scratch folder. Each file
 carries its own key prefix, so its rows are recognisable whatever batch they land in.
 """
@@ -19,9 +19,10 @@ import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
-from streaming import raw_layout
-from streaming.contract import TableContract, load_contracts
-from streaming.operations.generator import generate_cdc
+from streaming.io import layout as raw_layout
+from streaming.contracts.model import TableContract, load_contracts
+from streaming.samples.generator import generate_cdc
+from streaming.io.layout import DataLayout
 
 # The column of each DynamoDB table that carries the file prefix (the customer id).
 KEY_COLUMNS = {"customers": "id", "orders": "customer_id"}
@@ -70,7 +71,7 @@ class RawWatcher:
 def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger_s: int,
                       timeout_s: float = 600) -> dict[str, Any]:
     data_dir = work / "freshness"
-    landing = data_dir / "landing" / "fresh"
+    landing = DataLayout(data_dir).landing / "fresh"
     staged = work / "freshness-staged"
     landing.mkdir(parents=True, exist_ok=True)
     staged.mkdir(parents=True, exist_ok=True)
@@ -78,13 +79,13 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
         (staged / f"fresh-{index:03d}.jsonl").write_text("\n".join(freshness_lines(index)) + "\n", encoding="utf-8")
     ready, stop = work / "freshness.ready", work / "freshness.stop"
     params = {
-        "label": "freshness", "data_dir": str(data_dir), "landing_dir": str(data_dir / "landing"),
+        "label": "freshness", "data_dir": str(data_dir), "landing_dir": str(DataLayout(data_dir).landing),
         "trigger": "processing-time", "interval": f"{trigger_s} seconds",
         "ready_file": str(ready), "stop_file": str(stop), "timeout_s": timeout_s,
     }
     log_path = work / "freshness.log"
     process = start_case("stream", params, log_path=log_path)
-    watcher = RawWatcher(data_dir / "raw")
+    watcher = RawWatcher(DataLayout(data_dir).raw)
     landed_at: dict[int, float] = {}
     deadline = time.monotonic() + timeout_s
     try:

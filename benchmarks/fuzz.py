@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streaming.operations.generator import generate_cdc
+from streaming.samples.generator import generate_cdc
 
 Expect = Literal["quarantine", "land"]
 Record = dict[str, Any]

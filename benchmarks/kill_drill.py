@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cases import KILL_ENV, KILL_PHASES, QUERY_NAME
+from benchmarks.cases import KILL_ENV, KILL_PHASES
 from benchmarks.datasets import LandingSet
 from benchmarks.measure import kill_tree, run_case, start_case
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
-from streaming.contract import load_contracts
+from streaming.contracts.model import load_contracts
+from streaming.io.layout import DataLayout
 
 TIMER = "timer"
 MAX_RESTARTS = 4
@@ -35,7 +36,7 @@ def _params(landing: LandingSet, data_dir: Path) -> dict[str, Any]:
 
 
 def committed_batches(data_dir: Path) -> int:
-    commits = data_dir / "checkpoints" / QUERY_NAME / "commits"
+    commits = DataLayout(data_dir).checkpoint() / "commits"
     return len([path for path in commits.glob("[0-9]*")]) if commits.is_dir() else 0
 
 
@@ -45,7 +46,7 @@ def _killed_by_hook(landing: LandingSet, data_dir: Path, batch_id: int, phase: s
 
 
 def _killed_by_timer(landing: LandingSet, data_dir: Path, rng: random.Random, max_delay_s: float) -> bool:
-    offsets = data_dir / "checkpoints" / QUERY_NAME / "offsets" / "0"
+    offsets = DataLayout(data_dir).checkpoint() / "offsets" / "0"
     process = start_case("stream", _params(landing, data_dir), log_path=data_dir.parent / f"{data_dir.name}.log")
     deadline = time.monotonic() + 600
     while not offsets.exists() and process.poll() is None and time.monotonic() < deadline:

@@ -1,7 +1,7 @@
 """Row multisets of a local data directory's raw change logs and quarantine, and their
 comparison (the kill drill's exactly-once check).
 
-Files are found as every reader finds them (`streaming.raw_layout`): change logs at
+Files are found as every reader finds them (`streaming.io.layout`): change logs at
 `raw/<raw_table>_changes/_ingest_hour=<h>/_batch_id=<n>/*.parquet`, the quarantine at
 `quarantine/_batch_id=<n>/*.parquet`. Scratch folders (`_tmp`) hold batches not yet
 renamed into place and are not part of any table.
@@ -17,7 +17,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from streaming import raw_layout
+from streaming.io import layout as raw_layout
+from streaming.io.layout import DataLayout
 
 BATCH_FOLDER = re.compile(rf"^{raw_layout.BATCH_COLUMN}=(-?\d+)$")
 QUARANTINE_FILE_GLOB = f"{raw_layout.BATCH_COLUMN}=*/*.parquet"
@@ -62,14 +63,14 @@ def table_rows(table_dir: Path, pattern: str = raw_layout.CHANGE_LOG_FILE_GLOB,
 def change_log_dirs(data_dir: Path) -> list[Path]:
     """Every change-log folder under `<data_dir>/raw`; `_`-prefixed ones (scratch, the
     contract registry) are bookkeeping, not tables."""
-    raw = data_dir / "raw"
+    raw = DataLayout(data_dir).raw
     return [path for path in sorted(raw.glob("*")) if path.is_dir() and not path.name.startswith("_")]
 
 
 def data_dir_rows(data_dir: Path) -> dict[str, Counter[Row]]:
     """Rows of every raw change log and of the quarantine under a local data directory."""
     tables = {f"raw/{path.name}": table_rows(path) for path in change_log_dirs(data_dir)}
-    tables["quarantine"] = table_rows(data_dir / "quarantine", QUARANTINE_FILE_GLOB)
+    tables["quarantine"] = table_rows(DataLayout(data_dir).quarantine, QUARANTINE_FILE_GLOB)
     return tables
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from streaming.spark import ensure_java
+from streaming.runtime.spark_session import ensure_java
 
 LOOPBACK = "127.0.0.1"
 # Spark's own daemons default to a 1 GB heap; these only keep cluster state.

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from streaming.glue_job import OPTIONAL_ARGS
+from streaming.runtime.glue_job import OPTIONAL_ARGS
 
 # Worker types Glue offers for Spark streaming jobs
 # (https://docs.aws.amazon.com/glue/latest/dg/add-job-streaming.html).
@@ -46,7 +46,7 @@ class DeployConfig:
     stream_retention_hours: int = 24
     glue_worker_type: str = "G.1X"
     glue_number_of_workers: int = 2
-    # Optional job parameters of streaming/glue_job.py (names without "--").
+    # Optional job parameters of streaming/runtime/glue_job.py (names without "--").
     job_arguments: Mapping[str, str] = field(default_factory=dict)
     quarantine_retention_days: int = 90
     athena_results_retention_days: int = 30
@@ -105,7 +105,7 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
     unknown_args = sorted(set(config.job_arguments) - set(OPTIONAL_ARGS))
     _require(
         not unknown_args,
-        f"job_arguments: {', '.join(unknown_args)} are not optional parameters of streaming/glue_job.py "
+        f"job_arguments: {', '.join(unknown_args)} are not optional parameters of streaming/runtime/glue_job.py "
         f"({', '.join(OPTIONAL_ARGS)})",
     )
     _require(

@@ -1,6 +1,6 @@
 """The Glue job's DefaultArguments, built from the job script's own parameter names.
 
-streaming/glue_job.py declares REQUIRED_ARGS and OPTIONAL_ARGS; the stack supplies a
+streaming/runtime/glue_job.py declares REQUIRED_ARGS and OPTIONAL_ARGS; the stack supplies a
 value for every required one (Glue sets JOB_NAME) and may override optional ones. A
 parameter renamed or added in the script without the stack following fails synthesis.
 """
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from streaming.glue_job import OPTIONAL_ARGS, REQUIRED_ARGS
+from streaming.runtime.glue_job import OPTIONAL_ARGS, REQUIRED_ARGS
 
 # Glue passes --JOB_NAME itself.
 SET_BY_GLUE = frozenset({"JOB_NAME"})
 
 
 class JobArgumentsError(ValueError):
-    """The stack's job parameters do not match those of streaming/glue_job.py."""
+    """The stack's job parameters do not match those of streaming/runtime/glue_job.py."""
 
 
 def glue_system_arguments(extra_py_files: str, temp_dir: str, spark_event_logs: str) -> dict[str, str]:
@@ -46,13 +46,13 @@ def job_parameters(required: Mapping[str, str], optional: Mapping[str, str]) -> 
     unexpected = sorted(set(required) - expected)
     if missing or unexpected:
         raise JobArgumentsError(
-            f"streaming/glue_job.py requires {sorted(expected)}; the stack is missing {missing} "
+            f"streaming/runtime/glue_job.py requires {sorted(expected)}; the stack is missing {missing} "
             f"and gives unknown {unexpected}"
         )
     unknown_optional = sorted(set(optional) - set(OPTIONAL_ARGS))
     if unknown_optional:
         raise JobArgumentsError(
-            f"{unknown_optional} are not optional parameters of streaming/glue_job.py ({sorted(OPTIONAL_ARGS)})"
+            f"{unknown_optional} are not optional parameters of streaming/runtime/glue_job.py ({sorted(OPTIONAL_ARGS)})"
         )
     empty = sorted(name for name, value in {**required, **optional}.items() if not str(value))
     if empty:

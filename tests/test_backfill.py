@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming import raw_layout
+from streaming.io import layout as raw_layout
 from streaming.operations.backfill import (
     BackfillError,
     backfill_run_id,
@@ -21,12 +21,15 @@ from streaming.operations.backfill import (
     run_backfill,
     run_log_path,
 )
-from streaming.cli import DataLayout, backfill, main, stream
-from streaming.contract import load_contracts
-from streaming.pipeline import Pipeline
-from streaming.sinks import LocalParquetSink, QuarantineWriter
-from streaming.operations.export import read_export_manifest, write_full_export
-from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
+from streaming.cli import main
+from streaming.io.layout import DataLayout
+from streaming.operations.backfill import backfill
+from streaming.operations.stream import stream
+from streaming.contracts.model import load_contracts
+from streaming.pipeline.batch import Pipeline
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.dynamodb_export import read_export_manifest, write_full_export
+from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import reconcile
 
 UTC = timezone.utc

@@ -29,11 +29,11 @@ from benchmarks.freshness import RawWatcher, file_prefix
 from benchmarks.fuzz import BAD_PREFIX, hostile_records
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.run import folder_name
-from lakehouse_dbt.raw_schema import load_contract
-from streaming import raw_layout
-from streaming.contract import INGEST_HOUR_COLUMN, change_log_schema, load_contracts
-from streaming.evolution import contract_version
-from streaming.stream_identity import read_identity
+from streaming.samples.raw_schema import load_contract
+from streaming.io import layout as raw_layout
+from streaming.contracts.model import INGEST_HOUR_COLUMN, change_log_schema, load_contracts
+from streaming.contracts.evolution import contract_version
+from streaming.runtime.stream_identity import read_identity
 
 
 @pytest.mark.spark

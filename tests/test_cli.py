@@ -6,10 +6,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from lakehouse_dbt.summary import MARTS_SCHEMA
-from streaming.operations.generator import generate_cdc
-from streaming.cli import DataLayout, byte_size, default_data_dir, main, run_demo, status
-from streaming.operations.demo_dir import DEMO_MARKER
+from streaming.operations.marts_summary import MARTS_SCHEMA
+from streaming.samples.generator import generate_cdc
+from streaming.cli import main
+from streaming.cli.options import byte_size
+from streaming.io.layout import DataLayout, default_data_dir
+from streaming.operations.demo import run_demo
+from streaming.operations.status import status
+from streaming.operations.demo import DEMO_MARKER
 
 
 def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
@@ -41,10 +45,10 @@ def test_stream_without_landing_files_is_a_friendly_error(tmp_path, capsys):
 
 
 def test_invalid_arguments_exit_2_without_traceback(tmp_path, capsys):
-    assert main(["stream", "--data-dir", str(tmp_path), "--max-files-per-trigger", "0"]) == 2
-    for size in ("0", "-5m", "5 t", "lots"):
+    for option, value in [("--max-files-per-trigger", "0"), *(("--max-bytes-per-trigger", size)
+                                                              for size in ("0", "-5m", "5 t", "lots"))]:
         with pytest.raises(SystemExit) as exit_info:
-            main(["stream", "--data-dir", str(tmp_path), "--max-bytes-per-trigger", size])
+            main(["stream", "--data-dir", str(tmp_path), option, value])
         assert exit_info.value.code == 2
     assert main(["generate", "--data-dir", str(tmp_path), "--customers", "2", "--records-per-file", "0"]) == 2
     assert "Traceback" not in capsys.readouterr().err
@@ -132,8 +136,8 @@ def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):
 
 
 def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
-    from streaming.operations.demo_dir import prepare_demo_dir
-    from streaming.operations.reprocess import POINTER_FILE, read_pointer
+    from streaming.operations.demo import prepare_demo_dir
+    from streaming.io.layout import POINTER_FILE, read_pointer
 
     (tmp_path / DEMO_MARKER).write_text("an earlier demo made this directory")
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')

@@ -15,12 +15,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from lakehouse_dbt.raw_fixtures import write_raw_batch
-from lakehouse_dbt.summary import MARTS_SCHEMA
-from streaming.cli import DataLayout, main, run_demo
-from streaming.operations.demo_dir import DEMO_MARKER
-from streaming.operations.generator import CUSTOMERS, generate_cdc
-from streaming.runner import checked_interval
+from streaming.samples.raw_fixtures import write_raw_batch
+from streaming.operations.marts_summary import MARTS_SCHEMA
+from streaming.cli import main
+from streaming.io.layout import DataLayout
+from streaming.operations.demo import run_demo
+from streaming.operations.demo import DEMO_MARKER
+from streaming.samples.generator import CUSTOMERS, generate_cdc
+from streaming.runtime.stream_loop import checked_interval
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pyspark.sql import types as T
 
-from streaming.contract import (
+from streaming.contracts.model import (
     ContractError,
     change_log_schema,
     check_partition_expression,

@@ -11,10 +11,11 @@ import duckdb
 import pytest
 import yaml
 
-from lakehouse_dbt import run_dbt
-from streaming.cli import DataLayout, main
-from streaming.contract import PACKAGED_CONTRACTS_DIR
-from streaming.operations.generator import write_landing_files
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.cli import main
+from streaming.io.layout import DataLayout
+from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+from streaming.samples.generator import write_landing_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.dbt]
 
@@ -51,7 +52,7 @@ def evolved(spark, tmp_path_factory):
     shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir)
     write_landing_files(layout.landing, seed=31, customers=4, orders_per_customer=1, records_per_file=40,
                         malformed_rate=0.0)
-    from streaming.cli import stream
+    from streaming.operations.stream import stream
 
     stream(layout, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
 

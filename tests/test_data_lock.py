@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.data_lock import DataDirLocked, hold_data_dir, lock_path
-from streaming.operations.export import write_full_export
-from streaming.operations.generator import CUSTOMERS, generate_cdc
+from streaming.runtime.data_lock import DataDirLocked, hold_data_dir, lock_path
+from streaming.io.dynamodb_export import write_full_export
+from streaming.samples.generator import CUSTOMERS, generate_cdc
 
 REPO = Path(__file__).resolve().parents[1]
 # Holds the lock of argv[1] as `lakehouse stream` would, until killed.
 HOLDER_PROGRAM = """
 import sys, time
-from streaming.data_lock import hold_data_dir
+from streaming.runtime.data_lock import hold_data_dir
 with hold_data_dir(sys.argv[1], "stream"):
     print("held", flush=True)
     time.sleep(600)

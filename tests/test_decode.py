@@ -15,8 +15,8 @@ from boto3.dynamodb.types import TypeDeserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from streaming.contract import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
-from streaming.decode import QUARANTINE_COLUMNS, decode_batch
+from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
+from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch
 
 pytestmark = pytest.mark.spark
 
@@ -978,7 +978,7 @@ def test_partition_expression_reading_a_non_key_column_is_a_contract_error(spark
 
 
 def test_invalid_utf8_in_a_value_is_quarantined_readably_while_valid_records_land(spark, contracts, tmp_path):
-    from streaming.sources import landing_files_batch
+    from streaming.io.sources import landing_files_batch
 
     bad = json.dumps(customer(customer_id="cust-bad", email="x@example.com")).encode()
     bad = bad.replace(b"x@example.com", b"x\xff\xfe@example.com")

@@ -1,7 +1,7 @@
 """The lag of the per-batch log line in units a person reads at a glance."""
 import pytest
 
-from streaming.pipeline import readable_duration
+from streaming.pipeline.batch import readable_duration
 
 
 @pytest.mark.parametrize(

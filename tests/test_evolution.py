@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contract import (
+from streaming.contracts.model import (
     METADATA_COLUMNS,
     PACKAGED_CONTRACTS_DIR,
     TableContract,
@@ -27,7 +27,7 @@ from streaming.contract import (
     load_contracts,
     raw_schema,
 )
-from streaming.evolution import (
+from streaming.contracts.evolution import (
     ContractEvolutionError,
     ContractRegistry,
     LocalFileSystem,
@@ -158,7 +158,7 @@ def test_version_ignores_load_repetition_and_key_order(tmp_path: Path) -> None:
 def test_version_is_the_same_in_other_python_processes(tmp_path: Path) -> None:
     path = write_contract(tmp_path / "orders", packaged("orders"))
     program = (
-        "import sys; from streaming.contract import load_contract; from streaming.evolution import contract_version; "
+        "import sys; from streaming.contracts.model import load_contract; from streaming.contracts.evolution import contract_version; "
         "print(contract_version(load_contract(sys.argv[1])))"
     )
     versions = set()
@@ -416,7 +416,7 @@ def test_a_failed_write_leaves_neither_entry_nor_temporary_file(tmp_path: Path, 
     def fail(source: str, target: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("streaming.evolution.os.replace", fail)
+    monkeypatch.setattr("streaming.atomic_files.os.replace", fail)
     with pytest.raises(OSError, match="disk full"):
         registry.register(load(tmp_path, edited("customers", _set("attributes.phoneNumber", {"type": "S"}))), NOW)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streaming.operations.export import (
+from streaming.io.dynamodb_export import (
     ExportLineError,
     ExportValidationError,
     export_to_change_records,
@@ -21,8 +21,8 @@ from streaming.operations.export import (
     write_full_export,
     write_incremental_export,
 )
-from streaming.contract import load_contracts
-from streaming.operations.generator import generate_cdc
+from streaming.contracts.model import load_contracts
+from streaming.samples.generator import generate_cdc
 
 UTC = timezone.utc
 CONTRACTS = load_contracts()

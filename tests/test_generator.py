@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from streaming.contract import load_contracts
-from streaming.operations.generator import generate_cdc, write_landing_files
+from streaming.contracts.model import load_contracts
+from streaming.samples.generator import generate_cdc, write_landing_files
 
 UTC = timezone.utc
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -366,7 +366,7 @@ def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path
     import gzip
     import io
 
-    from streaming.landing_reader import split_records
+    from streaming.io.landing_reader import split_records
 
     kwargs = {"seed": 4, "customers": 30, "malformed_rate": 0.05}
     cdc = generate_cdc(**kwargs)

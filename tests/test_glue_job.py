@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-import streaming.glue_job
-from streaming.glue_job import (
+import streaming.runtime.glue_job
+from streaming.runtime.glue_job import (
     GLUE_CATALOG_CLIENT_FACTORY,
     OPTIONAL_ARGS,
     REQUIRED_ARGS,
@@ -13,13 +13,13 @@ from streaming.glue_job import (
     catalog_access_problem,
     checkpoint_query_id,
     job_settings,
-    jvm_class_loadable,
     kinesis_source_options,
     require_catalog_access,
     resolvable_args,
     session_catalog_conf,
 )
-from streaming.hudi_options import GLUE_SYNC_TOOL
+from streaming.io.hudi_options import GLUE_SYNC_TOOL
+from streaming.io.storage import jvm_class_loadable
 
 STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/ddb-cdc"
 REQUIRED = {
@@ -142,7 +142,7 @@ def test_module_imports_without_awsglue():
 
     assert importlib.util.find_spec("awsglue") is None
     with pytest.raises(ModuleNotFoundError, match="awsglue"):
-        from streaming.glue_job import main
+        from streaming.runtime.glue_job import main
 
         main(argv_of(REQUIRED))
 
@@ -186,7 +186,7 @@ def test_glue_sync_needs_the_glue_sync_tool_class():
 
 
 def test_docstring_lists_every_job_parameter_and_the_glue_settings():
-    doc = streaming.glue_job.__doc__
+    doc = streaming.runtime.glue_job.__doc__
     for name in (*REQUIRED_ARGS, *OPTIONAL_ARGS):
         assert f"--{name}" in doc, name
     for setting in ("--datalake-formats hudi", "--enable-glue-datacatalog", "KryoSerializer", "MICROSECOND"):
@@ -212,7 +212,7 @@ def test_catalog_check_inputs_come_from_the_session(spark):
 def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
     """Spark reads <checkpoint>/metadata (StreamMetadata) at query start and keeps its id,
     so the id the sink records is the query's own, and stable across restarts."""
-    from streaming.hadoop_files import HadoopFiles
+    from streaming.io.storage import HadoopFiles
 
     files = HadoopFiles(spark)
     checkpoint = str(tmp_path / "checkpoint")
@@ -229,7 +229,7 @@ def test_checkpoint_query_id_is_the_id_spark_gives_the_query(spark, tmp_path):
 
 @pytest.mark.spark
 def test_checkpoint_metadata_that_is_not_sparks_is_refused(spark, tmp_path):
-    from streaming.hadoop_files import HadoopFiles
+    from streaming.io.storage import HadoopFiles
 
     (tmp_path / "metadata").write_text("not json")
     with pytest.raises(JobArgumentError, match="checkpoint"):

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from streaming.contract import load_contracts
-from streaming.hudi_options import (
+from streaming.contracts.model import load_contracts
+from streaming.io.hudi_options import (
     BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,
     GLUE_SYNC_TOOL,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contract import change_log_schema, load_contracts
-from streaming.hudi_options import BATCH_MARKER_KEY
-from streaming.hadoop_files import HadoopFiles
-from streaming.hudi_sink import (
+from streaming.contracts.model import change_log_schema, load_contracts
+from streaming.io.hudi_options import BATCH_MARKER_KEY
+from streaming.io.storage import HadoopFiles
+from streaming.io.hudi_sink import (
     HudiSchemaError,
     HudiSink,
     HudiTimelineError,
@@ -27,7 +27,7 @@ from streaming.hudi_sink import (
     read_timeline_head,
     table_column_order,
 )
-from streaming.spark import hudi_bundle_available
+from streaming.io.hudi_sink import hudi_bundle_available
 
 # The checkout's parent holds shared/ (see DESIGN.md, "Real Spark-written Hudi tables").
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "hudi-samples"
@@ -241,7 +241,7 @@ def test_empty_batch_writes_nothing(tmp_path, customers_batch):
 def test_without_stream_id_the_sink_warns_and_writes_unmarked(tmp_path, customers_batch, caplog):
     contract, changes = customers_batch
     writer = RecordingWriter()
-    with caplog.at_level("WARNING", logger="streaming.hudi_sink"):
+    with caplog.at_level("WARNING", logger="streaming.io.hudi_sink"):
         sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", writer=writer)
     assert "without stream_id" in caplog.text
     sink.write(changes, contract, 1, rows=3)

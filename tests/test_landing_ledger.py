@@ -4,9 +4,11 @@ from __future__ import annotations
 import json
 import os
 
-from streaming.cli import DataLayout, status
-from streaming.landing_ledger import changed_files, record_batch
-from streaming.sources import LandedFile
+from streaming.io.layout import DataLayout
+
+from streaming.operations.status import status
+from streaming.io.landing_ledger import changed_files, record_batch
+from streaming.io.landing_ledger import LandedFile
 
 
 def landed(path) -> LandedFile:

@@ -9,8 +9,8 @@ import tracemalloc
 
 import pytest
 
-from streaming import landing_reader
-from streaming.landing_reader import (
+from streaming.io import landing_reader
+from streaming.io.landing_reader import (
     MAX_RECORD_BYTES,
     TOO_LARGE_PREFIX_BYTES,
     LandingRecord,

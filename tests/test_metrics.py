@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from streaming.metrics import (
+from streaming.io.metrics import (
     BATCHES_COMPLETED,
     EVENT_LAG_SECONDS,
     METRICS_NAMESPACE,
@@ -17,7 +17,7 @@ from streaming.metrics import (
     ROWS_LANDED,
     CloudWatchMetricsPublisher,
 )
-from streaming.pipeline import BatchReport
+from streaming.pipeline.batch import BatchReport
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 
@@ -93,7 +93,7 @@ def test_a_cloudwatch_error_is_logged_and_does_not_fail_the_batch(caplog):
     client = boto3.client("cloudwatch", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(client) as stubber:
         stubber.add_client_error("put_metric_data", service_error_code="Throttling", http_status_code=400)
-        with caplog.at_level(logging.WARNING, logger="streaming.metrics"):
+        with caplog.at_level(logging.WARNING, logger="streaming.io.metrics"):
             CloudWatchMetricsPublisher("cdc-to-raw", client=client).publish(report())
         stubber.assert_no_pending_responses()
     assert "batch 7: metrics not published to CloudWatch" in caplog.text

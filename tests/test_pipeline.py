@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contract import AttributeSpec, TableContract, change_log_schema, load_contracts
-from streaming.operations.generator import generate_cdc, write_landing_files
-from streaming.order import latest_per_key
-from streaming.pipeline import Pipeline, RecordsLostError
-from streaming.sinks import LocalParquetSink, QuarantineWriter
-from streaming.sources import landing_files_batch
+from streaming.contracts.model import AttributeSpec, TableContract, change_log_schema, load_contracts
+from streaming.samples.generator import generate_cdc, write_landing_files
+from streaming.pipeline.ordering import latest_per_key
+from streaming.pipeline.batch import Pipeline, RecordsLostError
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.sources import landing_files_batch
 
 pytestmark = pytest.mark.spark
 
@@ -81,7 +81,7 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
         change("orders", "INSERT", {"customerId": {"S": "c-1"}}, {"customerId": {"S": "c-1"}, "status": {"S": "PAID"}},
                1_700_000_002, 102, "e3"),
     ]
-    with caplog.at_level(logging.INFO, logger="streaming.pipeline"):
+    with caplog.at_level(logging.INFO, logger="streaming.pipeline.batch"):
         report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
 
     assert report.records_in == 4
@@ -158,7 +158,7 @@ def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contr
 
 
 def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_path, contracts, monkeypatch):
-    import streaming.pipeline as pipeline_module
+    import streaming.pipeline.batch as pipeline_module
 
     real_split = pipeline_module.split_records
 

@@ -17,10 +17,18 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.cli import DataLayout, main, quarantine, reprocess, stream
-from streaming.contract import load_contracts
+from streaming.cli import main
+
+from streaming.io.layout import DataLayout
+
+from streaming.operations.quarantine import quarantine_replay
+
+from streaming.operations.reprocess import reprocess
+
+from streaming.operations.stream import stream
+from streaming.contracts.model import load_contracts
 from streaming.operations import quarantine as ops
-from streaming.operations.generator import generate_cdc, land_cdc
+from streaming.samples.generator import generate_cdc, land_cdc
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"
 PII_KEY = "k" * 40
@@ -127,7 +135,7 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     customers, still_bad = _customers_truth(cdc)
     quarantine_before = _tree(streamed.quarantine)
 
-    first = quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+    first = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
                        contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
 
     # A record is its text in its landing file: a re-delivery in another file is another
@@ -144,7 +152,7 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     assert {batch for _, batch in landed} == {first.batch_id} and first.batch_id < 0
     assert _tree(streamed.quarantine) == quarantine_before, "the quarantine itself is never rewritten"
 
-    second = quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+    second = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
                         contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
 
     assert second.records == len(bad_records), "only what still fails is selected again"
@@ -157,7 +165,7 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     assert summary.replays == 2
 
     # dbt sees the replayed customers once: the marts hold exactly the live items of the truth.
-    from lakehouse_dbt import run_dbt
+    from streaming.runtime.dbt_runner import run_dbt
 
     assert run_dbt(["build", "--select", "+dim_customers", "--indirect-selection", "cautious"], streamed.root).success
     with duckdb.connect(str(streamed.root / "lakehouse.duckdb"), read_only=True) as con:
@@ -178,7 +186,7 @@ class _SinkThatDiesAfterWriting:
 
 @pytest.mark.spark
 def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, streamed, cdc, contract_dirs):
-    from streaming.sinks import LocalParquetSink
+    from streaming.io.sinks import LocalParquetSink
 
     contracts = load_contracts(contract_dirs[1])
     plan = ops.plan_replay(streamed.root, table="customers")
@@ -201,7 +209,7 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
 
 @pytest.mark.spark
 def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc, contract_dirs, tmp_path):
-    quarantine(streamed, "replay", reason="unknown_table", table="customers", sink="local",
+    quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
                contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
     live_events = Counter(event for event, _ in _raw_rows(streamed.root, "customers"))
     # Retention removed one landing file holding customers records since the replay:

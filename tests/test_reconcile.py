@@ -9,10 +9,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.cli import DataLayout, backfill, main
-from streaming.contract import load_contracts
-from streaming.operations.export import write_full_export, write_incremental_export
-from streaming.operations.generator import CUSTOMERS, ORDERS, generate_cdc
+from streaming.cli import main
+
+from streaming.io.layout import DataLayout
+
+from streaming.operations.backfill import backfill
+from streaming.contracts.model import load_contracts
+from streaming.io.dynamodb_export import write_full_export, write_incremental_export
+from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import ReconcileError, reconcile
 
 UTC = timezone.utc

@@ -6,17 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from streaming.cli import DataLayout, main, reprocess, status, stream
-from streaming.contract import load_contracts
-from streaming.operations.generator import write_landing_files
+from streaming.cli import main
+
+from streaming.io.layout import DataLayout
+
+from streaming.operations.reprocess import reprocess
+
+from streaming.operations.status import status
+
+from streaming.operations.stream import stream
+from streaming.contracts.model import load_contracts
+from streaming.samples.generator import write_landing_files
 from streaming.operations.reconcile import reconcile
+from streaming.io.layout import POINTER_FILE, dbt_env, read_pointer
 from streaming.operations.reprocess import (
-    POINTER_FILE,
     PREVIOUS_LOCATION_PARAMETER,
     SwitchError,
-    dbt_env,
     plan_reprocess,
-    read_pointer,
     rollback_glue_table,
     switch_glue_table,
 )
@@ -254,7 +260,7 @@ def test_glue_switch_moves_table_and_partitions_and_rolls_back(glue):
 
 
 def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
-    from streaming.cli import switch
+    from streaming.operations.reprocess import switch
 
     switch(DataLayout(Path("unused")), "s3://lake/raw_v2", glue_database="dynamodb_raw", glue_client=glue)
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from streaming.contract import load_contracts, raw_schema
-from streaming.operations.generator import write_landing_files
-from streaming.pipeline import Pipeline
-from streaming.runner import run_stream
-from streaming.sinks import LocalParquetSink, QuarantineWriter
-from streaming.sources import landing_files_stream
+from streaming.contracts.model import load_contracts, raw_schema
+from streaming.samples.generator import write_landing_files
+from streaming.pipeline.batch import Pipeline
+from streaming.runtime.stream_loop import run_stream
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.sources import landing_files_stream
 
 pytestmark = pytest.mark.spark
 

@@ -8,10 +8,10 @@ import duckdb
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.contract import load_contracts
-from streaming.raw_layout import CHANGE_LOG_FILE_GLOB
-from streaming.sinks import LocalParquetSink, QuarantineWriter, choose_sink
-from streaming.spark import hudi_bundle_available
+from streaming.contracts.model import load_contracts
+from streaming.io.layout import CHANGE_LOG_FILE_GLOB
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter, choose_sink
+from streaming.io.hudi_sink import hudi_bundle_available
 
 pytestmark = pytest.mark.spark
 
@@ -119,7 +119,7 @@ def test_quarantine_writer_has_the_same_batch_semantics(spark, tmp_path):
 def test_choose_sink(spark, tmp_path, caplog):
     contracts = load_contracts()
     bundle = hudi_bundle_available(spark)
-    with caplog.at_level("INFO", logger="streaming.sinks"):
+    with caplog.at_level("INFO", logger="streaming.io.sinks"):
         auto = choose_sink("auto", spark, data_dir=str(tmp_path), contracts=contracts)
     assert type(auto).__name__ == ("HudiSink" if bundle else "LocalParquetSink")
     assert ("sink=hudi" if bundle else "no Hudi bundle on the classpath") in caplog.text

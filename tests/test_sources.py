@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import types as T
 
-from streaming.landing_ledger import changed_files
-from streaming.runner import run_stream
-from streaming.sources import (
+from streaming.io.landing_ledger import changed_files
+from streaming.runtime.stream_loop import run_stream
+from streaming.io.sources import (
     ASSUMED_FILE_BYTES,
     DEFAULT_MAX_BYTES_PER_TRIGGER,
     ENVELOPE_COLUMNS,

@@ -1,4 +1,4 @@
-"""Session construction for local and cluster masters (streaming/spark.py), the `--master`
+"""Session construction for local and cluster masters (streaming/runtime/spark_session.py), the `--master`
 option of `lakehouse stream`, and the pieces of the standalone cluster the drill starts.
 
 The cluster run itself (master + two worker JVMs, a worker killed mid-stream) takes
@@ -17,11 +17,11 @@ import pytest
 
 from benchmarks.standalone_cluster import ClusterStartError, free_port, scala_version, spark_home
 from streaming import cli
-from streaming.spark import (
+from streaming.runtime.package_zip import build_package_zip
+from streaming.runtime.spark_session import (
     DEFAULT_MASTER,
     JavaNotFoundError,
     is_local_master,
-    package_zip,
     resolve_master,
     ship_package_to_executors,
 )
@@ -38,21 +38,24 @@ def test_only_in_process_masters_count_as_local(master: str, local: bool) -> Non
     assert is_local_master(master) is local
 
 
-def test_package_zip_is_the_whole_package_and_imports_from_sys_path(tmp_path: Path) -> None:
-    archive = package_zip(tmp_path)
+def test_package_zip_holds_both_packages_and_imports_from_sys_path(tmp_path: Path) -> None:
+    archive = build_package_zip(tmp_path / "streaming.zip")
 
     names = zipfile.ZipFile(archive).namelist()
-    sources = {path.relative_to(REPO).as_posix() for path in (REPO / "streaming").rglob("*")
-               if path.is_file() and "__pycache__" not in path.parts}
+    sources = {path.relative_to(root.parent).as_posix()
+               for root in (REPO / "streaming", REPO / "dbt_project" / "lakehouse_dbt")
+               for path in root.rglob("*")
+               if path.is_file() and path.suffix in (".py", ".yml") and "__pycache__" not in path.parts}
     assert set(names) == sources
     assert "streaming/operations/reconcile.py" in names and "streaming/contracts/orders.yml" in names
+    assert "lakehouse_dbt/env.py" in names
     # First on sys.path, the zip wins over any installed copy (the shared venv's points elsewhere).
     imported = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(archive)!r}); "
-                               "import streaming.order as m; print(m.__file__)"],
+                               "import streaming.io.layout as m, lakehouse_dbt.env as e; print(m.__file__, e.__file__)"],
         capture_output=True, text=True, check=True, cwd=tmp_path,
     ).stdout.strip()
-    assert imported == str(archive / "streaming" / "order.py")
+    assert imported == f"{archive / 'streaming' / 'io' / 'layout.py'} {archive / 'lakehouse_dbt' / 'env.py'}"
 
 
 @pytest.mark.spark
@@ -96,7 +99,7 @@ def test_stream_master_option_defaults_to_local_and_reaches_the_session(tmp_path
         masters.append(master)
         raise JavaNotFoundError("stopped here: the test only follows --master")
 
-    monkeypatch.setattr("streaming.spark.local_session", no_java)
+    monkeypatch.setattr("streaming.runtime.spark_session.local_session", no_java)
     code = cli.main(["stream", "--data-dir", str(tmp_path), "--master", "spark://127.0.0.1:7077"])
 
     assert code == 2 and "stopped here" in capsys.readouterr().err

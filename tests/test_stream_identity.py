@@ -8,10 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from streaming.cli import DataLayout, main, status, stream
-from streaming.contract import load_contracts
-from streaming.operations.generator import write_landing_files
-from streaming.stream_identity import IDENTITY_FILE, StreamIdentityError, checkpoint_stream_id, claim_stream_identity
+from streaming.cli import main
+
+from streaming.io.layout import DataLayout
+
+from streaming.operations.status import status
+
+from streaming.operations.stream import stream
+from streaming.contracts.model import load_contracts
+from streaming.samples.generator import write_landing_files
+from streaming.runtime.stream_identity import IDENTITY_FILE, StreamIdentityError, checkpoint_stream_id, claim_stream_identity
 
 CHECKPOINT = Path("checkpoints") / "landing_to_raw"
 

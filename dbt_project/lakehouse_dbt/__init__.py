@@ -1,25 +1,7 @@
-"""dbt helpers of the lakehouse: run dbt in-process, raw fixtures, Hudi raw loading, the PII key.
+"""Helpers that run inside dbt's own process or image, and so import nothing of `streaming`:
+the PII key and its HMAC (pii_key), the dbt-duckdb plugin that binds it (duckdb_pii_key),
+its publisher for Athena (athena_pii_key, run by the dbt image before each build), and the
+local raw-from-Hudi loader (hudi_raw). The environment variables dbt reads are named in env.
 
-The names below load on first use, so that a module of this package runs where its
-neighbours' dependencies are absent: the dbt image runs `python -m
-lakehouse_dbt.athena_pii_key` without DuckDB.
+Running dbt from the `lakehouse` command lives in streaming.runtime.dbt_runner.
 """
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
-
-_EXPORTS = {
-    "PROJECT_DIR": "lakehouse_dbt.runner",
-    "run_dbt": "lakehouse_dbt.runner",
-    "reprocess_args": "lakehouse_dbt.reprocess",
-    "summarize_marts": "lakehouse_dbt.summary",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'lakehouse_dbt' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)

@@ -15,13 +15,15 @@ name (macros/pii/pseudonymize.sql), so compiled SQL holds names, never the key.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-KEY_ENV = "LAKEHOUSE_PII_KEY"
-DATA_DIR_ENV = "LAKEHOUSE_DATA_DIR"
+from lakehouse_dbt.env import DATA_DIR_ENV, PII_KEY_ENV
+
+KEY_ENV = PII_KEY_ENV
 KEY_FILE = Path("secrets") / "pii_key"
 # A shorter key could be guessed: the pseudonyms are public to every analyst, so an
 # attacker can test candidate keys offline against known (customer, pseudonym) pairs.
@@ -83,6 +85,20 @@ def resolve_key(environ: Mapping[str, str] = os.environ) -> bytes | None:
         if path.is_file():
             return validated_key(path.read_text(encoding="utf-8"), str(path))
     return None
+
+
+def key_of_data_dir(data_dir: Path | str | None, environ: Mapping[str, str] = os.environ) -> bytes | None:
+    """The key the marts of `data_dir` use: env LAKEHOUSE_PII_KEY, else the data
+    directory's key file; None when there is none. Never creates one."""
+    return resolve_key({**environ, DATA_DIR_ENV: str(data_dir)} if data_dir is not None else environ)
+
+
+def pseudonym(key: bytes, label: str, text: str) -> str:
+    """The marts' keyed pseudonym of `text` in column `label`: lower-case hex
+    HMAC-SHA-256 of `<label>:<text>`, as macros/pii/pseudonymize.sql computes it (its
+    label is the column name in hash mode). The quarantine's masked payloads and
+    reconcile's samples show the same pseudonyms, so values can be matched to the marts."""
+    return hmac.new(key, f"{label}:{text}".encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def hmac_pads(key: bytes) -> tuple[bytes, bytes]:

@@ -31,7 +31,6 @@ from constructs import Construct
 
 from deploy.config import DeployConfig
 from deploy.job_arguments import glue_system_arguments, job_parameters
-from deploy.packaging import build_package_zip
 from deploy.stacks.iam_actions import (
     ATHENA_QUERY,
     GLUE_CATALOG_READ,
@@ -43,7 +42,8 @@ from deploy.stacks.iam_actions import (
     glue_database_arn,
     glue_database_resources,
 )
-from streaming import metrics
+from streaming.io import metrics
+from streaming.runtime.package_zip import build_package_zip
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -335,9 +335,9 @@ class LakehouseStack(Stack):
 
     def _streaming_job(self, build_dir: Path) -> None:
         config = self.config
-        package_zip = build_package_zip(REPO_ROOT / "streaming", build_dir / "streaming.zip")
+        package_zip = build_package_zip(build_dir / "streaming.zip")
         self.package_asset = s3_assets.Asset(self, "StreamingPackage", path=str(package_zip))
-        self.script_asset = s3_assets.Asset(self, "GlueJobScript", path=str(REPO_ROOT / "streaming" / "glue_job.py"))
+        self.script_asset = s3_assets.Asset(self, "GlueJobScript", path=str(REPO_ROOT / "streaming" / "runtime" / "glue_job.py"))
         lake = f"s3://{self.lake_bucket.bucket_name}"
         arguments = {
             **job_parameters(
@@ -368,7 +368,7 @@ class LakehouseStack(Stack):
             self,
             "StreamingJob",
             name=config.job_name,
-            description="DynamoDB CDC from Kinesis into the raw Hudi tables (streaming/glue_job.py)",
+            description="DynamoDB CDC from Kinesis into the raw Hudi tables (streaming/runtime/glue_job.py)",
             role=self.job_role.role_arn,
             glue_version=GLUE_VERSION,
             command=glue.CfnJob.JobCommandProperty(
@@ -756,7 +756,7 @@ class LakehouseStack(Stack):
         job_dimensions = {metrics.JOB_DIMENSION: config.job_name}
 
         # Glue's consumer lag gauge, emitted when the Kinesis source sets emitConsumerLagMetrics
-        # (streaming/glue_job.py; https://docs.aws.amazon.com/glue/latest/dg/monitoring-awsglue-with-cloudwatch-metrics.html).
+        # (streaming/runtime/glue_job.py; https://docs.aws.amazon.com/glue/latest/dg/monitoring-awsglue-with-cloudwatch-metrics.html).
         # Job metrics carry JobName, JobRunId=ALL for the job's aggregate and Type, as in
         # the AWS CDK's own Job.metric() (aws/aws-cdk, packages/@aws-cdk/aws-glue-alpha/lib/jobs/job.ts).
         lag = cloudwatch.Metric(

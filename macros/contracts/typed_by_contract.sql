@@ -35,7 +35,7 @@
 {% macro contract_cast(raw_table, path) %}
   {%- set table_casts = contract_casts().get(raw_table) -%}
   {%- if table_casts is none -%}
-    {{ exceptions.raise_compiler_error("no table contract has raw_table " ~ raw_table ~ " (streaming/contracts/*.yml; regenerate with python -m lakehouse_dbt.contract_casts)") }}
+    {{ exceptions.raise_compiler_error("no table contract has raw_table " ~ raw_table ~ " (streaming/contracts/*.yml; regenerate with python -m streaming.operations.contract_casts)") }}
   {%- endif -%}
   {%- if path not in table_casts -%}
     {{ exceptions.raise_compiler_error("the contract of " ~ raw_table ~ " declares no cast for " ~ path ~ "; it has " ~ (table_casts.keys() | list | sort | join(', '))) }}

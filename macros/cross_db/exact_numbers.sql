@@ -16,7 +16,7 @@
       ~ ") + " ~ number.last_digit_exponent ~ " + " ~ scale ~ ", 0), " ~ precision ~ ") as integer), '0')" -%}
   {#- Zero-padded to precision + 1 digits, so the decimal point goes at a fixed place. -#}
   {%- set padded = "lpad(" ~ scaled_digits ~ ", " ~ (precision + 1) ~ ", '0')" -%}
-  {#- The grammar of streaming/decode.py NUMBER_PATTERN: anything else is not a number. -#}
+  {#- The grammar of streaming/pipeline/decode.py NUMBER_PATTERN: anything else is not a number. -#}
   case
     when not {{ regex_matches(expr, '^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?$') }} then null
     when {{ number.significant }} = '' then cast('0' as decimal({{ precision }}, {{ scale }}))

@@ -1,4 +1,4 @@
-{# Generated from streaming/contracts/*.yml by `python -m lakehouse_dbt.contract_pii`;
+{# Generated from streaming/contracts/*.yml by `python -m streaming.operations.contract_pii`;
    do not edit (tests/dbt/test_dbt_pii.py checks it matches the contracts). #}
 {% macro contract_columns() %}
   {{ return({

@@ -1,7 +1,7 @@
 """Backfill a raw table from a DynamoDB export (full or incremental) through the stream's pipeline.
 
 An export is validated against its manifests, replayed as change records
-(`streaming.operations.export.export_to_change_records`) and handed to the same
+(`streaming.io.dynamodb_export.export_to_change_records`) and handed to the same
 `Pipeline.process_batch` the stream uses, as one batch read. Its batch id is derived
 from the export id and is negative, so it never collides with a stream's batch ids
 (which start at 0) and a retry of the same export overwrites exactly the folders the
@@ -31,10 +31,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming import raw_layout
-from streaming.contract import TableContract
-from streaming.sinks import LocalParquetSink, QuarantineWriter
-from streaming.operations.export import (
+from streaming.contracts.model import TableContract
+from streaming.atomic_files import write_json_atomically
+from streaming.errors import OperatorError
+from streaming.io import layout as raw_layout
+from streaming.io.layout import DataLayout
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
+from streaming.io.dynamodb_export import (
     INCREMENTAL_EXPORT,
     ExportManifest,
     ExportValidationError,
@@ -42,11 +45,14 @@ from streaming.operations.export import (
     read_export_manifest,
     refused_export_lines,
 )
+from streaming.runtime.data_lock import hold_data_dir
+from streaming.runtime.spark_session import session_for
+from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from streaming.pipeline import BatchReport, Pipeline
+    from streaming.pipeline.batch import BatchReport, Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,7 @@ STAGING_FOLDER = "_staging"
 _RUN_ID_SPACE = 2**62
 
 
-class BackfillError(RuntimeError):
+class BackfillError(OperatorError, RuntimeError):
     """A backfill cannot start or its result failed the after-write check."""
 
 
@@ -219,7 +225,7 @@ def staged_envelope(spark: SparkSession, staging_dir: Path, staged: Mapping[str,
     """The staged records as the change envelope, `source_ref` naming the export data file."""
     from pyspark.sql import functions as F
 
-    from streaming.sources import landing_files_batch
+    from streaming.io.sources import landing_files_batch
 
     names = F.create_map(*[F.lit(part) for name, path in staged.items() for part in (name, path)])
     envelope = landing_files_batch(spark, str(staging_dir))
@@ -244,7 +250,7 @@ def run_backfill(
     started = time.monotonic()
     manifest = plan.manifest
     log.info("backfill export=%s table=%s batch=%d started", manifest.export_id, manifest.table_name, plan.batch_id)
-    _write_json(plan.run_log, {**_run_identity(plan), "status": "running", "started_at": started_at.isoformat()})
+    write_json_atomically(plan.run_log, {**_run_identity(plan), "status": "running", "started_at": started_at.isoformat()})
     try:
         out(f"staging {manifest.item_count} change records from {len(manifest.data_files)} data files ...")
         staged = stage_change_records(plan, out)
@@ -255,7 +261,7 @@ def run_backfill(
         else:
             report = _process_with_held_writes(plan, pipeline, envelope)
     except Exception as exc:
-        _write_json(plan.run_log, {**_run_identity(plan), "status": "failed", "error": str(exc),
+        write_json_atomically(plan.run_log, {**_run_identity(plan), "status": "failed", "error": str(exc),
                                    "started_at": started_at.isoformat()})
         raise
     finally:
@@ -268,14 +274,14 @@ def run_backfill(
         started_at=started_at.isoformat(),
         seconds=time.monotonic() - started,
     )
-    _write_json(plan.run_log, {**asdict(result), "status": "succeeded"})
+    write_json_atomically(plan.run_log, {**asdict(result), "status": "succeeded"})
     log.info(result.summary())
     return result
 
 
 def _process_in_staging_folder(plan: BackfillPlan, pipeline: Pipeline, envelope: DataFrame) -> BatchReport:
     """Write the batch under `plan.output_root`, check it there, then rename it into the live folders."""
-    from streaming.pipeline import Pipeline
+    from streaming.pipeline.batch import Pipeline
 
     # The same sink class, rooted in the staging folder (a subclass keeps its behaviour).
     staged_sink = type(pipeline.sink)(str(plan.output_root))
@@ -296,7 +302,7 @@ def _process_with_held_writes(plan: BackfillPlan, pipeline: Pipeline, envelope: 
     table (which ran a 1 GB driver out of heap compiling it): the price of a sink whose
     output cannot be published by a rename is one more copy of the batch on the executors.
     """
-    from streaming.pipeline import Pipeline
+    from streaming.pipeline.batch import Pipeline
 
     held_raw, held_quarantine = _HeldRawWrites(), _HeldQuarantineWrites()
     staged = Pipeline(pipeline.contracts, held_raw, held_quarantine,  # type: ignore[arg-type]
@@ -409,17 +415,48 @@ def _parquet_rows(folders: list[Path]) -> int:
     return sum(pq.ParquetFile(path).metadata.num_rows for folder in folders for path in folder.glob("*.parquet"))
 
 
-def _write_json(path: Path, document: Mapping[str, Any]) -> None:
-    """Replace `path` atomically: a reader sees the old or the new document, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def _iso(moment: datetime | None) -> str:
     return moment.isoformat() if moment is not None else "n/a"
 
 
 def _size(path: Path) -> int:
     return path.stat().st_size
+
+
+def backfill(
+    layout: DataLayout,
+    export_dir: Path,
+    *,
+    table: str | None = None,
+    dry_run: bool = False,
+    sink: SinkName = "auto",
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> BackfillResult | None:
+    """`lakehouse backfill`: load a DynamoDB export into its raw table as one batch; a dry
+    run only describes it."""
+    contracts = load_checked_contracts(contracts_dir)
+    target = layout.active()
+    try:
+        plan = plan_backfill(export_dir, contracts, target.root, table)
+    except ValueError as exc:  # ExportValidationError included
+        raise BackfillError(str(exc)) from exc
+    out(f"export {plan.manifest.export_dir} is valid")
+    for line in plan.describe():
+        out(line)
+    if dry_run:
+        out("dry run: nothing was written")
+        return None
+    with hold_data_dir(layout.root, "backfill", report=out):
+        check_contract_changes(target.raw, contracts, out)
+        with session_for(spark, out) as session:
+            pipeline = local_pipeline(session, target, contracts, sink)
+            try:
+                result = run_backfill(session, plan, pipeline, out=out)
+            except (BackfillError, ExportValidationError) as exc:
+                raise BackfillError(
+                    f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}"
+                ) from exc
+    out(result.summary())
+    return result

@@ -1,7 +1,7 @@
 """`lakehouse quarantine`: what the quarantine holds, a PII-aware look at it, and replay.
 
 The quarantine (`<data root>/quarantine/_batch_id=<n>/*.parquet`, written by
-`streaming.sinks.QuarantineWriter`) is never edited here: it stays the record of what
+`streaming.io.sinks.QuarantineWriter`) is never edited here: it stays the record of what
 arrived and why it was refused. Replays are recorded next to it, under
 `<data root>/replays/`:
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,20 +42,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from streaming.contract import AttributeSpec, TableContract
+from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
+from streaming.atomic_files import write_json_atomically, write_text_atomically
+from streaming.contracts.model import AttributeSpec, TableContract
+from streaming.errors import OperatorError
+from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout
+from streaming.io.sinks import QuarantineWriter, SinkName
 from streaming.operations.backfill import operation_batch_id
+from streaming.pipeline.batch import Pipeline
+from streaming.runtime.data_lock import hold_data_dir
+from streaming.runtime.spark_session import session_for
+from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.pipeline import BatchReport
-    from streaming.sinks import RawSink
+    from streaming.pipeline.batch import BatchReport, RawSink
 
 log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
-QUARANTINE_FOLDER = "quarantine"
 REPLAYS_FOLDER = "replays"
 # The decoder stores such a payload with each bad byte sequence replaced by U+FFFD:
 # replaying that text would land the replacement characters as if they were data.
@@ -64,7 +70,7 @@ NOT_REPLAYABLE_REASONS = ("invalid_utf8",)
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
-class QuarantineError(RuntimeError):
+class QuarantineError(OperatorError, RuntimeError):
     """A quarantine command cannot run, or a replay's result does not add up."""
 
 
@@ -97,7 +103,7 @@ def read_quarantine_folder(folder: Path) -> list[QuarantinedRecord]:
     import pyarrow.parquet as pq
 
     rows: list[QuarantinedRecord] = []
-    for path in sorted(folder.glob("_batch_id=*/*.parquet")):
+    for path in sorted(folder.glob(QUARANTINE_FILE_GLOB)):
         table = pq.read_table(path, columns=["_source_table", "reason", "payload", "source_ref", "_ingested_at"])
         batch_id = int(path.parent.name.split("=", 1)[1])
         for row in table.to_pylist():
@@ -114,7 +120,7 @@ def read_quarantine_folder(folder: Path) -> list[QuarantinedRecord]:
 def open_records(data_root: Path) -> list[QuarantinedRecord]:
     """Quarantine rows whose record no succeeded replay has landed."""
     resolved = landed_record_ids(data_root)
-    return [row for row in read_quarantine_folder(data_root / QUARANTINE_FOLDER) if row.record_id not in resolved]
+    return [row for row in read_quarantine_folder(DataLayout(data_root).quarantine) if row.record_id not in resolved]
 
 
 def matches_reason(reason: str, wanted: str) -> bool:
@@ -165,7 +171,7 @@ class QuarantineSummary:
 
 
 def summarize(data_root: Path) -> QuarantineSummary:
-    rows = read_quarantine_folder(data_root / QUARANTINE_FOLDER)
+    rows = read_quarantine_folder(DataLayout(data_root).quarantine)
     resolved = landed_record_ids(data_root)
     open_rows = Counter(
         (row.table or "-", row.reason, row.day.isoformat() if row.day else "-")
@@ -219,10 +225,7 @@ class PiiMasker:
     def _hidden(self, name: str, text: str) -> str:
         if self.key is None:
             return MASK
-        import hmac
-
-        label = self.pii_labels[name]
-        return PSEUDONYM_PREFIX + hmac.new(self.key, f"{label}:{text}".encode("utf-8"), hashlib.sha256).hexdigest()
+        return PSEUDONYM_PREFIX + pseudonym(self.key, self.pii_labels[name], text)
 
     def mask_payload(self, payload: str | None) -> tuple[str, str | None]:
         """(payload with PII hidden, a note on what could not be checked or None)."""
@@ -397,7 +400,7 @@ def plan_replay(
         if missing:
             raise QuarantineError(
                 f"unfinished replay {run['replay_id']} took {len(missing)} record(s) that are no longer in "
-                f"{data_root / QUARANTINE_FOLDER}; its batch {run['batch_id']} cannot be repeated as it was"
+                f"{DataLayout(data_root).quarantine}; its batch {run['batch_id']} cannot be repeated as it was"
             )
         return ReplayPlan(data_root, run["replay_id"], run["batch_id"], tuple(by_id.values()), run["selection"],
                           resumed=True)
@@ -437,13 +440,10 @@ def run_replay(
     out: Printer = print,
 ) -> ReplayResult:
     """Run the plan's records through `Pipeline.process_batch` as one batch and record it."""
-    from streaming.pipeline import Pipeline
-    from streaming.sinks import QuarantineWriter
-
     started_at = datetime.now(timezone.utc).isoformat()
     identity = {"replay_id": plan.replay_id, "batch_id": plan.batch_id, "selection": dict(plan.selection),
                 "records": [row.record_id for row in plan.records], "started_at": started_at}
-    _write_json(plan.run_log, {**identity, "status": "running", "landed": []})
+    write_json_atomically(plan.run_log, {**identity, "status": "running", "landed": []})
     _store_records(plan)
     try:
         pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)))
@@ -452,14 +452,14 @@ def run_replay(
         )
         report = pipeline.process_batch(envelope, plan.batch_id)
         failing = {row.record_id: row.reason
-                   for row in read_quarantine_folder(plan.own_quarantine_root / QUARANTINE_FOLDER)
+                   for row in read_quarantine_folder(DataLayout(plan.own_quarantine_root).quarantine)
                    if row.batch_id == plan.batch_id}
         _check_report(plan, report, failing)
     except Exception as exc:
-        _write_json(plan.run_log, {**identity, "status": "failed", "landed": [], "error": str(exc)})
+        write_json_atomically(plan.run_log, {**identity, "status": "failed", "landed": [], "error": str(exc)})
         raise
     landed = [row.record_id for row in plan.records if row.record_id not in failing]
-    _write_json(plan.run_log, {
+    write_json_atomically(plan.run_log, {
         **identity, "status": "succeeded", "landed": landed, "still_quarantined": failing,
         "finished_at": datetime.now(timezone.utc).isoformat(), "landed_rows": report.landed,
     })
@@ -531,13 +531,11 @@ def _read_from(source_ref: str | None, read: Sequence[Path]) -> bool:
 
 
 def _store_records(plan: ReplayPlan) -> None:
-    plan.stored_records.parent.mkdir(parents=True, exist_ok=True)
-    temporary = plan.stored_records.with_name(f".{plan.stored_records.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as stored:
-        for row in plan.records:
-            stored.write(json.dumps({"record_id": row.record_id, "table": row.table, "reason": row.reason,
-                                     "source_ref": row.source_ref, "payload": row.payload}) + "\n")
-    os.replace(temporary, plan.stored_records)
+    write_text_atomically(plan.stored_records, "".join(
+        json.dumps({"record_id": row.record_id, "table": row.table, "reason": row.reason,
+                    "source_ref": row.source_ref, "payload": row.payload}) + "\n"
+        for row in plan.records
+    ))
 
 
 def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRecord]:
@@ -553,9 +551,71 @@ def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRec
     return rows
 
 
-def _write_json(path: Path, document: Mapping[str, Any]) -> None:
-    """Replace `path` atomically: a reader sees the old or the new run log, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+# --------------------------------------------------------------------------- `lakehouse quarantine`
+
+
+def quarantine_summary(layout: DataLayout, *, out: Printer = print) -> QuarantineSummary:
+    """`lakehouse quarantine summary`: open rows of the active data root by table, reason and day."""
+    summary = summarize(layout.active().root)
+    for line in summary.lines():
+        out(line)
+    return summary
+
+
+def quarantine_show(
+    layout: DataLayout,
+    *,
+    reason: str | None,
+    table: str | None = None,
+    batches: Sequence[int] = (),
+    limit: int = 5,
+    contracts_dir: str | None = None,
+    out: Printer = print,
+) -> list[QuarantinedRecord]:
+    """`lakehouse quarantine show`: a few open payloads of one reason, PII hidden (as the
+    marts' pseudonyms under the data directory's PII key, or masked without one)."""
+    if reason is None:
+        raise QuarantineError("show needs --reason (see `lakehouse quarantine summary`)")
+    contracts = load_checked_contracts(contracts_dir)
+    key = key_of_data_dir(layout.root)
+    rows = select_records(open_records(layout.active().root), reason=reason, table=table, batches=batches)
+    for line in show_lines(rows[:limit], PiiMasker(pii_labels(contracts), key)):
+        out(line)
+    out(f"shown {min(limit, len(rows))} of {len(rows)} open records with reason {reason}")
+    return rows[:limit]
+
+
+def quarantine_replay(
+    layout: DataLayout,
+    *,
+    reason: str | None = None,
+    table: str | None = None,
+    batches: Sequence[int] = (),
+    sink: SinkName = "auto",
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> ReplayResult | None:
+    """`lakehouse quarantine replay`: open quarantined records through the pipeline again,
+    exactly once; None when nothing is open."""
+    contracts = load_checked_contracts(contracts_dir)
+    target = layout.active()
+    # Planned under the lock too: a replay running elsewhere could change what is open.
+    with hold_data_dir(layout.root, "quarantine replay", report=out):
+        plan = plan_replay(target.root, reason=reason, table=table, batches=batches)
+        for line in plan.describe():
+            out(line)
+        if not plan.records:
+            out("nothing to replay")
+            return None
+        check_contract_changes(target.raw, contracts, out)
+        with session_for(spark, out) as session:
+            pipeline = local_pipeline(session, target, contracts, sink)
+            try:
+                result = run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
+            except QuarantineError as exc:
+                raise QuarantineError(
+                    f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}"
+                ) from exc
+    out(result.summary())
+    return result

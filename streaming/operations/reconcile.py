@@ -21,20 +21,20 @@ still be found there; without a PII key it is withheld.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from streaming import raw_layout
-from streaming.contract import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
-from streaming.operations.export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
+from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
+from streaming.errors import OperatorError
+from streaming.io import layout as raw_layout
+from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
+from streaming.io.dynamodb_export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
+from streaming.runtime.startup import load_checked_contracts
 
 SAMPLE_SIZE = 5
 # Stands for a PII key value when no PII key is available to pseudonymise it.
@@ -43,7 +43,7 @@ _ROW_HASH = "_row_hash"
 _PARTITION = "_partition"
 
 
-class ReconcileError(ValueError):
+class ReconcileError(OperatorError, ValueError):
     """A side cannot be read or the two sides share no table."""
 
 
@@ -475,24 +475,6 @@ def _shown_key(contract: TableContract, key: Mapping[str, Any], pii_key: bytes |
     }
 
 
-def pseudonym(key: bytes, label: str, text: str) -> str:
-    """The marts' keyed pseudonym of `text` in column `label`: lower-case hex
-    HMAC-SHA-256 of `<label>:<text>` (macros/pii/pseudonymize.sql, whose label is the
-    column name in hash mode, macros/cross_db/config_helpers.sql protect_pii)."""
-    return hmac.new(key, f"{label}:{text}".encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def report_pii_key(data_dir: Path | None) -> bytes | None:
-    """The PII key the marts of `data_dir` use (env LAKEHOUSE_PII_KEY, else the data
-    directory's key file); None when there is none. Never creates one."""
-    from lakehouse_dbt.pii_key import DATA_DIR_ENV, resolve_key
-
-    environ = dict(os.environ)
-    if data_dir is not None:
-        environ[DATA_DIR_ENV] = str(data_dir)
-    return resolve_key(environ)
-
-
 def check_report_path(path: Path) -> None:
     """The JSON report goes into an existing folder: a typo must not create a tree of folders."""
     if not path.parent.is_dir():
@@ -505,3 +487,36 @@ def write_json_report(report: ReconcileReport, path: Path) -> None:
     check_report_path(path)
     path.write_text(report.to_json() + "\n", encoding="utf-8")
 
+
+
+class ReconcileMismatch(OperatorError):
+    """The two sides differ; the report says where (`lakehouse reconcile` exits 1)."""
+
+
+def reconcile_and_report(
+    source: str,
+    target: str,
+    *,
+    table: str | None = None,
+    json_path: Path | None = None,
+    contracts_dir: str | None = None,
+    data_dir: Path | None = None,
+    out: Callable[[str], None] = print,
+) -> ReconcileReport:
+    """`lakehouse reconcile`: compare source and target per table, print the report (and
+    write it as JSON); raises ReconcileMismatch when they differ.
+
+    PII key columns in the samples are shown as the marts' pseudonyms, with the PII key
+    of `data_dir` (or env LAKEHOUSE_PII_KEY), or withheld when there is none."""
+    contracts = load_checked_contracts(contracts_dir)
+    if json_path is not None:
+        check_report_path(json_path)
+    report = reconcile(source, target, contracts, table=table, pii_key=key_of_data_dir(data_dir))
+    for line in report.lines():
+        out(line)
+    if json_path is not None:
+        write_json_report(report, json_path)
+        out(f"report written to {json_path}")
+    if not report.ok:
+        raise ReconcileMismatch(f"{sum(not t.ok for t in report.tables)} table(s) differ")
+    return report

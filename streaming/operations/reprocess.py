@@ -4,9 +4,8 @@ Reprocessing never touches the live raw tables: it replays the recorded backfill
 streams the retained landing files (available-now, with a fresh checkpoint) into a new
 data root. Readers move only on `switch`:
 
-* locally, `<data dir>/active_raw.json` names the active data root; it is replaced
-  atomically (temp file + `os.replace`). `stream` and `status` follow it, and
-  `dbt_env` hands dbt the raw folder as `LAKEHOUSE_RAW_DIR`;
+* locally, `<data dir>/active_raw.json` names the active data root (streaming.io.layout
+  reads and replaces it atomically); `stream`, `status` and dbt follow it;
 * on AWS, `switch_glue_table` points the Glue table (and its partitions) at the new
   S3 prefix, keeping the previous one in the table parameters for a rollback.
 """
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,20 +20,34 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streaming.atomic_files import write_json_atomically
+from streaming.errors import OperatorError
+from streaming.io.dynamodb_export import ExportValidationError
+from streaming.io.hudi_options import hudi_table_path
+from streaming.io.layout import POINTER_FILE, RAW_DIR_ENV, ActiveRaw, DataLayout, read_pointer, write_pointer
+from streaming.io.sinks import SinkName
+from streaming.io.sources import local_landing_files
+from streaming.runtime.data_lock import hold_data_dir
+from streaming.runtime.spark_session import session_for
+from streaming.runtime.startup import (
+    StreamOptions,
+    claim_local_stream,
+    load_checked_contracts,
+    local_pipeline,
+    start_landing_stream,
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.contract import TableContract
-    from streaming.pipeline import Pipeline
+    from streaming.contracts.model import TableContract
+    from streaming.operations.status import StatusReport
 
 log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
-POINTER_FILE = "active_raw.json"
-RAW_DIR_ENV = "LAKEHOUSE_RAW_DIR"
 REPROCESS_MARKER = "reprocess.json"
-REPROCESS_QUERY = "landing_to_raw"
 # Glue table parameter holding the location before the last switch (for --rollback).
 PREVIOUS_LOCATION_PARAMETER = "lakehouse.previous_location"
 # The fields of GetTable's Table that TableInput accepts (UpdateTable rejects the others).
@@ -48,42 +60,11 @@ _PARTITION_INPUT_FIELDS = ("Values", "LastAccessTime", "StorageDescriptor", "Par
 _BATCH_UPDATE_PARTITION_LIMIT = 100
 
 
-class SwitchError(RuntimeError):
+class SwitchError(OperatorError):
     """The switch (or rollback) cannot be made; nothing was changed."""
 
 
 # --------------------------------------------------------------------------- local pointer
-
-
-@dataclass(frozen=True)
-class ActiveRaw:
-    """Which data root readers use; `previous` is where `rollback` goes."""
-
-    data_root: Path
-    previous: Path | None
-    switched_at: str | None
-
-    @property
-    def raw_dir(self) -> Path:
-        return self.data_root / "raw"
-
-
-def read_pointer(data_dir: Path) -> ActiveRaw:
-    """The active data root of `data_dir`: the pointer's target, or `data_dir` itself."""
-    path = data_dir / POINTER_FILE
-    if not path.is_file():
-        return ActiveRaw(data_dir, None, None)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        previous = document.get("previous")
-        return ActiveRaw(Path(document["data_root"]), Path(previous) if previous else None, document.get("switched_at"))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise SwitchError(f"{path} is not a valid raw pointer ({exc}); fix or delete it") from exc
-
-
-def dbt_env(data_dir: Path) -> dict[str, str]:
-    """Environment for `lakehouse_dbt.runner.run_dbt(extra_env=...)`: the active raw folder."""
-    return {RAW_DIR_ENV: str(read_pointer(data_dir).raw_dir.resolve())}
 
 
 def switch_local(data_dir: Path, to: Path, contracts: Mapping[str, TableContract]) -> ActiveRaw:
@@ -99,10 +80,10 @@ def switch_local(data_dir: Path, to: Path, contracts: Mapping[str, TableContract
         raise SwitchError(f"{target} is already the active data root")
     if target != data_dir.resolve():
         _require_finished_reprocess(data_dir, target)
-    missing = [c.changes_table for c in contracts.values() if not (target / "raw" / c.changes_table).is_dir()]
+    missing = [c.changes_table for c in contracts.values() if not (DataLayout(target).raw / c.changes_table).is_dir()]
     if missing:
         raise SwitchError(f"{target}/raw has no table(s) {missing}; reprocess into it before switching")
-    return _write_pointer(data_dir, target, current.data_root.resolve())
+    return write_pointer(data_dir, target, current.data_root.resolve())
 
 
 def _require_finished_reprocess(data_dir: Path, target: Path) -> None:
@@ -133,19 +114,7 @@ def rollback_local(data_dir: Path) -> ActiveRaw:
     current = read_pointer(data_dir)
     if current.previous is None:
         raise SwitchError(f"{data_dir / POINTER_FILE}: no earlier switch to roll back")
-    return _write_pointer(data_dir, current.previous, current.data_root)
-
-
-def _write_pointer(data_dir: Path, target: Path, previous: Path) -> ActiveRaw:
-    switched_at = datetime.now(timezone.utc).isoformat()
-    document = {"data_root": str(target), "raw_dir": str(target / "raw"), "previous": str(previous),
-                "switched_at": switched_at}
-    data_dir.mkdir(parents=True, exist_ok=True)
-    temporary = data_dir / f".{POINTER_FILE}.tmp"
-    temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, data_dir / POINTER_FILE)
-    log.info("switched raw readers of %s to %s (previous %s)", data_dir, target, previous)
-    return ActiveRaw(target, previous, switched_at)
+    return write_pointer(data_dir, current.previous, current.data_root)
 
 
 # --------------------------------------------------------------------------- reprocess
@@ -161,7 +130,7 @@ class ReprocessPlan:
 
     @property
     def checkpoint(self) -> Path:
-        return self.target / "checkpoints" / REPROCESS_QUERY
+        return DataLayout(self.target).checkpoint()
 
     def describe(self) -> list[str]:
         from streaming.operations.quarantine import replay_runs
@@ -175,8 +144,8 @@ class ReprocessPlan:
         if replays:
             lines.append(f"      then repeat {len(replays)} quarantine replay(s) on what the new root quarantines")
         lines += [
-            f"write raw tables under {self.target / 'raw'}",
-            f"      quarantine {self.target / 'quarantine'}, checkpoint {self.checkpoint} (fresh)",
+            f"write raw tables under {DataLayout(self.target).raw}",
+            f"      quarantine {DataLayout(self.target).quarantine}, checkpoint {self.checkpoint} (fresh)",
             f"live  {live / 'raw'} stays untouched; `lakehouse switch --to {self.target}` moves readers",
         ]
         return lines
@@ -186,9 +155,7 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
     """Check that `to` is a new (or an interrupted reprocess's) location, away from the live data."""
     from streaming.operations.backfill import recorded_backfills
 
-    landing = (from_landing or data_dir / "landing").resolve()
-    from streaming.sources import local_landing_files
-
+    landing = (from_landing or DataLayout(data_dir).landing).resolve()
     files = tuple(local_landing_files(landing))
     if not files:
         raise SwitchError(f"no landing files under {landing} to reprocess")
@@ -226,51 +193,132 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
 def run_reprocess(
     spark: SparkSession,
     plan: ReprocessPlan,
-    make_pipeline: Callable[[str], Pipeline],
     contracts: Mapping[str, TableContract],
+    options: StreamOptions,
     *,
     out: Printer = print,
 ) -> float:
     """Replay the backfills, stream the landing files into `plan.target`, then repeat the
     recorded quarantine replays (`streaming.operations.quarantine`); returns seconds.
 
-    `make_pipeline(stream_id)` builds the pipeline writing into `plan.target`, once the
-    target is marked as this reprocess's and its stream identity is claimed. Safe to
-    retry: the backfills overwrite their own batch folders, and the stream resumes from
-    the target's checkpoint.
+    The start-up is the stream's (streaming.runtime.startup), on the target: its stream
+    identity claimed once it is marked as this reprocess's. Safe to retry: the backfills
+    overwrite their own batch folders, and the stream resumes from the target's checkpoint.
     """
     from streaming.operations.backfill import plan_backfill, run_backfill
     from streaming.operations.quarantine import repeat_replays
-    from streaming.runner import run_stream
-    from streaming.sources import landing_files_stream
-    from streaming.stream_identity import claim_stream_identity
 
     started = time.monotonic()
-    plan.target.mkdir(parents=True, exist_ok=True)
+    target = DataLayout(plan.target)
     marker = {"landing": str(plan.landing), "from_data_dir": str(plan.data_dir.resolve()),
               "started_at": datetime.now(timezone.utc).isoformat()}
-    (plan.target / REPROCESS_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-    pipeline = make_pipeline(claim_stream_identity(plan.target, plan.checkpoint, plan.landing, contracts))
+    write_json_atomically(plan.target / REPROCESS_MARKER, marker)
+    stream_id = claim_local_stream(target, plan.landing, contracts, out, options.checkpoint_name)
+    pipeline = local_pipeline(spark, target, contracts, options.sink, stream_id=stream_id)
     for number, run in enumerate(plan.backfills, start=1):
         out(f"[backfill {number}/{len(plan.backfills)}] {run['export_id']} ({run['table']})")
         backfill = plan_backfill(run["export_dir"], contracts, plan.target, run["table"])
         run_backfill(spark, backfill, pipeline, out=out)
-    out(f"streaming {len(plan.landing_files)} landing files into {plan.target / 'raw'} (available-now) ...")
-    from streaming.landing_ledger import LEDGER_DIR_NAME
-
-    source = landing_files_stream(spark, str(plan.landing), ledger_dir=str(plan.target / "raw" / LEDGER_DIR_NAME))
-    run_stream(spark, pipeline, source, checkpoint_dir=str(plan.checkpoint), trigger="available-now",
-               query_name="reprocess")
+    out(f"{len(plan.landing_files)} landing files into {target.raw} (available-now)")
+    start_landing_stream(spark, pipeline, target, plan.landing, options, out)
     # After the stream: a replay repeats only what the new root quarantined as well.
     read_by_target = [*plan.landing_files, *(Path(run["export_dir"]) for run in plan.backfills)]
     repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, pipeline.contracts, pipeline.sink,
                    read_by_target, out=out)
     # `switch` accepts only a finished reprocess.
     marker["finished_at"] = datetime.now(timezone.utc).isoformat()
-    (plan.target / REPROCESS_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    write_json_atomically(plan.target / REPROCESS_MARKER, marker)
     seconds = time.monotonic() - started
     log.info("reprocess of %s into %s finished in %.1fs", plan.landing, plan.target, seconds)
     return seconds
+
+
+def reprocess(
+    layout: DataLayout,
+    to: Path,
+    *,
+    from_landing: Path | None = None,
+    dry_run: bool = False,
+    sink: SinkName = "auto",
+    max_files_per_trigger: int | None = None,
+    max_bytes_per_trigger: int | None = None,
+    contracts_dir: str | None = None,
+    spark: SparkSession | None = None,
+    out: Printer = print,
+) -> StatusReport | None:
+    """`lakehouse reprocess`: rebuild every raw table under `to` (backfills, then landing
+    files); the live tables stay as they are."""
+    from pyspark.errors import StreamingQueryException
+
+    from streaming.operations.backfill import BackfillError
+    from streaming.operations.status import status
+
+    contracts = load_checked_contracts(contracts_dir)
+    plan = plan_reprocess(layout.root, to, from_landing)
+    for line in plan.describe():
+        out(line)
+    if dry_run:
+        out("dry run: nothing was written")
+        return None
+    # Named apart from a running stream's query; the checkpoint folder is the stream's.
+    options = StreamOptions(sink=sink, max_files_per_trigger=max_files_per_trigger,
+                            max_bytes_per_trigger=max_bytes_per_trigger, query_name="reprocess")
+    with hold_data_dir(layout.root, "reprocess", report=out), session_for(spark, out) as session:
+        try:
+            seconds = run_reprocess(session, plan, contracts, options, out=out)
+        except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
+            raise OperatorError(f"reprocess stopped (run it again to resume from its checkpoint): {exc}") from exc
+    rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)
+    for line in rebuilt.lines():
+        out(line)
+    out(f"reprocess finished in {seconds:.1f}s; check it with "
+        f"`lakehouse reconcile --source {read_pointer(layout.root).raw_dir} --target {DataLayout(plan.target).raw}`, "
+        f"then `lakehouse switch --to {plan.target}`")
+    return rebuilt
+
+
+def switch(
+    layout: DataLayout,
+    to: str | None,
+    *,
+    rollback: bool = False,
+    glue_database: str | None = None,
+    table: str | None = None,
+    contracts_dir: str | None = None,
+    glue_client: object | None = None,
+    out: Printer = print,
+) -> None:
+    """`lakehouse switch`: point readers at another raw location (the local pointer, or
+    Glue table locations), or roll back."""
+    if rollback == (to is not None):
+        raise SwitchError("give either --to <location> or --rollback")
+    contracts = load_checked_contracts(contracts_dir)
+    if table is not None:
+        contracts = {name: c for name, c in contracts.items() if table in (name, c.raw_table)}
+        if not contracts:
+            raise SwitchError(f"no table contract named {table!r}")
+    if glue_database is None:
+        with hold_data_dir(layout.root, "switch", report=out):
+            active = rollback_local(layout.root) if rollback else switch_local(layout.root, Path(to or ""), contracts)
+        out(f"active data root: {active.data_root} (previous: {active.previous})")
+        out(f"dbt reads it with: export {RAW_DIR_ENV}={active.raw_dir}")
+        return
+    glue = glue_client or _glue_client()
+    for contract in contracts.values():
+        if rollback:
+            moved = rollback_glue_table(glue, glue_database, contract.raw_table)
+        else:
+            moved = switch_glue_table(glue, glue_database, contract.raw_table,
+                                      hudi_table_path(to or "", contract.raw_table))
+        out(f"glue {moved.database}.{moved.table}: {moved.previous_location} -> {moved.location} "
+            f"({moved.partitions_moved} partitions)")
+
+
+def _glue_client() -> object:
+    import boto3
+
+    # Region and credentials come from the standard chain (env, profile, instance role).
+    return boto3.client("glue")
 
 
 # --------------------------------------------------------------------------- Glue Catalog

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dbt_scenario import BATCHES, EVENT_WINDOW, write_batch
-from lakehouse_dbt import run_dbt
+from streaming.runtime.dbt_runner import run_dbt
 from lakehouse_dbt.pii_key import KEY_ENV
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.samples.raw_fixtures import write_raw_batch
 
 DAY_1 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 DAY_2 = DAY_1 + timedelta(days=1)

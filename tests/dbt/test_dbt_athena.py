@@ -24,8 +24,8 @@ from trino_sql_validator import validate
 
 from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluate, mismatches, random_number_texts
 
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.raw_schema import raw_schema
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_schema import raw_schema
 
 pytestmark = pytest.mark.dbt
 

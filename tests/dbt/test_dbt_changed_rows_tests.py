@@ -14,8 +14,8 @@ import pytest
 from dbt.cli.main import dbtRunnerResult
 
 from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW, INGESTED
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
 
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
-from lakehouse_dbt.raw_fixtures import write_raw_batch
-from streaming.contract import PACKAGED_CONTRACTS_DIR, ContractError, load_contract, load_contracts
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
+from streaming.samples.raw_fixtures import write_raw_batch
+from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, ContractError, load_contract, load_contracts
 
 pytestmark = pytest.mark.dbt
 
@@ -40,7 +40,7 @@ def _contract_copy(tmp_path: Path, edit) -> Path:
 
 def test_generated_macro_holds_the_contracts_casts() -> None:
     assert MACRO_PATH.read_text(encoding="utf-8") == expected_macro(), (
-        "macros/contracts/contract_casts.sql is out of date: run python -m lakehouse_dbt.contract_casts"
+        "macros/contracts/contract_casts.sql is out of date: run python -m streaming.operations.contract_casts"
     )
     assert all_casts(load_contracts().values())["orders"]["line_items[].unit_price"] == {
         "cast": "decimal(18,2)", "type": "decimal", "precision": 18, "scale": 2,

@@ -23,7 +23,7 @@ import pytest
 
 from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, INGESTED, write_batch
 from dbt_tables import query
-from lakehouse_dbt import run_dbt
+from streaming.runtime.dbt_runner import run_dbt
 
 pytestmark = pytest.mark.dbt
 
@@ -349,7 +349,7 @@ def test_saved_analyses_run_on_the_built_marts(two_builds: dict) -> None:
 
 
 def test_lakehouse_docs_refuses_a_port_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from lakehouse_dbt.docs_site import DocsSiteError, docs_server
+    from streaming.operations.docs_site import DocsSiteError, docs_server
     from streaming.cli import main
 
     assert main(["docs", "--data-dir", str(tmp_path), "--port", "70000"]) == 2

@@ -17,9 +17,9 @@ import duckdb
 import pytest
 
 from dbt_tables import pseudonym
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.raw_fixtures import write_raw_batch
-from streaming.operations.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
+from streaming.samples.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
 
 pytestmark = pytest.mark.dbt
 
@@ -166,7 +166,8 @@ def test_history_equals_the_oracle_after_every_incremental_build_and_a_full_refr
 
 @pytest.mark.spark
 def test_daily_activity_counts_the_true_events_streamed_through_the_pipeline(spark, tmp_path: Path) -> None:
-    from streaming.cli import DataLayout, stream
+    from streaming.io.layout import DataLayout
+    from streaming.operations.stream import stream
 
     layout = DataLayout(tmp_path / "data")
     cdc = generate_cdc(seed=21, customers=30, start=GENERATOR_START, record_format="mixed",

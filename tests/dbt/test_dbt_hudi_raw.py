@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from lakehouse_dbt import run_dbt
+from streaming.runtime.dbt_runner import run_dbt
 from lakehouse_dbt.hudi_raw import load_hudi_tables
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.samples.raw_fixtures import write_raw_batch
 from dbt_scenario import CUSTOMERS, INGESTED, ORDERS
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "hudi-samples"

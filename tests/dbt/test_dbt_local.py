@@ -12,8 +12,10 @@ import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
 
-from lakehouse_dbt import run_dbt, summarize_marts
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.runtime.dbt_runner import run_dbt
+
+from streaming.operations.marts_summary import summarize_marts
+from streaming.samples.raw_fixtures import write_raw_batch
 from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
 
 pytestmark = pytest.mark.dbt

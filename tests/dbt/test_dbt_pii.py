@@ -25,12 +25,12 @@ import duckdb
 import pytest
 
 from dbt_scenario import DAY_1, EVENT_WINDOW
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.contract_pii import MACRO_FILE, contract_columns, render_macro
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.operations.contract_pii import MACRO_FILE, contract_columns, render_macro
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key, hmac_pads, key_file, resolve_key
-from lakehouse_dbt.raw_fixtures import write_raw_batch
-from streaming.contract import load_contracts
-from streaming.operations.generator import generate_cdc
+from streaming.samples.raw_fixtures import write_raw_batch
+from streaming.contracts.model import load_contracts
+from streaming.samples.generator import generate_cdc
 
 pytestmark = pytest.mark.dbt
 
@@ -226,7 +226,7 @@ def test_no_clear_value_of_a_contract_pii_attribute_reaches_a_mart(sample: Built
 def test_contract_macro_is_generated_from_the_contracts() -> None:
     contracts = load_contracts()
     assert MACRO_FILE.read_text(encoding="utf-8") == render_macro(contracts), (
-        "macros/pii/contract_columns.sql is stale: run `python -m lakehouse_dbt.contract_pii`"
+        "macros/pii/contract_columns.sql is stale: run `python -m streaming.operations.contract_pii`"
     )
     customers = contracts["customers"]
     flagged = dataclasses.replace(

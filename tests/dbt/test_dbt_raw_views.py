@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 

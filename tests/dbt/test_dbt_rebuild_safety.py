@@ -19,8 +19,8 @@ from dbt.cli.main import dbtRunnerResult
 
 from dbt_scenario import EVENT_WINDOW, INGESTED
 from dbt_tables import all_tables
-from lakehouse_dbt import run_dbt
-from lakehouse_dbt.raw_schema import raw_schema
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_schema import raw_schema
 
 pytestmark = pytest.mark.dbt
 

@@ -16,8 +16,9 @@ from dbt.cli.main import dbtRunnerResult
 
 from dbt_scenario import CUSTOMERS, DAY_1, DAY_2, INGESTED, ORDERS
 from dbt_tables import all_tables, pseudonym, query
-from lakehouse_dbt import reprocess_args, run_dbt
-from lakehouse_dbt.raw_fixtures import write_raw_batch
+from streaming.runtime.dbt_runner import reprocess_args
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse_dbt import PROJECT_DIR
+from streaming.runtime.dbt_runner import PROJECT_DIR
 
 pytestmark = pytest.mark.dbt
 

@@ -11,9 +11,9 @@ import pytest
 
 from deploy import job_arguments
 from deploy.config import ConfigError, load_config, parse_config, require_contracts
-from streaming.contract import load_contracts
+from streaming.contracts.model import load_contracts
 from deploy.job_arguments import JobArgumentsError, job_parameters
-from deploy.packaging import build_package_zip
+from streaming.runtime.package_zip import build_package_zip
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {
@@ -78,7 +78,7 @@ def test_job_parameters_must_match_the_scripts_declared_names():
 
 
 def test_a_parameter_added_to_the_script_breaks_the_stack_not_the_deploy(monkeypatch):
-    # As if streaming/glue_job.py gained a required parameter the stack does not supply.
+    # As if streaming/runtime/glue_job.py gained a required parameter the stack does not supply.
     monkeypatch.setattr(job_arguments, "REQUIRED_ARGS", (*job_arguments.REQUIRED_ARGS, "metrics_namespace"))
     with pytest.raises(JobArgumentsError, match="metrics_namespace"):
         job_parameters(REQUIRED, {})
@@ -90,23 +90,24 @@ def test_a_new_optional_parameter_of_the_script_is_accepted_without_stack_change
 
 
 def test_the_package_zip_is_reproducible_and_importable(tmp_path):
-    first = build_package_zip(REPO / "streaming", tmp_path / "a" / "streaming.zip")
-    second = build_package_zip(REPO / "streaming", tmp_path / "b" / "streaming.zip")
+    first = build_package_zip(tmp_path / "a" / "streaming.zip")
+    second = build_package_zip(tmp_path / "b" / "streaming.zip")
     assert first.read_bytes() == second.read_bytes()
     names = zipfile.ZipFile(first).namelist()
-    assert "streaming/__init__.py" in names and "streaming/glue_job.py" in names
-    assert {n for n in names if n.startswith("streaming/contracts/")} == {
+    assert "streaming/__init__.py" in names and "streaming/runtime/glue_job.py" in names
+    assert {n for n in names if n.startswith("streaming/contracts/") and n.endswith(".yml")} == {
         f"streaming/contracts/{p.name}" for p in (REPO / "streaming" / "contracts").glob("*.yml")
     }
+    assert "lakehouse_dbt/env.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # Python imports the job module from the zip alone, as Glue does with --extra-py-files
     # (run outside the repository, so the checkout's own streaming/ is not on the path).
-    probe = ("import streaming.glue_job as job, streaming.metrics; from streaming.contract import load_contracts; "
+    probe = ("import streaming.runtime.glue_job as job, streaming.io.metrics; from streaming.contracts.model import load_contracts; "
              "print(job.__file__); print(sorted(load_contracts()))")
     completed = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.splitlines() == [f"{first}/streaming/glue_job.py", "['customers', 'orders']"], \
+    assert completed.stdout.splitlines() == [f"{first}/streaming/runtime/glue_job.py", "['customers', 'orders']"], \
         "the job finds its packaged contracts inside the zip"

@@ -7,8 +7,8 @@ import re
 
 from cfn_template import as_list, logical_id, render
 
-from streaming import metrics
-from streaming.glue_job import REQUIRED_ARGS, job_settings, kinesis_source_options
+from streaming.io import metrics
+from streaming.runtime.glue_job import REQUIRED_ARGS, job_settings, kinesis_source_options
 
 ACCOUNT_STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/lakehouse-dynamodb-cdc"
 

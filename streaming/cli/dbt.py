@@ -1,0 +1,58 @@
+"""`lakehouse dbt <dbt args>` and `lakehouse docs`."""
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from streaming.cli.options import add_project_options
+from streaming.io.layout import DataLayout
+
+
+def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    dbt = commands.add_parser(
+        "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)",
+        epilog="--reprocess-from DAY --reprocess-to DAY (end exclusive) redo those event days in the "
+               "current-state staging models and the microbatch marts (docs/operations.md)",
+    )
+    dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and its options")
+    dbt.set_defaults(run=run_dbt, takes_project_options_from_rest=True)
+    docs = commands.add_parser("docs", parents=[common], help="generate the dbt docs site and serve it on 127.0.0.1")
+    docs.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0 picks a free one)")
+    docs.set_defaults(run=serve_docs)
+
+
+def _own_options(default: object) -> argparse.ArgumentParser:
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_project_options(own, default=default)
+    own.add_argument("--reprocess-from", type=date.fromisoformat, default=None)
+    own.add_argument("--reprocess-to", type=date.fromisoformat, default=None)
+    return own
+
+
+def take_project_options(args: argparse.Namespace) -> None:
+    """Move our own options found among dbt's arguments (`lakehouse dbt build --data-dir X
+    --reprocess-from 2026-11-01 --reprocess-to 2026-11-03`) onto `args`; dbt gets the rest
+    in their order."""
+    args.reprocess_from = args.reprocess_to = None
+    found, args.dbt_args = _own_options(argparse.SUPPRESS).parse_known_args(args.dbt_args)
+    vars(args).update(vars(found))
+
+
+def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
+    from streaming.runtime.dbt_runner import DbtFailed, reprocess_args, run_dbt_command
+
+    dbt_args = list(args.dbt_args)
+    if (args.reprocess_from is None) != (args.reprocess_to is None):
+        raise DbtFailed("give both --reprocess-from and --reprocess-to (the end day is exclusive)")
+    if args.reprocess_from is not None:
+        try:
+            dbt_args += reprocess_args(args.reprocess_from, args.reprocess_to)
+        except ValueError as exc:
+            raise DbtFailed(str(exc)) from exc
+    run_dbt_command(layout.root, dbt_args)
+
+
+def serve_docs(args: argparse.Namespace, layout: DataLayout) -> None:
+    from streaming.operations.docs_site import serve_docs as serve
+
+    serve(layout.root, args.port, out=lambda line: print(line, flush=True))

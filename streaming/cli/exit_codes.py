@@ -1,0 +1,22 @@
+"""The one place where an exception becomes an exit code (and a message without a traceback)."""
+from __future__ import annotations
+
+from lakehouse_dbt.pii_key import PiiKeyError
+from streaming.errors import OperatorError
+
+OK = 0
+# `reconcile` exits with this when the two sides differ; 2 stays "could not run".
+MISMATCH = 1
+REFUSED = 2
+
+
+def exit_code_of(exc: BaseException) -> int | None:
+    """The exit code of an operator-facing error; None for a bug, whose traceback must show."""
+    from streaming.operations.reconcile import ReconcileMismatch
+
+    if isinstance(exc, ReconcileMismatch):
+        return MISMATCH
+    # The PII key helpers run inside dbt's image, without `streaming`: their error is plain.
+    if isinstance(exc, (OperatorError, PiiKeyError)):
+        return REFUSED
+    return None

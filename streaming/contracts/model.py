@@ -1,0 +1,535 @@
+"""Table contracts: how one DynamoDB table lands in the raw layer.
+
+A contract is a YAML file in `streaming/contracts/` (or `$LAKEHOUSE_CONTRACTS_DIR`).
+Loading validates it completely without Spark, so a bad contract fails at start-up
+with the file and the offending field in the message, never in the middle of a batch.
+`raw_schema` is the single definition of the raw table's columns that decode, the
+sinks and dbt follow.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pyspark.sql import types as T
+
+from streaming.errors import OperatorError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CONTRACTS_DIR_ENV = "LAKEHOUSE_CONTRACTS_DIR"
+PACKAGED_CONTRACTS_DIR = Path(__file__).parent
+
+SCALAR_TYPES = frozenset({"S", "N", "B", "BOOL", "SS", "NS", "BS"})
+ATTRIBUTE_TYPES = SCALAR_TYPES | {"L", "M"}
+# DynamoDB only allows these types for partition and sort keys.
+KEY_TYPES = frozenset({"S", "N", "B"})
+
+_TOP_LEVEL_KEYS = frozenset({"table", "raw_table", "description", "key", "attributes", "partitioning"})
+_KEY_KEYS = frozenset({"partition_key", "sort_key"})
+_PARTITIONING_KEYS = frozenset({"column", "expression"})
+_ATTRIBUTE_KEYS = frozenset({"column", "type", "cast", "pii", "description", "items", "fields"})
+# A list item has no name or column of its own: it lives inside its list's column.
+_ITEM_KEYS = frozenset({"type", "cast", "description", "items", "fields"})
+
+# Starting with a letter also keeps business columns clear of the `_` metadata columns.
+_COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# The SQL types staging casts to (`cast:`): timestamp and date for ISO-8601 text (S),
+# bigint and decimal(p,s) for numbers (N). dbt reads them through
+# streaming/operations/contract_casts.py, which also checks each fits its attribute's type
+# (not done here: a type change with its cast left over must reach the evolution
+# check, which refuses it with the way to reprocess). Precision is at most 38, the
+# digits of a DynamoDB number and the widest decimal of Athena and DuckDB.
+CAST_TYPES = ("timestamp", "date", "bigint", "decimal(p,s)")
+MAX_DECIMAL_PRECISION = 38
+_DECIMAL_CAST = re.compile(r"^decimal\(\s*([0-9]+)\s*,\s*([0-9]+)\s*\)$")
+
+# Columns every raw table carries after the business and partition columns;
+# `_ingested_at` and `_batch_id` are added by the pipeline, not by decode.
+METADATA_FIELDS: tuple[T.StructField, ...] = (
+    T.StructField("_event_name", T.StringType()),
+    T.StructField("_is_deleted", T.BooleanType()),
+    T.StructField("_is_ttl_delete", T.BooleanType()),
+    T.StructField("_event_ts", T.TimestampType()),
+    T.StructField("_sequence_number", T.StringType()),
+    T.StructField("_ordering_value", T.StringType()),
+    T.StructField("_event_id", T.StringType()),
+    T.StructField("_source_table", T.StringType()),
+    T.StructField("_extra_attributes", T.StringType()),
+    T.StructField("_ingested_at", T.TimestampType()),
+    T.StructField("_batch_id", T.LongType()),
+    # streaming.contracts.evolution.contract_version of the contract the row was decoded with.
+    T.StructField("_contract_version", T.StringType()),
+)
+PIPELINE_COLUMNS = ("_ingested_at", "_batch_id", "_contract_version")
+METADATA_COLUMNS = tuple(field.name for field in METADATA_FIELDS)
+
+# The change log `<raw_table>_changes` is partitioned by the UTC hour its batch was
+# ingested (`yyyy-MM-dd-HH`, fixed width so text order is time order): a reader of
+# "changes ingested since T" touches only the partitions from T's hour on.
+CHANGES_SUFFIX = "_changes"
+INGEST_HOUR_COLUMN = "_ingest_hour"
+INGEST_HOUR_FORMAT = "yyyy-MM-dd-HH"
+
+
+def ingest_hour(ingested_at: datetime) -> str:
+    """The change-log partition of a batch ingested at `ingested_at` (INGEST_HOUR_FORMAT, UTC)."""
+    return ingested_at.astimezone(timezone.utc).strftime("%Y-%m-%d-%H")
+
+
+# A partition expression must give a key the same partition every time it is computed
+# (a REMOVE and its item, a replay and its original, a reprocess and the live table).
+# Spark flags the first group nondeterministic; `check_partition_expression` asks Spark
+# itself whenever a session exists, which also covers functions missing here. This list
+# refuses them earlier, at load time, where there is no Spark session.
+_NONDETERMINISTIC_FUNCTIONS = frozenset({
+    "rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id",
+    "input_file_name", "input_file_block_start", "input_file_block_length",
+})
+# Spark flags these deterministic because it folds each to one value per query (the
+# CURRENT_LIKE expressions of apache/spark sql/catalyst/src/main/scala/org/apache/spark/
+# sql/catalyst/expressions/datetimeExpressions.scala, replaced by the optimizer rule
+# ComputeCurrentTime), or they depend on the session: the same key still lands in a
+# different partition on another run. Spark's flag cannot catch them; only this list does.
+# Spark SQL accepts several without parentheses (`current_date`).
+_PER_RUN_FUNCTIONS = frozenset({
+    "current_date", "curdate", "current_timestamp", "now", "localtimestamp", "current_timezone",
+    "current_user", "user", "session_user", "current_database", "current_schema", "current_catalog",
+})
+# Without arguments these read the clock; with a time argument they are deterministic.
+_CLOCK_WITHOUT_ARGUMENTS = frozenset({"unix_timestamp", "unix_date", "unix_seconds"})
+_SQL_STRING_OR_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_IDENTIFIER_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(\(\s*\)|\()?")
+
+
+class ContractError(OperatorError, ValueError):
+    """A table contract is invalid; the message names the file and the field."""
+
+
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping repeats a key (PyYAML would keep the last silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key repeated in one mapping at any depth.
+
+    The YAML spec requires mapping keys to be unique; PyYAML keeps the last value, so
+    a contract with `email:` twice would silently lose the first attribute spec.
+    Keys brought in by a merge (`<<: *anchor`) may still be overridden, as YAML intends.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_seen.get(key)
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if earlier is not None:
+                raise _DuplicateKey(
+                    f"first at line {earlier.start_mark.line + 1}",
+                    node.start_mark,
+                    f"key {key!r} appears twice",
+                    key_node.start_mark,
+                )
+            first_seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """One DynamoDB attribute (or a nested M field / L item) and its raw column."""
+
+    name: str
+    column: str
+    type: str
+    cast: str | None = None
+    pii: bool = False
+    description: str = ""
+    items: AttributeSpec | None = None
+    fields: tuple[AttributeSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableContract:
+    table: str
+    raw_table: str
+    description: str
+    partition_key: str
+    sort_key: str | None
+    attributes: tuple[AttributeSpec, ...]
+    partition_column: str
+    partition_expression: str
+
+    @property
+    def key_attributes(self) -> tuple[str, ...]:
+        """DynamoDB names of the primary key: partition key, then sort key."""
+        return (self.partition_key,) if self.sort_key is None else (self.partition_key, self.sort_key)
+
+    @property
+    def changes_table(self) -> str:
+        """The change log's name: every distinct change, beside the current state `raw_table`."""
+        return self.raw_table + CHANGES_SUFFIX
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return tuple(self.attribute(name).column for name in self.key_attributes)
+
+    @property
+    def business_columns(self) -> tuple[str, ...]:
+        return tuple(spec.column for spec in self.attributes)
+
+    @property
+    def pii_columns(self) -> tuple[str, ...]:
+        return tuple(spec.column for spec in self.attributes if spec.pii)
+
+    def attribute(self, name: str) -> AttributeSpec:
+        for spec in self.attributes:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"table {self.table!r} has no attribute {name!r}")
+
+
+def snake_case(name: str) -> str:
+    """`custName` -> `cust_name`, `receiptURL` -> `receipt_url`, `order-id` -> `order_id`."""
+    split_acronyms = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    split_words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", split_acronyms)
+    return re.sub(r"[^0-9a-zA-Z]+", "_", split_words).strip("_").lower()
+
+
+def spark_type(spec: AttributeSpec) -> T.DataType:
+    """The raw column type of an attribute (numbers stay exact strings)."""
+    if spec.type in ("S", "N"):
+        return T.StringType()
+    if spec.type == "B":
+        return T.BinaryType()
+    if spec.type == "BOOL":
+        return T.BooleanType()
+    if spec.type in ("SS", "NS"):
+        return T.ArrayType(T.StringType())
+    if spec.type == "BS":
+        return T.ArrayType(T.BinaryType())
+    if spec.type == "L":
+        assert spec.items is not None  # guaranteed by validation
+        return T.ArrayType(spark_type(spec.items))
+    return T.StructType([T.StructField(field.column, spark_type(field)) for field in spec.fields])
+
+
+def raw_schema(contract: TableContract) -> T.StructType:
+    """The raw table's schema: business columns, partition column, metadata columns.
+
+    The partition column is a string: Hive-style partition values are text anyway,
+    and decode casts the partition expression's result to match.
+    """
+    business = [T.StructField(spec.column, spark_type(spec)) for spec in contract.attributes]
+    partition = T.StructField(contract.partition_column, T.StringType())
+    return T.StructType([*business, partition, *METADATA_FIELDS])
+
+
+def change_log_schema(contract: TableContract) -> T.StructType:
+    """The change log's schema: the raw table's columns plus the ingest-hour partition."""
+    return T.StructType([*raw_schema(contract).fields, T.StructField(INGEST_HOUR_COLUMN, T.StringType())])
+
+
+def load_contract(path: str | Path | Traversable) -> TableContract:
+    path = path if isinstance(path, Traversable) else Path(path)
+    content = path.read_bytes()
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (content.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ContractError(
+            f"{path}: line {line}, column {column}: byte {content[exc.start]:#04x} is not UTF-8; "
+            "save the contract as UTF-8"
+        ) from exc
+    try:
+        document = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        mark = exc.problem_mark
+        raise ContractError(f"{path}: line {mark.line + 1}: {exc.problem} in one mapping ({exc.context}); "
+                            "YAML keys must be unique, remove or rename one") from exc
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{path}: not valid YAML: {exc}") from exc
+    return _parse_contract(document, str(path))
+
+
+def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
+    """All contracts in a directory, keyed by DynamoDB table name."""
+    folder: Path | Traversable
+    if directory is None and not os.environ.get(CONTRACTS_DIR_ENV):
+        # Read as package resources: in the zip the Glue job imports this package from
+        # (--extra-py-files) the packaged contracts are zip members, not a folder on disk.
+        folder = resources.files("streaming") / PACKAGED_CONTRACTS_DIR.name
+    else:
+        folder = Path(directory or os.environ[CONTRACTS_DIR_ENV])
+    if not folder.is_dir():
+        raise ContractError(f"{folder}: contracts directory does not exist")
+    paths = sorted(
+        (entry for entry in folder.iterdir() if entry.name.endswith((".yml", ".yaml"))), key=lambda entry: entry.name
+    )
+    if not paths:
+        raise ContractError(f"{folder}: no table contracts (*.yml) found")
+    contracts: dict[str, TableContract] = {}
+    origin: dict[str, Path | Traversable] = {}
+    raw_origin: dict[str, Path | Traversable] = {}
+    for path in paths:
+        contract = load_contract(path)
+        if contract.table in contracts:
+            raise ContractError(
+                f"{path}: table {contract.table!r} is already defined in {origin[contract.table]}"
+            )
+        if contract.raw_table in raw_origin:
+            raise ContractError(
+                f"{path}: raw_table {contract.raw_table!r} is already used by {raw_origin[contract.raw_table]}"
+            )
+        contracts[contract.table] = contract
+        origin[contract.table] = path
+        raw_origin[contract.raw_table] = path
+    for contract in contracts.values():
+        if contract.changes_table in raw_origin:
+            raise ContractError(
+                f"{raw_origin[contract.changes_table]}: raw_table {contract.changes_table!r} is the name of the "
+                f"change log of {contract.raw_table!r} ({raw_origin[contract.raw_table]}); choose another name"
+            )
+    return contracts
+
+
+def check_partition_expression(spark: SparkSession, contract: TableContract) -> None:
+    """Evaluate the partition expression on a row holding only the key columns.
+
+    A REMOVE record carries nothing but its keys, so an expression that reads any
+    other column would put tombstones in a different partition than their item.
+    """
+    from pyspark.errors import PySparkException
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+
+    samples = {"S": "sample-key-1", "N": "1", "B": bytearray(b"\x01")}
+    key_specs = [contract.attribute(name) for name in contract.key_attributes]
+    schema = T.StructType([T.StructField(spec.column, spark_type(spec)) for spec in key_specs])
+    row = Row(*(samples[spec.type] for spec in key_specs))
+    try:
+        frame = spark.createDataFrame([row], schema)
+        partition = frame.select(F.expr(contract.partition_expression).cast("string"))
+        # Asked of the analyzed expression: before analysis every function call is an
+        # unresolved one, which reports itself deterministic whatever it calls.
+        if not partition._jdf.queryExecution().analyzed().expressions().head().deterministic():
+            raise ContractError(
+                f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
+                "is not deterministic (Spark says so): a key must get the same partition every time"
+            )
+        partition.collect()
+    except PySparkException as exc:
+        raise ContractError(
+            f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
+            f"must use only the key columns {list(contract.key_columns)}: {exc}"
+        ) from exc
+
+
+def _parse_contract(document: Any, source: str) -> TableContract:
+    if not isinstance(document, Mapping):
+        raise ContractError(f"{source}: a contract must be a YAML mapping")
+    _reject_unknown(document, _TOP_LEVEL_KEYS, source, "")
+    table = _required_text(document, "table", source)
+    raw_table = _required_text(document, "raw_table", source)
+    if not _COLUMN_NAME.match(raw_table):
+        raise ContractError(f"{source}: raw_table {raw_table!r} must be lower snake_case")
+
+    key = _section(document, "key", _KEY_KEYS, source, "partition_key (and optional sort_key)")
+    partition_key = _required_text(key, "partition_key", source, "key.")
+    sort_key = key.get("sort_key")
+    if sort_key is not None and (not isinstance(sort_key, str) or not sort_key):
+        raise ContractError(f"{source}: key.sort_key must be a non-empty string")
+
+    raw_attributes = document.get("attributes")
+    if not isinstance(raw_attributes, Mapping) or not raw_attributes:
+        raise ContractError(f"{source}: attributes: must be a non-empty mapping of attribute name to spec")
+    attributes = tuple(
+        _parse_attribute(str(name), spec, source, f"attributes.{name}") for name, spec in raw_attributes.items()
+    )
+    declared = {spec.name: spec for spec in attributes}
+    for key_name, key_field in ((partition_key, "partition_key"), (sort_key, "sort_key")):
+        if key_name is None:
+            continue
+        if key_name not in declared:
+            raise ContractError(f"{source}: key.{key_field} {key_name!r} is not declared under attributes")
+        if declared[key_name].type not in KEY_TYPES:
+            raise ContractError(
+                f"{source}: key.{key_field} {key_name!r} has type {declared[key_name].type}; "
+                f"key attributes must be one of {sorted(KEY_TYPES)}"
+            )
+
+    partitioning = _section(document, "partitioning", _PARTITIONING_KEYS, source, "column and expression")
+    partition_column = _required_text(partitioning, "column", source, "partitioning.")
+    partition_expression = partitioning.get("expression")
+    if not isinstance(partition_expression, str) or not partition_expression.strip():
+        raise ContractError(f"{source}: partitioning.expression is empty")
+    _refuse_nondeterministic(partition_expression, {spec.column for spec in attributes}, source)
+
+    _check_columns(attributes, partition_column, source)
+    description = document.get("description") or ""
+    if not isinstance(description, str):
+        raise ContractError(f"{source}: description must be text")
+    return TableContract(
+        table=table,
+        raw_table=raw_table,
+        description=description,
+        partition_key=partition_key,
+        sort_key=sort_key,
+        attributes=attributes,
+        partition_column=partition_column,
+        partition_expression=partition_expression.strip(),
+    )
+
+
+def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: bool = False) -> AttributeSpec:
+    if not isinstance(spec, Mapping):
+        raise ContractError(f"{source}: {where}: must be a mapping with at least a type")
+    _reject_unknown(spec, _ITEM_KEYS if is_item else _ATTRIBUTE_KEYS, source, f"{where}.")
+    attribute_type = spec.get("type")
+    if attribute_type not in ATTRIBUTE_TYPES:
+        raise ContractError(
+            f"{source}: {where}.type {attribute_type!r} is not a DynamoDB type; use one of {sorted(ATTRIBUTE_TYPES)}"
+        )
+    column = spec.get("column", snake_case(name))
+    if not isinstance(column, str) or not _COLUMN_NAME.match(column):
+        raise ContractError(
+            f"{source}: {where}.column {column!r} must be lower snake_case (derived from {name!r} when omitted)"
+        )
+    cast = spec.get("cast")
+    if cast is not None:
+        _check_cast(cast, source, where)
+    pii = spec.get("pii", False)
+    if not isinstance(pii, bool):
+        raise ContractError(f"{source}: {where}.pii must be true or false")
+    description = spec.get("description") or ""
+    if not isinstance(description, str):
+        raise ContractError(f"{source}: {where}.description must be text")
+
+    items: AttributeSpec | None = None
+    if attribute_type == "L":
+        if "items" not in spec:
+            raise ContractError(f"{source}: {where}: type L needs items (the type of its elements)")
+        items = _parse_attribute(name, spec["items"], source, f"{where}.items", is_item=True)
+    elif "items" in spec:
+        raise ContractError(f"{source}: {where}.items is only allowed with type L")
+
+    fields: tuple[AttributeSpec, ...] = ()
+    if attribute_type == "M":
+        raw_fields = spec.get("fields")
+        if not isinstance(raw_fields, Mapping) or not raw_fields:
+            raise ContractError(f"{source}: {where}: type M needs fields (a mapping of field name to spec)")
+        fields = tuple(
+            _parse_attribute(str(field_name), field_spec, source, f"{where}.fields.{field_name}")
+            for field_name, field_spec in raw_fields.items()
+        )
+        _check_unique([field.column for field in fields], source, f"{where}.fields")
+    elif "fields" in spec:
+        raise ContractError(f"{source}: {where}.fields is only allowed with type M")
+
+    return AttributeSpec(
+        name=name,
+        column=column,
+        type=attribute_type,
+        cast=cast,
+        pii=pii,
+        description=description,
+        items=items,
+        fields=fields,
+    )
+
+
+def parse_cast(cast: str) -> tuple[str, int, int] | None:
+    """`decimal(18,2)` -> ("decimal", 18, 2), `bigint` -> ("bigint", 0, 0); None when not a known cast."""
+    decimal = _DECIMAL_CAST.match(cast)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        if 1 <= precision <= MAX_DECIMAL_PRECISION and scale <= precision:
+            return ("decimal", precision, scale)
+        return None
+    if cast in ("timestamp", "date", "bigint"):
+        return (cast, 0, 0)
+    return None
+
+
+def _check_cast(cast: Any, source: str, where: str) -> None:
+    if not isinstance(cast, str) or parse_cast(cast) is None:
+        raise ContractError(
+            f"{source}: {where}.cast {cast!r} is not a cast staging knows; use one of {list(CAST_TYPES)} "
+            f"(decimal: 1 <= p <= {MAX_DECIMAL_PRECISION}, 0 <= s <= p)"
+        )
+
+
+def _refuse_nondeterministic(expression: str, columns: set[str], source: str) -> None:
+    """Refuse a partition expression calling a function of the two lists above.
+
+    String literals and quoted identifiers are skipped; a bare word that is one of the
+    contract's columns is the column, not the function.
+    """
+    code = _SQL_STRING_OR_QUOTED.sub(" ", expression)
+    for match in _IDENTIFIER_CALL.finditer(code):
+        name, call = match.group(1).lower(), match.group(2)
+        called_empty = call is not None and call.replace(" ", "") == "()"
+        if (
+            (name in _NONDETERMINISTIC_FUNCTIONS and call is not None)
+            or (name in _PER_RUN_FUNCTIONS and (call is not None or name not in columns))
+            or (name in _CLOCK_WITHOUT_ARGUMENTS and called_empty)
+        ):
+            why = "random or row-dependent" if name in _NONDETERMINISTIC_FUNCTIONS else "its value depends on the run"
+            raise ContractError(
+                f"{source}: partitioning.expression {expression!r} calls {name}() ({why}); a key must get the "
+                "same partition every time, so use a deterministic function of the key columns"
+            )
+
+
+def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:
+    if not _COLUMN_NAME.match(partition_column):
+        raise ContractError(f"{source}: partitioning.column {partition_column!r} must be lower snake_case")
+    columns = [spec.column for spec in attributes]
+    _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
+
+
+def _check_unique(columns: list[str], source: str, where: str) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:
+            raise ContractError(f"{source}: {where}: duplicate column name {column!r}")
+        seen.add(column)
+
+
+def _section(
+    document: Mapping[str, Any], name: str, allowed: frozenset[str], source: str, expected: str
+) -> Mapping[str, Any]:
+    """A nested mapping of the contract (`key`, `partitioning`), with unknown keys rejected."""
+    section = document.get(name)
+    if not isinstance(section, Mapping):
+        raise ContractError(f"{source}: {name}: must be a mapping with {expected}")
+    _reject_unknown(section, allowed, source, f"{name}.")
+    return section
+
+
+def _reject_unknown(mapping: Mapping[str, Any], allowed: frozenset[str], source: str, prefix: str) -> None:
+    unknown = sorted(str(key) for key in mapping if key not in allowed)
+    if unknown:
+        raise ContractError(f"{source}: unknown keys {[prefix + key for key in unknown]}; allowed: {sorted(allowed)}")
+
+
+def _required_text(mapping: Mapping[str, Any], key: str, source: str, prefix: str = "") -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ContractError(f"{source}: {prefix}{key} is required (non-empty text)")
+    return value

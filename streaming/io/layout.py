@@ -1,0 +1,179 @@
+"""The data directory's layout: the one place that names its folders, files, environment
+variables and the stream's query name. Paths only: no Spark, and no I/O beyond reading
+and writing the active-raw pointer.
+
+```
+<data dir>/landing/...                          landing files, as Firehose names them
+<data dir>/active_raw.json                      after `lakehouse switch`: the active data root
+<data root>/raw/<raw_table>_changes/_ingest_hour=<yyyy-MM-dd-HH>/_batch_id=<n>/part-*.parquet
+<data root>/raw/_tmp/...                        a batch being written; renamed into place when complete
+<data root>/raw/_landing/                       the landing ledger (what each batch read)
+<data root>/quarantine/_batch_id=<n>/*.parquet  rejected records with their reason
+<data root>/checkpoints/landing_to_raw/         the stream's Structured Streaming checkpoint
+<data dir>/dbt/{target,logs}/                   dbt's output for this data directory
+```
+
+The data root is the data directory itself until `lakehouse switch` points readers at a
+rebuilt copy (streaming/operations/reprocess.py). Every reader lists change-log files
+with `CHANGE_LOG_FILE_GLOB`, so a batch folder under `_tmp` is invisible until its rename.
+On S3 (Glue) the same folder names sit under the job's prefixes; `uri` joins them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+# The environment names are dbt's (lakehouse_dbt/env.py) and the hour is the contract's;
+# both belong to the layout too, so readers find them here.
+from lakehouse_dbt.env import DATA_DIR_ENV, PII_KEY_ENV, RAW_DIR_ENV  # noqa: F401
+from streaming.atomic_files import write_json_atomically
+from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour  # noqa: F401
+from streaming.errors import OperatorError
+
+log = logging.getLogger(__name__)
+
+# The local stream's query name, and so its checkpoint folder; `reprocess` writes its
+# checkpoint under the same name, so the stream continues from it after a switch.
+QUERY_NAME = "landing_to_raw"
+POINTER_FILE = "active_raw.json"
+LANDING_FOLDER = "landing"
+RAW_FOLDER = "raw"
+QUARANTINE_FOLDER = "quarantine"
+CHECKPOINTS_FOLDER = "checkpoints"
+DBT_FOLDER = "dbt"
+# Inside raw/: hidden from every reader, since no glob below starts inside them.
+TEMPORARY_FOLDER = "_tmp"
+LEDGER_FOLDER = "_landing"
+
+BATCH_COLUMN = "_batch_id"
+CHANGE_LOG_FILE_GLOB = f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*/*.parquet"
+QUARANTINE_FILE_GLOB = f"{BATCH_COLUMN}=*/*.parquet"
+
+
+class PointerError(OperatorError):
+    """The active-raw pointer cannot be read."""
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get(DATA_DIR_ENV) or "data")
+
+
+def uri(root: str, *parts: str) -> str:
+    """`root` (a local path or an s3:// prefix) joined with folder names by `/`."""
+    return "/".join([root.rstrip("/"), *parts])
+
+
+@dataclass(frozen=True)
+class DataLayout:
+    """One data root's folders. For a data directory, `active()` is the root readers use."""
+
+    root: Path
+
+    @property
+    def landing(self) -> Path:
+        return self.root / LANDING_FOLDER
+
+    @property
+    def raw(self) -> Path:
+        return self.root / RAW_FOLDER
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / QUARANTINE_FOLDER
+
+    @property
+    def landing_ledger(self) -> Path:
+        return self.raw / LEDGER_FOLDER
+
+    @property
+    def dbt_target(self) -> Path:
+        return self.root / DBT_FOLDER / "target"
+
+    @property
+    def dbt_logs(self) -> Path:
+        return self.root / DBT_FOLDER / "logs"
+
+    def checkpoint(self, query_name: str = QUERY_NAME) -> Path:
+        return self.root / CHECKPOINTS_FOLDER / query_name
+
+    def quarantine_files(self) -> list[Path]:
+        return sorted(self.quarantine.glob(QUARANTINE_FILE_GLOB))
+
+    def active(self) -> DataLayout:
+        """Where raw tables, quarantine and checkpoints of this data directory live now."""
+        return DataLayout(read_pointer(self.root).data_root)
+
+
+# --------------------------------------------------------------------------- raw change logs
+
+
+def change_log_dir(raw_root: Path, contract: TableContract) -> Path:
+    return raw_root / contract.changes_table
+
+
+def change_log_files(table_dir: Path) -> list[Path]:
+    return sorted(table_dir.glob(CHANGE_LOG_FILE_GLOB))
+
+
+def hour_folder(hour: str) -> str:
+    return f"{INGEST_HOUR_COLUMN}={hour}"
+
+
+def batch_folder(batch_id: int) -> str:
+    return f"{BATCH_COLUMN}={batch_id}"
+
+
+def batch_ids(table_dir: Path) -> set[int]:
+    return {int(folder.name.split("=", 1)[1]) for folder in table_dir.glob(f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*")}
+
+
+# --------------------------------------------------------------------------- the active-raw pointer
+
+
+@dataclass(frozen=True)
+class ActiveRaw:
+    """Which data root readers use; `previous` is where a rollback goes."""
+
+    data_root: Path
+    previous: Path | None
+    switched_at: str | None
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.data_root / RAW_FOLDER
+
+
+def read_pointer(data_dir: Path) -> ActiveRaw:
+    """The active data root of `data_dir`: the pointer's target, or `data_dir` itself."""
+    path = data_dir / POINTER_FILE
+    if not path.is_file():
+        return ActiveRaw(data_dir, None, None)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        previous = document.get("previous")
+        return ActiveRaw(Path(document["data_root"]), Path(previous) if previous else None, document.get("switched_at"))
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise PointerError(f"{path} is not a valid raw pointer ({exc}); fix or delete it") from exc
+
+
+def write_pointer(data_dir: Path, target: Path, previous: Path) -> ActiveRaw:
+    """Point readers of `data_dir` at `target`, replacing the pointer in one rename."""
+    switched_at = datetime.now(timezone.utc).isoformat()
+    document = {"data_root": str(target), "raw_dir": str(target / RAW_FOLDER), "previous": str(previous),
+                "switched_at": switched_at}
+    write_json_atomically(data_dir / POINTER_FILE, document)
+    log.info("switched raw readers of %s to %s (previous %s)", data_dir, target, previous)
+    return ActiveRaw(target, previous, switched_at)
+
+
+def is_switched(data_dir: Path) -> bool:
+    return (data_dir / POINTER_FILE).is_file()
+
+
+def dbt_env(data_dir: Path) -> dict[str, str]:
+    """What dbt needs to read this data directory: itself and its active raw folder."""
+    return {DATA_DIR_ENV: str(data_dir.resolve()), RAW_DIR_ENV: str(read_pointer(data_dir).raw_dir.resolve())}

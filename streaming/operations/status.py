@@ -1,0 +1,109 @@
+"""`lakehouse status`: row counts of the local raw tables and the quarantine, read with DuckDB."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from streaming.errors import OperatorError
+from streaming.io import layout as raw_layout
+from streaming.io.landing_ledger import changed_files
+from streaming.io.layout import DataLayout, is_switched
+from streaming.runtime.startup import load_checked_contracts
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    # Per raw table: rows of its change log, rows of its current state (keys, tombstones
+    # included), and batch folders of the change log.
+    change_rows: dict[str, int]
+    current_rows: dict[str, int]
+    raw_batches: dict[str, int]
+    quarantine_by_reason: dict[str, int]
+    # Set when `lakehouse switch` pointed readers away from the data directory.
+    active_root: str | None = None
+    # Warnings for landing files modified after the stream read them.
+    landing_changes: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        width = max([len(table) for table in self.change_rows] + [len("raw table")])
+        out = [f"active data root: {self.active_root}"] if self.active_root else []
+        out += [f"{'raw table':<{width}}  {'change log':>10}  {'current':>8}  {'batches':>7}"]
+        out += [
+            f"{table:<{width}}  {rows:>10}  {self.current_rows[table]:>8}  {self.raw_batches[table]:>7}"
+            for table, rows in self.change_rows.items()
+        ]
+        total = sum(self.quarantine_by_reason.values())
+        out.append(f"quarantine: {total} rows" + (":" if total else ""))
+        out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
+        out += [f"WARNING: {warning}" for warning in self.landing_changes]
+        return out
+
+
+def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusReport:
+    """Row counts of the local raw change logs, their current state and the quarantine."""
+    import duckdb
+
+    contracts = load_checked_contracts(contracts_dir)
+    data_dir = layout.root
+    layout = layout.active()
+    change_rows: dict[str, int] = {}
+    current_rows: dict[str, int] = {}
+    raw_batches: dict[str, int] = {}
+    with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
+        for contract in contracts.values():
+            table_dir = raw_layout.change_log_dir(layout.raw, contract)
+            if (table_dir / ".hoodie").is_dir():
+                raise OperatorError(f"{table_dir} is a Hudi table; `status` counts the local Parquet change log only")
+            files = raw_layout.change_log_files(table_dir)
+            change_rows[contract.raw_table], current_rows[contract.raw_table] = _count_rows_and_keys(
+                connection, files, contract.key_columns
+            )
+            raw_batches[contract.raw_table] = len({path.parent for path in files})
+        quarantine_files = layout.quarantine_files()
+        by_reason: dict[str, int] = {}
+        if quarantine_files:
+            rows = connection.execute(
+                "select reason, count(*) from read_parquet(?) group by reason",
+                [[str(path) for path in quarantine_files]],
+            ).fetchall()
+            by_reason = {reason: count for reason, count in rows}
+    changes = tuple(changed.warning() for changed in changed_files(layout.landing_ledger))
+    return StatusReport(change_rows, current_rows, raw_batches, by_reason,
+                        str(layout.root) if is_switched(data_dir) else None, changes)
+
+
+@contextmanager
+def _naming_unreadable_parquet(layout: DataLayout) -> Iterator[None]:
+    """Turn DuckDB's failure on a damaged Parquet file (cut short by a crash or a copy)
+    into an error that names every unreadable file under raw/ and quarantine/."""
+    import duckdb
+
+    try:
+        yield
+    except duckdb.Error as exc:
+        unreadable = []
+        with duckdb.connect() as probe:
+            for path in sorted([*layout.raw.rglob("*.parquet"), *layout.quarantine.rglob("*.parquet")]):
+                try:
+                    probe.execute("select count(*) from parquet_metadata(?)", [str(path)]).fetchall()
+                except duckdb.Error as problem:
+                    unreadable.append(f"  {path}: {str(problem).splitlines()[0]}")
+        if not unreadable:
+            raise OperatorError(f"cannot count the raw tables: {exc}") from exc
+        raise OperatorError(
+            f"{len(unreadable)} Parquet file(s) cannot be read:\n" + "\n".join(unreadable)
+            + "\nrestore them from a backup, or rebuild the raw tables with `lakehouse reprocess`"
+        ) from exc
+
+
+def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Sequence[str]) -> tuple[int, int]:
+    """Rows of a change log, and its distinct keys: the rows of its current state."""
+    if not files:
+        return 0, 0
+    keys = ", ".join(f'"{column}"' for column in key_columns)
+    rows, distinct_keys = connection.execute(  # type: ignore[attr-defined]
+        f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[str(path) for path in files]]
+    ).fetchone()
+    return int(rows), int(distinct_keys)

@@ -1,0 +1,3 @@
+"""Layer 4, running things: the Spark session, the data directory's single-writer lock,
+the stream identity, the stream loop, start-up (startup.start_stream: the one path every
+runner takes), the Glue entry point, and dbt in-process."""

