@@ -11,7 +11,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 CDK_CLI := aws-cdk@2.1148.1
 CONFIG ?= deploy/config.example.yml
 
-.PHONY: venv demo test lint bench drills clean synth deploy destroy node
+.PHONY: venv demo test test-fast lint bench drills clean synth deploy destroy node
 
 venv: $(STAMP)
 
@@ -37,6 +37,10 @@ $(CHECKOV_STAMP): deploy/checkov-requirements.txt
 
 test: venv $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
+
+# The fast tier for the edit loop: no JVM, no dbt, no stack synthesis (under a minute).
+test-fast: venv
+	$(BIN)/python -m pytest -m "not spark and not dbt and not deploy" -q
 
 # The AWS CDK runs its library in Node.js (18 or newer).
 node:

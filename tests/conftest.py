@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 
@@ -22,3 +24,21 @@ def mocked_aws(monkeypatch):
         monkeypatch.setenv(name, "testing")
     with mock_aws():
         yield
+
+
+# Test tiers (docs/development.md). A test is marked by what it needs, so that
+# `make test-fast` (-m "not spark and not dbt and not deploy") starts no JVM, runs no
+# dbt and synthesizes no stack: `spark` for a test using the session's SparkSession
+# (explicit marks stay for tests that start Spark in a subprocess), `dbt` for everything
+# under tests/dbt/, `deploy` for everything under tests/deploy/.
+_FOLDER_MARKS = {"dbt": "dbt", "deploy": "deploy"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = Path(__file__).parent
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        folder = Path(str(item.path)).relative_to(tests_dir).parts[0]
+        if folder in _FOLDER_MARKS:
+            item.add_marker(getattr(pytest.mark, _FOLDER_MARKS[folder]))

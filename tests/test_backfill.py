@@ -28,7 +28,8 @@ from streaming.operations.stream import stream
 from streaming.contracts.model import load_contracts
 from streaming.pipeline.batch import Pipeline
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
-from streaming.io.dynamodb_export import read_export_manifest, write_full_export
+from streaming.io.dynamodb_export import read_export_manifest
+from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import reconcile
 

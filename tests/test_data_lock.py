@@ -17,7 +17,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.runtime.data_lock import DataDirLocked, hold_data_dir, lock_path
-from streaming.io.dynamodb_export import write_full_export
+from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, generate_cdc
 
 REPO = Path(__file__).resolve().parents[1]

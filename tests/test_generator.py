@@ -366,7 +366,7 @@ def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path
     import gzip
     import io
 
-    from streaming.io.landing_reader import split_records
+    from streaming.io.landing_reader import split_object_records
 
     kwargs = {"seed": 4, "customers": 30, "malformed_rate": 0.05}
     cdc = generate_cdc(**kwargs)
@@ -383,7 +383,7 @@ def test_firehose_layout_concatenates_records_in_firehose_named_objects(tmp_path
         data = path.read_bytes()
         assert data.startswith(b"\x1f\x8b") == compressed
         content = gzip.decompress(data) if compressed else data
-        records = [record.payload.decode() for record in split_records(io.BytesIO(data))]
+        records = [record.payload.decode() for record in split_object_records(io.BytesIO(data))]
         # No delimiter between records: only a record that is not JSON stands on a line of its own.
         assert content.count(b"\n") == 2 * sum(record in broken for record in records)
         assert b"}{" in content

@@ -14,12 +14,12 @@ from streaming.io.landing_reader import (
     MAX_RECORD_BYTES,
     TOO_LARGE_PREFIX_BYTES,
     LandingRecord,
-    split_records,
+    split_object_records,
 )
 
 
 def split(data: bytes, **options) -> list[tuple[int, bytes, str | None]]:
-    return [(r.offset, r.payload, r.reason) for r in split_records(io.BytesIO(data), **options)]
+    return [(r.offset, r.payload, r.reason) for r in split_object_records(io.BytesIO(data), **options)]
 
 
 def test_records_concatenated_without_delimiter_are_each_a_record():
@@ -104,7 +104,7 @@ def test_a_50_mb_record_is_skipped_without_being_held_and_the_next_record_lands(
     stream = Generated(b'{"eventName":"INSERT","blob":"', b"x", size, b'"}{"ok":1}')
     tracemalloc.start()
     try:
-        records = list(split_records(stream))
+        records = list(split_object_records(stream))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

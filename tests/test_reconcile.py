@@ -15,7 +15,7 @@ from streaming.io.layout import DataLayout
 
 from streaming.operations.backfill import backfill
 from streaming.contracts.model import load_contracts
-from streaming.io.dynamodb_export import write_full_export, write_incremental_export
+from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 from streaming.operations.reconcile import ReconcileError, reconcile
 

@@ -59,7 +59,8 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
 
     assert main(["switch", "--data-dir", str(live.root), "--to", str(target)]) == 0
     assert read_pointer(live.root).data_root == target.resolve()
-    assert dbt_env(live.root) == {"LAKEHOUSE_RAW_DIR": str(target.resolve() / "raw")}
+    assert dbt_env(live.root) == {"LAKEHOUSE_DATA_DIR": str(live.root.resolve()),
+                                  "LAKEHOUSE_RAW_DIR": str(target.resolve() / "raw")}
     assert main(["status", "--data-dir", str(live.root)]) == 0
     assert f"active data root: {target.resolve()}" in capsys.readouterr().out
 

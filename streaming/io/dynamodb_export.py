@@ -1,4 +1,4 @@
-"""DynamoDB export to S3 (point-in-time full and incremental): write, validate, replay.
+"""Reading a DynamoDB export to S3 (point-in-time full and incremental): validate, replay.
 
 The on-disk layout is the one AWS writes (DynamoDB developer guide, "DynamoDB table
 export output format"):
@@ -24,14 +24,14 @@ import gzip
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from streaming.errors import OperatorError
-from streaming.contracts.model import TableContract, load_contracts
+from streaming.contracts.model import TableContract
 
 EXPORT_ROOT_FOLDER = "AWSDynamoDB"
 SUMMARY_FILE = "manifest-summary.json"
@@ -40,8 +40,8 @@ FULL_EXPORT = "FULL_EXPORT"
 INCREMENTAL_EXPORT = "INCREMENTAL_EXPORT"
 OUTPUT_FORMAT = "DYNAMODB_JSON"
 # Placeholder account and region for generated ARNs (the account id AWS uses in its docs).
+# The region a replayed change record names (the decoder does not read it).
 SAMPLE_REGION = "us-east-1"
-SAMPLE_ACCOUNT = "123456789012"
 # An export line replays with this sequence number so that a real CDC event written at
 # the same instant sorts after it and wins.
 EXPORT_SEQUENCE_NUMBER = "0"
@@ -51,15 +51,6 @@ DynamoItem = dict[str, dict[str, Any]]
 
 class ExportValidationError(OperatorError, ValueError):
     """The export directory is incomplete or does not match its manifests."""
-
-
-class IncrementalChange(NamedTuple):
-    """One item's net change inside an incremental export window."""
-
-    keys: DynamoItem
-    new_image: DynamoItem | None  # None: the item was deleted in the window
-    old_image: DynamoItem | None  # None: the item did not exist before the window
-    write_time_us: int
 
 
 @dataclass(frozen=True)
@@ -85,152 +76,6 @@ class ExportManifest:
     export_to_time: datetime | None
     data_files: tuple[ExportDataFile, ...]
     summary: Mapping[str, Any]
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def write_full_export(
-    out_dir: Path | str,
-    table_name: str,
-    items: Iterable[DynamoItem],
-    export_time: datetime,
-    *,
-    files: int = 2,
-    contracts: Mapping[str, TableContract] | None = None,
-) -> Path:
-    """Write a FULL_EXPORT of `items` under `out_dir`; returns the export directory.
-
-    `contracts` names the table's key (default: the packaged contracts)."""
-    export_time = _as_utc(export_time)
-    export_id = _export_id(table_name, export_time, FULL_EXPORT)
-    keys = _keys_for(table_name, contracts)
-    lines_per_file = _empty_files(files)
-    for item in items:
-        _require_keys(item, keys, "item")
-        lines_per_file[_partition_of(item, keys[0], files)].append(
-            json.dumps({"Item": item}, separators=(",", ":"))
-        )
-    export_dir = Path(out_dir) / EXPORT_ROOT_FOLDER / export_id
-    data_files = _write_data_files(export_dir / "data", f"{EXPORT_ROOT_FOLDER}/{export_id}/data", export_id, lines_per_file)
-    summary = _summary_base(table_name, export_id, export_time, data_files)
-    summary["version"] = "2020-06-30"
-    # AWS writes times with millisecond precision; a replay uses this value.
-    summary["exportTime"] = _iso(export_time)
-    summary["exportType"] = FULL_EXPORT
-    _write_manifests(export_dir, summary, data_files)
-    return export_dir
-
-
-def write_incremental_export(
-    out_dir: Path | str,
-    table_name: str,
-    changes: Iterable[IncrementalChange],
-    export_from_time: datetime,
-    export_to_time: datetime,
-    *,
-    files: int = 2,
-    contracts: Mapping[str, TableContract] | None = None,
-) -> Path:
-    """Write an INCREMENTAL_EXPORT (NEW_AND_OLD_IMAGES) of `changes`; returns the export directory."""
-    export_from_time, export_to_time = _as_utc(export_from_time), _as_utc(export_to_time)
-    if export_to_time <= export_from_time:
-        raise ValueError("export_to_time must be after export_from_time")
-    export_id = _export_id(table_name, export_to_time, INCREMENTAL_EXPORT)
-    keys = _keys_for(table_name, contracts)
-    lines_per_file = _empty_files(files)
-    for change in changes:
-        _require_keys(change.keys, keys, "change")
-        line: dict[str, Any] = {
-            "Metadata": {"WriteTimestampMicros": {"N": str(change.write_time_us)}},
-            "Keys": change.keys,
-        }
-        if change.new_image is not None:
-            line["NewImage"] = change.new_image
-        if change.old_image is not None:
-            line["OldImage"] = change.old_image
-        lines_per_file[_partition_of(change.keys, keys[0], files)].append(json.dumps(line, separators=(",", ":")))
-    root = Path(out_dir) / EXPORT_ROOT_FOLDER
-    # Incremental exports share one data folder next to the export folders.
-    data_files = _write_data_files(root / "data", f"{EXPORT_ROOT_FOLDER}/data", export_id, lines_per_file)
-    summary = _summary_base(table_name, export_id, export_to_time, data_files)
-    summary["version"] = "2023-08-01"
-    summary["exportFromTime"] = _iso(export_from_time)
-    summary["exportToTime"] = _iso(export_to_time)
-    summary["outputView"] = "NEW_AND_OLD_IMAGES"
-    summary["exportType"] = INCREMENTAL_EXPORT
-    export_dir = root / export_id
-    _write_manifests(export_dir, summary, data_files)
-    return export_dir
-
-
-def _empty_files(files: int) -> list[list[str]]:
-    if files < 1:
-        raise ValueError(f"an export has at least one data file, got files={files}")
-    return [[] for _ in range(files)]
-
-
-def _require_keys(item: Mapping[str, Any], key_names: tuple[str, ...], what: str) -> None:
-    missing = [name for name in key_names if name not in item]
-    if missing:
-        raise ValueError(f"{what} lacks key attribute(s) {missing}: {json.dumps(item)[:200]}")
-
-
-def _write_data_files(
-    data_dir: Path, key_prefix: str, export_id: str, lines_per_file: list[list[str]]
-) -> list[dict[str, Any]]:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for index, lines in enumerate(lines_per_file):
-        name = _data_file_name(export_id, index)
-        payload = "".join(line + "\n" for line in lines).encode("utf-8")
-        # mtime=0 keeps the gzip bytes (and so the checksums) deterministic.
-        compressed = gzip.compress(payload, mtime=0)
-        (data_dir / name).write_bytes(compressed)
-        digest = hashlib.md5(compressed).digest()
-        entries.append(
-            {
-                "itemCount": len(lines),
-                "md5Checksum": base64.b64encode(digest).decode("ascii"),
-                "etag": digest.hex(),
-                "dataFileS3Key": f"{key_prefix}/{name}",
-                "_uncompressed_bytes": len(payload),
-            }
-        )
-    return entries
-
-
-def _summary_base(
-    table_name: str, export_id: str, started: datetime, data_files: list[dict[str, Any]]
-) -> dict[str, Any]:
-    table_arn = f"arn:aws:dynamodb:{SAMPLE_REGION}:{SAMPLE_ACCOUNT}:table/{table_name}"
-    return {
-        "exportArn": f"{table_arn}/export/{export_id}",
-        "startTime": _iso(started),
-        "endTime": _iso(started),
-        "tableArn": table_arn,
-        "tableId": _stable_uuid(table_name),
-        "s3Bucket": None,
-        "s3Prefix": None,
-        "s3SseAlgorithm": "AES256",
-        "s3SseKmsKeyId": None,
-        "manifestFilesS3Key": f"{EXPORT_ROOT_FOLDER}/{export_id}/{FILES_MANIFEST_FILE}",
-        "billedSizeBytes": sum(entry["_uncompressed_bytes"] for entry in data_files),
-        "itemCount": sum(entry["itemCount"] for entry in data_files),
-        "outputFormat": OUTPUT_FORMAT,
-    }
-
-
-def _write_manifests(export_dir: Path, summary: dict[str, Any], data_files: list[dict[str, Any]]) -> None:
-    export_dir.mkdir(parents=True, exist_ok=True)
-    (export_dir / "_started").write_bytes(b"")
-    files_manifest = "".join(
-        json.dumps({k: v for k, v in entry.items() if not k.startswith("_")}) + "\n" for entry in data_files
-    ).encode("utf-8")
-    summary_bytes = json.dumps(summary, indent=2).encode("utf-8")
-    for name, content in ((FILES_MANIFEST_FILE, files_manifest), (SUMMARY_FILE, summary_bytes)):
-        (export_dir / name).write_bytes(content)
-        (export_dir / name.replace(".json", ".checksum")).write_text(hashlib.md5(content).hexdigest(), encoding="ascii")
 
 
 # --------------------------------------------------------------------------- reading
@@ -409,7 +254,7 @@ def _replay(manifest: ExportManifest, contract: TableContract) -> Iterator[str |
         )
     key_names = contract.key_attributes
     incremental = manifest.export_type == INCREMENTAL_EXPORT
-    export_time_us = _epoch_us(manifest.export_time) if manifest.export_time else 0
+    export_time_us = epoch_micros(manifest.export_time) if manifest.export_time else 0
     for data_file in manifest.data_files:
         file_stem = data_file.path.name.removesuffix(".json.gz")
         with gzip.open(data_file.path, "rb") as lines:
@@ -529,13 +374,6 @@ def _change_record(
 # --------------------------------------------------------------------------- helpers
 
 
-def _keys_for(table_name: str, contracts: Mapping[str, TableContract] | None) -> tuple[str, ...]:
-    contracts = load_contracts() if contracts is None else contracts
-    if table_name not in contracts:
-        raise ValueError(f"no table contract for {table_name!r}; known tables: {sorted(contracts)}")
-    return contracts[table_name].key_attributes
-
-
 def _prefix_root(export_dir: Path) -> Path:
     if export_dir.parent.name != EXPORT_ROOT_FOLDER:
         raise ExportValidationError(f"{export_dir}: an export directory lives in a folder named {EXPORT_ROOT_FOLDER}")
@@ -582,40 +420,15 @@ def _data_file_path(prefix_root: Path, data_folder: Path, s3_prefix: str | None,
     return path
 
 
-def _partition_of(item: Mapping[str, Any], partition_key: str, files: int) -> int:
-    """Spread items over files by partition-key hash, as the export does per partition."""
-    return zlib.crc32(json.dumps(item.get(partition_key), sort_keys=True).encode("utf-8")) % files
-
-
-def _export_id(table_name: str, moment: datetime, export_type: str) -> str:
-    millis = _epoch_us(moment) // 1000
-    suffix = hashlib.md5(f"{table_name}:{export_type}:{millis}".encode()).hexdigest()[:8]
-    return f"{millis:014d}-{suffix}"
-
-
-def _data_file_name(export_id: str, index: int) -> str:
-    digest = hashlib.sha1(f"{export_id}:{index}".encode()).digest()
-    return base64.b32encode(digest).decode("ascii").lower()[:26] + ".json.gz"
-
-
-def _stable_uuid(text: str) -> str:
-    h = hashlib.md5(text.encode()).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-
-def _as_utc(moment: datetime) -> datetime:
+def as_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware (UTC)")
     return moment.astimezone(timezone.utc)
 
 
-def _epoch_us(moment: datetime) -> int:
-    delta = _as_utc(moment) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+def epoch_micros(moment: datetime) -> int:
+    delta = as_utc(moment) - datetime(1970, 1, 1, tzinfo=timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _iso(moment: datetime) -> str:
-    return _as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _parse_time(text: str | None) -> datetime | None:

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from streaming.pipeline import reasons
+
 # A DynamoDB item is at most 400 KB and a stream record carries at most two images of it
 # (NEW_AND_OLD_IMAGES), in DynamoDB JSON whose descriptors and escaping add up to about
 # 2x; 4 MiB leaves room for that and still keeps a runaway record far from executor memory.
@@ -43,11 +45,6 @@ TOO_LARGE_PREFIX_BYTES = 4096
 READ_BYTES = 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
-INVALID_JSON = "invalid_json"
-TRAILING_GARBAGE = "trailing_garbage"
-DUPLICATE_KEY = "duplicate_key"
-RECORD_TOO_LARGE = "record_too_large"
-UNREADABLE_FILE = "unreadable_file"
 
 _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
 # Junk ends where a line or the next object may start.
@@ -215,7 +212,7 @@ class _Splitter:
 
     def _emit(self, kept: bytes, size: int, reason: str | None) -> LandingRecord:
         if size > self.limit:
-            kept, reason = kept[:TOO_LARGE_PREFIX_BYTES], RECORD_TOO_LARGE
+            kept, reason = kept[:TOO_LARGE_PREFIX_BYTES], reasons.RECORD_TOO_LARGE
         if reason is not None:
             # A broken record cut at a newline keeps the line's `\r` otherwise (CRLF files).
             kept = kept.rstrip(b" \t\r\n")
@@ -236,17 +233,17 @@ class _Splitter:
             self.offset += found.start() - self.pos
             start = self.pos = found.start()
             if self.text[start] != "{":
-                yield self._emit(*self._take(start, _junk_end(start)), INVALID_JSON)
+                yield self._emit(*self._take(start, _junk_end(start)), reasons.INVALID_JSON)
                 continue
             try:
                 end = self.decode(self.text, start)[1]
             except _DuplicateKey:
-                yield self._emit(*self._take(start, _ObjectEnd().find), DUPLICATE_KEY)
+                yield self._emit(*self._take(start, _ObjectEnd().find), reasons.DUPLICATE_KEY)
                 continue
             except json.JSONDecodeError:
                 # Malformed, truncated, or larger than the window: up to its closing brace
                 # or the next newline, wherever that is.
-                yield self._emit(*self._take(start, _ObjectEnd().find), INVALID_JSON)
+                yield self._emit(*self._take(start, _ObjectEnd().find), reasons.INVALID_JSON)
                 continue
             after = _NOT_WHITESPACE.search(self.text, end)
             # Only what follows on the same line is this record's tail.
@@ -255,7 +252,7 @@ class _Splitter:
                 self.pos = end
                 yield self._emit(kept, len(kept), None)
                 continue
-            yield self._emit(*self._take(start, _junk_end(after.start() + 1)), TRAILING_GARBAGE)
+            yield self._emit(*self._take(start, _junk_end(after.start() + 1)), reasons.TRAILING_GARBAGE)
 
 
 class _Prefixed:
@@ -325,13 +322,13 @@ class _Gunzipped:
         return out
 
 
-def split_records(stream: BinaryIO, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator[LandingRecord]:
+def split_object_records(stream: BinaryIO, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator[LandingRecord]:
     """The records of one landing object (GZIP or not); a read error ends the object with
     one `unreadable_file` record naming the error, at the offset reached."""
     splitter = _Splitter(decompressed(stream), max_record_bytes)
     yield from splitter.records()
     if splitter.read_error is not None:
-        yield LandingRecord(splitter.offset, splitter.read_error.encode(), UNREADABLE_FILE)
+        yield LandingRecord(splitter.offset, splitter.read_error.encode(), reasons.UNREADABLE_FILE)
 
 
 # --------------------------------------------------------------------------- on executors
@@ -374,10 +371,10 @@ def _records_of(path: str) -> Iterator[LandingRecord]:
         stream = open_landing_object(path)
     except (OSError, ImportError) as exc:
         # A file listed but gone, or unreadable: visible in quarantine, never skipped.
-        yield LandingRecord(0, f"{type(exc).__name__}: {exc}".encode(), UNREADABLE_FILE)
+        yield LandingRecord(0, f"{type(exc).__name__}: {exc}".encode(), reasons.UNREADABLE_FILE)
         return
     try:
-        yield from split_records(stream)
+        yield from split_object_records(stream)
     finally:
         stream.close()
 

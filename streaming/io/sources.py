@@ -17,11 +17,11 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamReader
 
 from streaming.io.landing_ledger import LandedFile, record_batch
+from streaming.pipeline.envelope import SOURCE_ERROR
 
 ENVELOPE_COLUMNS = ("payload", "kinesis_sequence_number", "source_ref")
-# Landing envelopes carry one more column: the quarantine reason the splitter found
-# (streaming/io/landing_reader.py), null for a well-formed record.
-SOURCE_ERROR_COLUMN = "source_error"
+# Landing envelopes carry one more column, SOURCE_ERROR: the quarantine reason the
+# splitter found (streaming/io/landing_reader.py), null for a well-formed record.
 
 # With classification json and inferSchema true, Glue's Kinesis source hands the
 # micro-batch the record data as JSON text in this column (some Glue releases spell it
@@ -98,7 +98,7 @@ def files_envelope(spark: SparkSession, files: Sequence[LandedFile]) -> DataFram
         F.col("payload").cast("string").alias("payload"),
         F.lit(None).cast("string").alias("kinesis_sequence_number"),
         "source_ref",
-        SOURCE_ERROR_COLUMN,
+        SOURCE_ERROR,
     )
 
 

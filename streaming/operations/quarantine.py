@@ -49,6 +49,7 @@ from streaming.errors import OperatorError
 from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout
 from streaming.io.sinks import QuarantineWriter, SinkName
 from streaming.operations.backfill import operation_batch_id
+from streaming.pipeline import reasons
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
@@ -66,7 +67,7 @@ Printer = Callable[[str], None]
 REPLAYS_FOLDER = "replays"
 # The decoder stores such a payload with each bad byte sequence replaced by U+FFFD:
 # replaying that text would land the replacement characters as if they were data.
-NOT_REPLAYABLE_REASONS = ("invalid_utf8",)
+NOT_REPLAYABLE_REASONS = (reasons.INVALID_UTF8,)
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
@@ -426,9 +427,9 @@ class ReplayResult:
 
     def summary(self) -> str:
         failing = sum(self.still_quarantined.values())
-        reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.still_quarantined.items()))
+        by_reason = ", ".join(f"{reason}={n}" for reason, n in sorted(self.still_quarantined.items()))
         return (f"replay {self.replay_id} batch={self.batch_id}: records={self.records} landed={self.landed} "
-                f"still quarantined={failing}" + (f" ({reasons})" if reasons else ""))
+                f"still quarantined={failing}" + (f" ({by_reason})" if by_reason else ""))
 
 
 def run_replay(

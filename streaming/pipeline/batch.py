@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
-from streaming.pipeline.decode import decode_records, split_records
+from streaming.pipeline.decode import decode_records, split_by_table
 from streaming.contracts.evolution import contract_version
 from streaming.pipeline.ordering import drop_duplicate_events
 
@@ -173,7 +173,7 @@ class Pipeline:
             # Every output below reads one decoded frame: kept (in memory, spilling to
             # disk), the source is read and each record parsed and decoded once per batch.
             records = _cache(decode_records(envelope, self.contracts), cached)
-            decoded, quarantine_rows = split_records(records, self.contracts)
+            decoded, quarantine_rows = split_by_table(records, self.contracts)
             quarantine_rows = with_batch_metadata(quarantine_rows, ingested_at, batch_id)
             change_rows: dict[str, DataFrame] = {}
             # The decoded frame has one row per input record, so it counts the input

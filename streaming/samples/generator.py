@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from streaming.contracts.model import load_contracts
-from streaming.io.dynamodb_export import SAMPLE_ACCOUNT, SAMPLE_REGION, DynamoItem, IncrementalChange
+from streaming.pipeline import reasons
+from streaming.io.dynamodb_export import SAMPLE_REGION, DynamoItem
+from streaming.samples.export_writer import SAMPLE_ACCOUNT, IncrementalChange
 
 UTC = timezone.utc
 CUSTOMERS = "customers"
@@ -67,20 +69,6 @@ _CITIES = (("Lisbon", "PT"), ("Berlin", "DE"), ("Lagos", "NG"), ("Osaka", "JP"),
 _STATUS_NEXT = {"PLACED": ("PAID", "CANCELLED"), "PAID": ("SHIPPED", "CANCELLED"),
                 "SHIPPED": ("DELIVERED",), "DELIVERED": ("RETURNED",)}
 
-# Quarantine reasons, spelled as docs/architecture.md ("Quarantine rows") pins them.
-INVALID_JSON = "invalid_json"
-UNKNOWN_TABLE_REASON = "unknown_table"
-UNKNOWN_EVENT_NAME = "unknown_event_name"
-MISSING_NEW_IMAGE = "missing_new_image"
-MISSING_EVENT_TIME = "missing_event_time"
-
-
-def missing_key_reason(attribute: str) -> str:
-    return f"missing_key:{attribute}"
-
-
-def type_mismatch_reason(attribute: str, expected: str) -> str:
-    return f"type_mismatch:{attribute}:{expected}"
 
 
 def invalid_number_reason(attribute: str) -> str:
@@ -292,7 +280,7 @@ def land_cdc(
         raise ValueError(f"file_layout must be one of {', '.join(LANDING_LAYOUTS)}, not {file_layout!r}")
     landing = Path(landing_dir)
     number = _last_file_number(landing)
-    broken = {line for line, reason in cdc.malformed if reason == INVALID_JSON}
+    broken = {line for line, reason in cdc.malformed if reason == reasons.INVALID_JSON}
     files = []
     for offset in range(0, len(cdc.records), records_per_file):
         number += 1
@@ -648,17 +636,17 @@ def _dump(record: dict[str, Any]) -> str:
 
 def _not_json(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     return rng.choice(("<html><body>502 Bad Gateway</body></html>", "eventName=INSERT;table=orders",
-                       "\x00\x01garbage")), INVALID_JSON
+                       "\x00\x01garbage")), reasons.INVALID_JSON
 
 
 def _truncated_json(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     line = _dump(record)
-    return line[: rng.randint(10, len(line) // 2)], INVALID_JSON
+    return line[: rng.randint(10, len(line) // 2)], reasons.INVALID_JSON
 
 
 def _unknown_event_name(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     record["eventName"] = rng.choice(("UPSERT", "insert", "DELETE"))
-    return _dump(record), UNKNOWN_EVENT_NAME
+    return _dump(record), reasons.UNKNOWN_EVENT_NAME
 
 
 def _missing_key(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
@@ -667,14 +655,14 @@ def _missing_key(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tu
     for part in ("Keys", "NewImage", "OldImage"):
         if part in dynamodb:
             dynamodb[part] = {name: value for name, value in dynamodb[part].items() if name != attribute}
-    return _dump(record), missing_key_reason(attribute)
+    return _dump(record), reasons.missing_key(attribute)
 
 
 def _wrong_number_type(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     image = dict(record["dynamodb"]["NewImage"])
     image["amount"] = {"S": image["amount"]["N"]}
     record["dynamodb"]["NewImage"] = image
-    return _dump(record), type_mismatch_reason("amount", "N")
+    return _dump(record), reasons.type_mismatch("amount", "N")
 
 
 def _invalid_number(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
@@ -691,18 +679,18 @@ def _unknown_table(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> 
         record["eventSourceARN"] = (
             f"arn:aws:dynamodb:{SAMPLE_REGION}:{SAMPLE_ACCOUNT}:table/{UNKNOWN_TABLE}/stream/{STREAM_LABEL}"
         )
-    return _dump(record), UNKNOWN_TABLE_REASON
+    return _dump(record), reasons.UNKNOWN_TABLE
 
 
 def _missing_new_image(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     del record["dynamodb"]["NewImage"]
-    return _dump(record), MISSING_NEW_IMAGE
+    return _dump(record), reasons.MISSING_NEW_IMAGE
 
 
 def _missing_event_time(rng: _Rng, record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, str]:
     del record["dynamodb"]["ApproximateCreationDateTime"]
     record["dynamodb"].pop("ApproximateCreationDateTimePrecision", None)
-    return _dump(record), MISSING_EVENT_TIME
+    return _dump(record), reasons.MISSING_EVENT_TIME
 
 
 def _displacement(rng: _Rng, out_of_order_rate: float) -> float:

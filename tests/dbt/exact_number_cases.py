@@ -9,7 +9,7 @@ digits, more than 10 decimals, exponent forms, tiny negative values), DynamoDB's
 limits (AWS docs, "Supported data types and naming rules in Amazon DynamoDB":
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html
 -- 38 digits of precision, magnitudes 1E-130 to 9.99...E+125), and seeded random texts
-of the number grammar streaming/pipeline/decode.py admits.
+of the number grammar streaming/pipeline/attributes.py admits.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.pipeline.decode import NUMBER_PATTERN
+from streaming.pipeline.attributes import NUMBER_PATTERN
 
 # (precision, scale) pairs compiled as columns d_<p>_<s>.
 DECIMAL_TYPES = ((18, 2), (38, 10), (38, 0), (38, 38), (5, 5), (1, 0))

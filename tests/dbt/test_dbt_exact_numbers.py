@@ -20,7 +20,7 @@ from exact_number_cases import (
     random_number_texts,
 )
 
-from streaming.pipeline.decode import NUMBER_PATTERN
+from streaming.pipeline.attributes import NUMBER_PATTERN
 
 pytestmark = pytest.mark.dbt
 

@@ -18,9 +18,9 @@ from streaming.io.dynamodb_export import (
     export_to_change_records,
     read_export_manifest,
     refused_export_lines,
-    write_full_export,
-    write_incremental_export,
 )
+
+from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.contracts.model import load_contracts
 from streaming.samples.generator import generate_cdc
 

@@ -1,0 +1,195 @@
+"""Stage 1 of decoding: each change record's envelope, parsed once.
+
+What every table shares is read here: the table the record belongs to, its event name,
+the change time (in whichever precision the record states), the sequence number, the
+TTL flag, and the image the item's values are read from, kept as JSON text for stage 2
+(attributes.py), which reads it with its table's schema. The first record-level problem
+becomes the record's reason (decode.py lists them in order).
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from streaming.pipeline import reasons
+
+EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
+SEQUENCE_NUMBER_DIGITS = 64
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+MICROS_PER_SECOND = 1_000_000
+MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
+# Epoch values below 1e11 are seconds, below 1e14 milliseconds, below 1e17
+# microseconds: each bound is the year 5138 in the smaller unit, far from real data.
+SECONDS_BELOW = 10**11
+MILLIS_BELOW = 10**14
+MICROS_BELOW = 10**17
+
+_CORRUPT = "_corrupt_record"
+_INVALID_UTF8 = "_invalid_utf8"
+# The optional envelope column of landing files: a reason found while splitting the file.
+SOURCE_ERROR = "source_error"
+IMAGES = ("Keys", "NewImage", "OldImage")
+_RECORD = "_record"
+
+PAYLOAD_SCHEMA = T.StructType(
+    [
+        T.StructField("eventID", T.StringType()),
+        T.StructField("eventName", T.StringType()),
+        T.StructField("eventSourceARN", T.StringType()),
+        T.StructField("tableName", T.StringType()),
+        T.StructField(
+            "userIdentity",
+            T.StructType([T.StructField("type", T.StringType()), T.StructField("principalId", T.StringType())]),
+        ),
+        T.StructField(
+            "dynamodb",
+            T.StructType(
+                [
+                    # Text, so a malformed value spoils only this field. Spark renders a
+                    # fractional number through a double; near 1.7e9 s doubles are 0.24 µs
+                    # apart, so rounding to whole microseconds still gives the exact value.
+                    T.StructField("ApproximateCreationDateTime", T.StringType()),
+                    T.StructField("ApproximateCreationDateTimePrecision", T.StringType()),
+                    T.StructField("SequenceNumber", T.StringType()),
+                    # Kept as JSON text: which schema an image is read with depends on
+                    # its table, known only once this parse is done.
+                    *[T.StructField(image, T.StringType()) for image in IMAGES],
+                ]
+            ),
+        ),
+        T.StructField(_CORRUPT, T.StringType()),
+    ]
+)
+
+
+def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFrame:
+    """Parse each payload once into the table-independent metadata of the change.
+
+    `_record_error` holds the first record-level quarantine reason (null when the
+    record can be routed to its table); `_image` is the JSON text of the image the
+    item's attribute values are read from (NewImage, or the key attributes for a
+    REMOVE).
+    """
+    # Spark's text source passes bytes through unchecked. Invalid UTF-8 that reached
+    # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
+    # replaced by its readable form (U+FFFD for each bad sequence) and quarantined.
+    readable = F.decode(F.encode("payload", "UTF-8"), "UTF-8")
+    source_error = F.col(SOURCE_ERROR) if SOURCE_ERROR in envelope.columns else F.lit(None).cast("string")
+    with_record = envelope.select(
+        readable.alias("payload"),
+        F.coalesce(F.col("payload") != readable, F.lit(False)).alias(_INVALID_UTF8),
+        source_error.alias(SOURCE_ERROR),
+        "source_ref",
+        "kinesis_sequence_number",
+    ).select(
+        "*",
+        F.from_json("payload", PAYLOAD_SCHEMA, {"columnNameOfCorruptRecord": _CORRUPT}).alias(_RECORD),
+    )
+    record = F.col(_RECORD)
+    stream = record["dynamodb"]
+    # The values below are each read several times, partly inside CASE branches where
+    # Spark does not share common subexpressions, so each gets a column of its own.
+    # try_cast has no Column method in PySpark 3.5; with ANSI mode a plain cast would
+    # fail the whole batch on one malformed time.
+    event_time = F.expr(f"try_cast({_RECORD}.dynamodb.ApproximateCreationDateTime AS decimal(38,9))")
+    with_time = with_record.select(
+        "*",
+        F.coalesce(
+            record["tableName"],
+            F.nullif(F.regexp_extract(record["eventSourceARN"], r":table/([^/]+)", 1), F.lit("")),
+        ).alias("_source_table"),
+        _padded_sequence_number(
+            F.coalesce(stream["SequenceNumber"], F.col("kinesis_sequence_number"), F.lit("0"))
+        ).alias("_sequence_number"),
+        event_time.alias("_event_time"),
+    )
+    with_micros = with_time.select(
+        "*", _event_micros(F.col("_event_time"), stream["ApproximateCreationDateTimePrecision"]).alias("_micros")
+    )
+    table = F.col("_source_table")
+    sequence_number = F.col("_sequence_number")
+    micros = F.col("_micros")
+    event_name = record["eventName"]
+    is_deleted = F.coalesce(event_name == "REMOVE", F.lit(False))
+    identity = record["userIdentity"]
+    is_ttl_delete = is_deleted & F.coalesce(
+        (identity["type"] == "Service") & (identity["principalId"] == TTL_PRINCIPAL), F.lit(False)
+    )
+    # Spark writes an object read as text back out as JSON, so it starts with `{`; a
+    # JSON string holding such text would pass too, and is then decoded as the image.
+    images_are_objects = reduce(
+        Column.__and__, [F.coalesce(stream[image].startswith("{"), F.lit(True)) for image in IMAGES]
+    )
+    record_error = (
+        F.when(F.col(SOURCE_ERROR).isNotNull(), F.col(SOURCE_ERROR))
+        .when(F.col(_INVALID_UTF8), reasons.INVALID_UTF8)
+        .when(record.isNull() | record[_CORRUPT].isNotNull() | ~images_are_objects, reasons.INVALID_JSON)
+        .when(~F.coalesce(table.isin(list(table_names)), F.lit(False)), reasons.UNKNOWN_TABLE)
+        .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), reasons.UNKNOWN_EVENT_NAME)
+        .when(micros.isNull(), reasons.MISSING_EVENT_TIME)
+        .when(sequence_number.isNull(), reasons.INVALID_SEQUENCE_NUMBER)
+        .when(~is_deleted & stream["NewImage"].isNull(), reasons.MISSING_NEW_IMAGE)
+    )
+    parsed = with_micros.select(
+        "payload",
+        "source_ref",
+        record_error.alias("_record_error"),
+        table.alias("_source_table"),
+        event_name.alias("_event_name"),
+        is_deleted.alias("_is_deleted"),
+        is_ttl_delete.alias("_is_ttl_delete"),
+        F.timestamp_micros(micros).alias("_event_ts"),
+        sequence_number.alias("_sequence_number"),
+        F.concat(_utc_digits(micros), sequence_number).alias("_ordering_value"),
+        record["eventID"].alias("_event_id"),
+        F.when(is_deleted, F.coalesce(stream["Keys"], stream["OldImage"]))
+        .otherwise(stream["NewImage"])
+        .alias("_image"),
+    )
+    return parsed
+
+
+def _event_micros(value: Column, precision: Column) -> Column:
+    """Epoch microseconds of ApproximateCreationDateTime (s, ms or µs), or null.
+
+    Kinesis records may state their precision; DynamoDB Streams records are in
+    (possibly fractional) seconds. Without a stated precision the magnitude decides.
+    Out-of-range values are dropped before any arithmetic, which could overflow.
+    """
+    micros_per_unit = (
+        F.when((value <= 0) | (value >= MICROS_BELOW), F.lit(None))
+        .when(precision == "MICROSECOND", F.lit(1))
+        .when(precision == "MILLISECOND", F.lit(1_000))
+        .when(precision.isNotNull(), F.lit(None))
+        .when(value < SECONDS_BELOW, F.lit(MICROS_PER_SECOND))
+        .when(value < MILLIS_BELOW, F.lit(1_000))
+        .when(value < MICROS_BELOW, F.lit(1))
+    )
+    micros = F.round(value * micros_per_unit)
+    return F.when(micros < MICROS_BELOW, micros.cast("bigint"))
+
+
+def _padded_sequence_number(sequence_number: Column) -> Column:
+    """Digits left-padded to a fixed width so that text order is numeric order."""
+    fits = sequence_number.rlike(f"^[0-9]{{1,{SEQUENCE_NUMBER_DIGITS}}}$")
+    return F.when(fits, F.lpad(sequence_number, SEQUENCE_NUMBER_DIGITS, "0"))
+
+
+def _utc_digits(micros: Column) -> Column:
+    """`yyyyMMddHHmmssSSSSSS` of epoch microseconds, always in UTC.
+
+    Computed arithmetically because `date_format` follows the session time zone,
+    where a daylight-saving fall-back would make the text go backwards. The time of
+    day is built as one number (`HHmmssSSSSSS` < 2.4e11) and padded once.
+    """
+    micros_of_day = F.pmod(micros, F.lit(MICROS_PER_DAY))
+    day = F.date_from_unix_date(((micros - micros_of_day) / MICROS_PER_DAY).cast("int"))
+    hours = F.floor(micros_of_day / (3_600 * MICROS_PER_SECOND))
+    minutes = F.floor(F.pmod(micros_of_day, F.lit(3_600 * MICROS_PER_SECOND)) / (60 * MICROS_PER_SECOND))
+    seconds_and_fraction = F.pmod(micros_of_day, F.lit(60 * MICROS_PER_SECOND))
+    time_of_day = hours * 10**10 + minutes * 10**8 + seconds_and_fraction
+    return F.concat(F.date_format(day, "yyyyMMdd"), F.lpad(time_of_day.cast("string"), 12, "0"))

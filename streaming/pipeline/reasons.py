@@ -1,0 +1,38 @@
+"""The quarantine's reason vocabulary: every reason a record can be quarantined with.
+
+One place for the landing reader (what the bytes of a landing object hold), the decoder
+(what a record says), the sample generator and the fuzz drill (which expect them), and
+`lakehouse quarantine` (which selects by them). A reason with detail is `<kind>:<detail>`;
+`lakehouse quarantine show --reason missing_key` matches every `missing_key:...`.
+docs/architecture.md ("Quarantine rows") explains each.
+"""
+from __future__ import annotations
+
+# Found by the landing reader while splitting an object into records.
+INVALID_JSON = "invalid_json"
+TRAILING_GARBAGE = "trailing_garbage"
+DUPLICATE_KEY = "duplicate_key"
+RECORD_TOO_LARGE = "record_too_large"
+UNREADABLE_FILE = "unreadable_file"
+# Found by the decoder, in this order of precedence (the first that applies is kept).
+INVALID_UTF8 = "invalid_utf8"
+UNKNOWN_TABLE = "unknown_table"
+UNKNOWN_EVENT_NAME = "unknown_event_name"
+MISSING_EVENT_TIME = "missing_event_time"
+INVALID_SEQUENCE_NUMBER = "invalid_sequence_number"
+MISSING_NEW_IMAGE = "missing_new_image"
+MISSING_KEY = "missing_key"
+TYPE_MISMATCH = "type_mismatch"
+INVALID_NUMBER = "invalid_number"
+
+
+def missing_key(attribute: str) -> str:
+    return f"{MISSING_KEY}:{attribute}"
+
+
+def type_mismatch(path: str, expected_type: str) -> str:
+    return f"{TYPE_MISMATCH}:{path}:{expected_type}"
+
+
+def invalid_number(path: str) -> str:
+    return f"{INVALID_NUMBER}:{path}"
