@@ -16,7 +16,7 @@ fault; only such rows pay for it.
 
 Nothing the contract does not name is dropped: top-level attributes, and fields
 inside declared M values (also inside the M items of a declared L, at any depth),
-land in `extra_attributes`, a JSON object from the field's path to its DynamoDB
+land in `_extra_attributes`, a JSON object from the field's path to its DynamoDB
 JSON descriptor (compact JSON), members sorted by path so the text is deterministic.
 A path is a DynamoDB document path: `loyaltyTier` at the top, `shippingAddress.line2`
 for a field of an M value, `lineItems[2].discount` for a field of the L item at
@@ -77,14 +77,21 @@ from streaming.contracts.model import (
     spark_type,
 )
 from streaming.pipeline import reasons
-from streaming.pipeline.attributes import IMAGE_MISFIT, attribute_error, attribute_value, descriptor, image_schema, is_missing
+from streaming.pipeline.attributes import (
+    IMAGE_MISFIT,
+    attribute_error,
+    attribute_value,
+    descriptor,
+    image_schema,
+    is_missing,
+)
 from streaming.pipeline.envelope import parse_records
 from streaming.pipeline.extras import container_attributes, extra_attributes, outline_schema
 
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
 # Metadata columns every table shares, straight from the parsed record.
 _SHARED_METADATA = tuple(
-    name for name in METADATA_COLUMNS if name not in PIPELINE_COLUMNS and name != "extra_attributes"
+    name for name in METADATA_COLUMNS if name not in PIPELINE_COLUMNS and name != "_extra_attributes"
 )
 
 
@@ -156,7 +163,9 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
             for position, spec in enumerate(contract.attributes)
         ],
         *[
-            extra_attributes(contract, F.col(_typed_column(index)), F.col(_outline_column(index)), own & ~is_deleted).alias(_extras_column(index))
+            extra_attributes(
+                contract, F.col(_typed_column(index)), F.col(_outline_column(index)), own & ~is_deleted
+            ).alias(_extras_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
         ],
     )
@@ -237,7 +246,7 @@ def _table_row(contract: TableContract, index: int) -> Column:
             for number, spec in enumerate(contract.attributes)
         ],
         *_SHARED_METADATA,
-        F.col(_extras_column(index)).alias("extra_attributes"),
+        F.col(_extras_column(index)).alias("_extra_attributes"),
     )
 
 

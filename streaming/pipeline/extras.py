@@ -1,7 +1,7 @@
 """Stage 3 of decoding: what an image holds that its contract does not name.
 
 Top-level attributes, and fields inside declared M values (also inside the M items of a
-declared L, at any depth), land in `extra_attributes` (decode.py says how a path is
+declared L, at any depth), land in `_extra_attributes` (decode.py says how a path is
 written). Only rows whose outline shows an undeclared field build the object.
 """
 from __future__ import annotations
@@ -19,14 +19,16 @@ from streaming.pipeline.attributes import DESCRIPTORS, IMAGE_MISFIT
 # Descriptor texts inside an M value, and item texts of an L value.
 _M_FIELDS = T.StructType([T.StructField("M", DESCRIPTORS)])
 _L_ITEMS = T.StructType([T.StructField("L", T.ArrayType(T.StringType()))])
-# One kept field of `extra_attributes`: its path and its descriptor's JSON text.
+# One kept field of `_extra_attributes`: its path and its descriptor's JSON text.
 _EXTRA_ENTRY = T.StructType([T.StructField("path", T.StringType()), T.StructField("descriptor", T.StringType())])
 # A field name without path characters (`.`, `[`, `]`, `"`) is written bare in an
-# `extra_attributes` path; any other is quoted.
+# `_extra_attributes` path; any other is quoted.
 _BARE_NAME = r'^[^.\[\]"]+$'
 
 
-def extra_attributes(contract: TableContract, typed_image: Column, outline: Column, read: Column) -> Column:
+def extra_attributes(
+    contract: TableContract, typed_image: Column, outline: Column, read: Column
+) -> Column:
     """A JSON object of the image's fields the contract does not name, at any depth:
     path -> DynamoDB JSON descriptor, members sorted by path; null when there are none.
 
