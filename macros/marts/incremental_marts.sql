@@ -115,13 +115,9 @@
 #}
 {% macro staged_changes_since_last_build() %}
   {%- if is_incremental() -%}
-    {%- set reprocess = reprocess_window() %}
     where _ingested_at > {{ lookback_cutoff() }}
-    {%- if reprocess is not none %}
-        or (
-            _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-            and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
-        )
+    {%- if reprocess_window() is not none %}
+        or ({{ in_reprocess_window('_event_ts') }})
     {%- endif %}
   {%- endif -%}
 {% endmacro %}

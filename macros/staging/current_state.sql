@@ -77,8 +77,7 @@ latest as (
 {% macro raw_changes_this_run_reads() %}
   {%- set reprocess = reprocess_window() -%}
   {%- if is_incremental() and reprocess is not none %}
-    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    where {{ in_reprocess_window('_event_ts') }}
   {%- elif is_incremental() %}
     {%- set cutoff = lookback_cutoff() %}
     where _ingested_at > {{ cutoff }}

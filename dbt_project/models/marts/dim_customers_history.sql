@@ -36,8 +36,7 @@ touched_keys as (
         cust_name
     from {{ ref('stg_dynamodb__customer_changes') }}
     {%- if reprocess is not none %}
-    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    where {{ in_reprocess_window('_event_ts') }}
     {%- else %}
     where _ingested_at > {{ lookback_cutoff() }}
     {%- endif %}

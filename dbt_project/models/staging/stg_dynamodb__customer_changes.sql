@@ -74,7 +74,6 @@ select
     cast(null as {{ type_timestamp() }}) as _ingested_at,
     stored._batch_id
 from {{ this }} as stored
-where stored._event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-    and stored._event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+where {{ in_reprocess_window('stored._event_ts') }}
     and not exists (select 1 from first_deliveries as reread where reread._event_id = stored._event_id)
 {%- endif %}
