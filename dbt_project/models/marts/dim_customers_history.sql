@@ -5,8 +5,8 @@
   MODIFY is a version, also those between two dbt runs, and a late older event lands
   in its place. A version lasts until the key's next event; a version ended by a
   REMOVE is marked is_deleted. Ties of ordering value are broken so that the key's
-  last version is the change the current-state staging model keeps (earliest
-  ingested, then lowest _event_id).
+  last version is the change the current-state staging model keeps (the reverse of
+  its order, latest_change_first in macros/staging/current_state.sql).
 
   Incremental: a run recomputes the whole history of the keys with an event stored
   since the table's newest _ingested_at minus raw_lookback_hours (on a reprocess run
@@ -78,7 +78,7 @@ events as (
         cast(key_ingested_at as {{ type_timestamp() }}) as key_ingested_at,
         row_number() over (
             partition by id, cust_name
-            order by _ordering_value asc, _ingested_at desc, _event_id desc
+            order by {{ latest_change_first(newest_first=false) }}
         ) as event_position
     from key_events
 ),
