@@ -11,8 +11,7 @@
     unique_key=['id', 'cust_name'],
     incremental_strategy='merge',
     on_schema_change='fail',
-    partitioned_by=athena_partitioning(['bucket(id, 16)']),
-    meta={'changed_rows_tests': true}
+    partitioned_by=athena_partitioning(['bucket(id, 16)'])
 ) }}
 
 with changes as (

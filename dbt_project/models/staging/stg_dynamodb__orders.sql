@@ -8,8 +8,7 @@
     unique_key=['customer_id', 'order_id'],
     incremental_strategy='merge',
     on_schema_change='fail',
-    partitioned_by=athena_partitioning(['bucket(customer_id, 16)']),
-    meta={'changed_rows_tests': true}
+    partitioned_by=athena_partitioning(['bucket(customer_id, 16)'])
 ) }}
 
 with changes as (
