@@ -192,8 +192,3 @@ left join {{ current_rows }}
 where {{ current_rows }}.{{ row_key }} is null
   {%- endif %}
 {% endmacro %}
-
-{# An order-line model: the lines a changed order (CTE changed_orders) no longer has. #}
-{% macro lines_lost_by_changed_orders(columns) %}
-  {{- rows_lost_by_changed_groups(columns, 'order_key', 'changed_orders', 'order_line_key', 'current_lines') -}}
-{% endmacro %}
