@@ -10,19 +10,21 @@
   rewrote were checked by the build that wrote them (or by the last full check).
 
   Which tests: those of the incremental models downstream of the raw change log (the
-  staging models, int_orders__lines_unnested and the incremental marts). Every row
-  such a model writes carries the _ingested_at of the staged change behind it, and a
-  run writes only rows with an _ingested_at after its own cutoff, lookback_cutoff() =
-  the newest _ingested_at in the table before the run, minus var raw_lookback_hours.
-  The test needs that cutoff as it was BEFORE the run: the newest _ingested_at after
-  the run is later, and the rows of a batch that landed late (the reason for the
-  lookback) can lie between the two. So the on-run-start hook
-  record_watermarks_for_data_tests keeps, per model this build selects that has such a
-  test, the newest _ingested_at before anything runs, as literals in a view tagged
-  with the invocation id; a test reads the record of its own invocation, and without
-  one (the model was not built in this invocation, or its table did not exist) it
-  checks every row. A reprocess run also writes rows with an old _ingested_at
-  (changes whose event time is in the range): it checks every row.
+  staging models, int_orders__lines_unnested and the incremental marts); the
+  placeholder belongs on no other model's tests, since the hook below reads
+  max(_ingested_at) of every model a test declares it for. Every row such a model
+  writes carries the _ingested_at of the staged change behind it, and a run writes
+  only rows with an _ingested_at after its own cutoff, lookback_cutoff() = the newest
+  _ingested_at in the table before the run, minus var raw_lookback_hours. The test
+  needs that cutoff as it was BEFORE the run: the newest _ingested_at after the run is
+  later, and the rows of a batch that landed late (the reason for the lookback) can
+  lie between the two. So the on-run-start hook record_watermarks_for_data_tests
+  keeps, per model this build selects that has such a test, the newest _ingested_at
+  before anything runs, as literals in a view tagged with the invocation id; a test
+  reads the record of its own invocation, and without one (the model was not built in
+  this invocation, or its table did not exist) it checks every row. A reprocess run
+  also writes rows with an old _ingested_at (changes whose event time is in the
+  range): it checks every row.
 
   How a test is narrowed (get_where_subquery below, by the test's name):
   - unique, unique_combination: the rows whose key value has a row in the window, so
