@@ -7,9 +7,11 @@
   of a key never overlap.
 
   On an incremental build (macros/tests/changed_rows_only.sql) only what the build
-  could have changed is checked: the staged rows and the history rows written after
-  their model's recorded cutoff (a run rewrites all versions of a key it touches),
-  each against the whole other table. Otherwise every row.
+  could have changed is checked, by the narrowing below: the staged rows and the
+  history rows written after their model's recorded cutoff (a run rewrites all
+  versions of a key it touches), each against the whole other table. Otherwise every
+  row. The cutoffs are recorded because both models have tests declared with
+  `where: __changed_rows_only__` in their YAML.
 #}
 {%- set narrowed = data_tests_may_skip_unchanged_rows() if execute else false -%}
 {%- set history_cutoff = literal_recorded_cutoff('dim_customers_history') if narrowed else none -%}

@@ -53,8 +53,3 @@
 {% macro athena__binary_to_hex(expr) -%}
   lower(to_hex({{ expr }}))
 {%- endmacro %}
-
-{# First day of the month of a date or timestamp, as a date. #}
-{% macro month_start(expr) -%}
-  cast(date_trunc('month', {{ expr }}) as date)
-{%- endmacro %}

@@ -3,9 +3,10 @@
   it: a newer change lost by an incremental run (e.g. ingested before the lookback
   window) shows up as a failing row.
 
-  On an incremental build (macros/tests/changed_rows_only.sql) the test reads raw only
-  where that build read it, the partitions after its cutoff, so that its cost grows
-  with the new data, not with the log. It then checks what the build could have got
+  Declared with `config: {where: __changed_rows_only__}`, on an incremental build
+  (macros/tests/changed_rows_only.sql) the test reads raw only where that build read
+  it, the partitions after its cutoff, so that its cost grows with the new data, not
+  with the log. It then checks what the build could have got
   wrong: every key with a raw change the build read has a staged row at least as new
   as the newest of those changes, and every staged row the build could have written
   (_ingested_at after the cutoff) is one of the raw changes it read. A stored row

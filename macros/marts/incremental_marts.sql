@@ -27,9 +27,7 @@
   The model config of such a model: rows of unique_key replace the stored ones, and
   the keys the run emits with a null _ingested_at are deleted (see above); how
   depends on the engine. partitioned_by: Iceberg transforms on Athena
-  (athena_partitioning), none on DuckDB. meta changed_rows_tests: an incremental
-  build tests only the rows it could have written (macros/tests/changed_rows_only.sql).
-  replaced_by: a coarser column (the order of a line) when a run recomputes whole
+  (athena_partitioning), none on DuckDB. replaced_by: a coarser column (the order of a line) when a run recomputes whole
   groups: on DuckDB the run then deletes every stored row of each group it emits, so
   the model need not look up the stored rows a group lost (see
   emits_each_deleted_row below).
@@ -41,7 +39,6 @@
       replaced_by=replaced_by,
       on_schema_change='fail',
       partitioned_by=partitioned_by,
-      meta={'changed_rows_tests': true},
       **adapter.dispatch('replace_live_rows_strategy', 'dynamodb_lakehouse')()
   ) -%}
 {% endmacro %}
@@ -115,13 +112,9 @@
 #}
 {% macro staged_changes_since_last_build() %}
   {%- if is_incremental() -%}
-    {%- set reprocess = reprocess_window() %}
     where _ingested_at > {{ lookback_cutoff() }}
-    {%- if reprocess is not none %}
-        or (
-            _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-            and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
-        )
+    {%- if reprocess_window() is not none %}
+        or ({{ in_reprocess_window('_event_ts') }})
     {%- endif %}
   {%- endif -%}
 {% endmacro %}
@@ -198,9 +191,4 @@ left join {{ current_rows }}
     on stored.{{ row_key }} = {{ current_rows }}.{{ row_key }}
 where {{ current_rows }}.{{ row_key }} is null
   {%- endif %}
-{% endmacro %}
-
-{# An order-line model: the lines a changed order (CTE changed_orders) no longer has. #}
-{% macro lines_lost_by_changed_orders(columns) %}
-  {{- rows_lost_by_changed_groups(columns, 'order_key', 'changed_orders', 'order_line_key', 'current_lines') -}}
 {% endmacro %}

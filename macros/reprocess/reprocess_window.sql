@@ -26,3 +26,18 @@
   {%- endif -%}
   {{ return({'start': parsed[0], 'end': parsed[1]}) }}
 {% endmacro %}
+
+{#
+  The condition that timestamp column `event_ts_column` lies in the reprocess range,
+  [reprocess_from, reprocess_to) at midnight UTC: the one place the range becomes SQL,
+  for every model that re-reads, replaces or deletes the rows of a reprocess run.
+  Only called on a reprocess run (reprocess_window() is not none).
+#}
+{% macro in_reprocess_window(event_ts_column) -%}
+  {%- set window = reprocess_window() -%}
+  {%- if window is none -%}
+    {{ exceptions.raise_compiler_error("in_reprocess_window: vars reprocess_from/reprocess_to are not set") }}
+  {%- endif -%}
+  {{ event_ts_column }} >= timestamp '{{ window.start }} 00:00:00'
+        and {{ event_ts_column }} < timestamp '{{ window.end }} 00:00:00'
+{%- endmacro %}

@@ -1,71 +1,24 @@
 {#
-  The current-state staging models (one row per DynamoDB key, from the raw change
-  log) share one rule set, kept here so that the models cannot drift apart:
+  The rules of the current-state staging models (stg_dynamodb__customers,
+  stg_dynamodb__orders: one row per DynamoDB key from the raw change log). Each model
+  writes its CTE chain out (changes -> ranked -> latest -> cleaned -> final select);
+  the predicates they share live here, so that the models cannot drift apart:
 
-  - Which raw rows a run reads. A full build reads all. An incremental run reads the
-    rows ingested after the newest processed one, minus var raw_lookback_hours, so a
-    batch that landed late is not missed. A reprocess run (vars reprocess_from /
-    reprocess_to, see reprocess_window) reads the rows whose _event_ts is in the
-    range instead, whenever they were ingested, so a corrected raw batch is re-read.
-  - Which change of a key wins: the greatest _ordering_value, whatever the arrival
-    order. Ties go to the earliest ingested, then the lowest _event_id, so that the
-    result does not depend on how the rows happen to be read.
-  - Whether the winner replaces the stored row: only if its ordering value is greater,
-    so a late older event never overwrites a newer one; on a reprocess run an equal
-    one does too, so a replayed change takes effect.
+  - Which raw rows a run reads (raw_changes_this_run_reads). A full build reads all.
+    An incremental run reads the rows ingested after the newest processed one, minus
+    var raw_lookback_hours, so a batch that landed late is not missed. A reprocess run
+    (vars reprocess_from / reprocess_to, macros/reprocess/) reads the rows whose
+    _event_ts is in the range instead, whenever they were ingested, so a corrected raw
+    batch is re-read.
+  - Which change of a key wins (latest_change_first): the greatest _ordering_value,
+    whatever the arrival order.
+  - Whether the winner replaces the stored row (is_newer_than_existing): only if its
+    ordering value is greater, so a late older event never overwrites a newer one; on
+    a reprocess run an equal one does too, so a replayed change takes effect.
 
   Keys are not time-sliced, so these are merges on the key, not microbatch models.
   row_number() is used rather than QUALIFY, which Athena (Trino) does not have.
 #}
-
-{#
-  The model config these rules rely on, from the same key_columns as the other two
-  macros: the rows keep_only_newer_than_existing lets through are merged on exactly
-  that key. A schema change stops the run rather than silently dropping or adding a
-  column. On Athena, Iceberg buckets on the first key column (DynamoDB's partition
-  key) keep a merge's writes under Athena's 100-partition limit. meta
-  changed_rows_tests: an incremental build tests only the rows it could have written
-  (macros/tests/changed_rows_only.sql).
-#}
-{% macro current_state_config(key_columns) %}
-  {%- do config(
-      unique_key=key_columns,
-      incremental_strategy='merge',
-      on_schema_change='fail',
-      partitioned_by=athena_partitioning(['bucket(' ~ key_columns[0] ~ ', 16)']),
-      meta={'changed_rows_tests': true}
-  ) -%}
-{% endmacro %}
-
-{#
-  The CTEs `changes`, `ranked` and `latest` (no leading `with`, no trailing comma):
-  `latest` holds the winning raw row of each key among those this run reads, with
-  all the source columns plus change_rank (always 1).
-  source_relation: the raw change log, e.g. source('dynamodb', 'customers_changes').
-  key_columns: the DynamoDB key, as a list of column names.
-#}
-{% macro latest_change_per_key(source_relation, key_columns) %}
-changes as (
-    select *
-    from {{ source_relation }}
-    {{ raw_changes_this_run_reads() }}
-),
-
-ranked as (
-    select
-        changes.*,
-        row_number() over (
-            partition by {% for column in key_columns %}changes.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
-            order by changes._ordering_value desc, changes._ingested_at asc, changes._event_id asc
-        ) as change_rank
-    from changes
-),
-
-latest as (
-    select * from ranked
-    where change_rank = 1
-)
-{%- endmacro %}
 
 {#
   The where clause (or nothing, on a full build) that keeps the raw changes an
@@ -77,8 +30,7 @@ latest as (
 {% macro raw_changes_this_run_reads() %}
   {%- set reprocess = reprocess_window() -%}
   {%- if is_incremental() and reprocess is not none %}
-    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    where {{ in_reprocess_window('_event_ts') }}
   {%- elif is_incremental() %}
     {%- set cutoff = lookback_cutoff() %}
     where _ingested_at > {{ cutoff }}
@@ -89,25 +41,31 @@ latest as (
 {%- endmacro %}
 
 {#
-  The tail of the model's final select, after `from <candidates>`: on an incremental
-  run, drops each candidate row that must not replace the stored row of its key (see
-  above); on a full build, nothing.
-  candidates: the alias the final select reads the candidate rows from.
-  key_columns: the DynamoDB key, as a list of column names.
+  The order of a key's changes with the winner first, for row_number() over the
+  changes of a key: the greatest _ordering_value. Ties go to the earliest ingested,
+  then the lowest _event_id, so that the result does not depend on how the rows
+  happen to be read. `newest_first=false` is the exact reverse (the winner last), for
+  dim_customers_history, whose last version must be the change staging keeps.
+  alias: the relation the columns are read from (none: unqualified).
 #}
-{% macro keep_only_newer_than_existing(candidates, key_columns) %}
-  {%- if is_incremental() -%}
-    {%- set reprocess = reprocess_window() -%}
-    {%- set key_matches = [] -%}
-    {%- for column in key_columns -%}
-      {%- do key_matches.append(candidates ~ '.' ~ column ~ ' = existing.' ~ column) -%}
-    {%- endfor %}
-    left join {{ this }} as existing
-        on {{ key_matches | join(' and ') }}
-    where existing._ordering_value is null
-        or {{ candidates }}._ordering_value {{ '>=' if reprocess is not none else '>' }} existing._ordering_value
+{% macro latest_change_first(alias=none, newest_first=true) -%}
+  {%- set prefix = alias ~ '.' if alias else '' -%}
+  {%- if newest_first -%}
+    {{ prefix }}_ordering_value desc, {{ prefix }}_ingested_at asc, {{ prefix }}_event_id asc
+  {%- else -%}
+    {{ prefix }}_ordering_value asc, {{ prefix }}_ingested_at desc, {{ prefix }}_event_id desc
   {%- endif -%}
-{% endmacro %}
+{%- endmacro %}
+
+{#
+  The condition under which an incremental run writes the candidate row `candidate`
+  over `existing`, the stored row of its key (left-joined: null when the key is new):
+  a newer ordering value, or on a reprocess run an equal one too.
+#}
+{% macro is_newer_than_existing(candidate, existing) -%}
+  ({{ existing }}._ordering_value is null
+    or {{ candidate }}._ordering_value {{ '>=' if reprocess_window() is not none else '>' }} {{ existing }}._ordering_value)
+{%- endmacro %}
 
 {#
   The ingestion time an incremental run reads after: the newest _ingested_at in

@@ -1,44 +1,45 @@
 {#
-  Data tests of the large incremental models check, on an incremental `dbt build`,
-  only the rows that build could have written; a --full-refresh, var
-  full_data_tests=true, a reprocess run (vars reprocess_from/reprocess_to) or any
-  other command (`dbt test`) checks every row.
+  Data tests declared with `config: {where: __changed_rows_only__}` in the models'
+  YAML check, on an incremental `dbt build`, only the rows that build could have
+  written; a --full-refresh, var full_data_tests=true, a reprocess run (vars
+  reprocess_from/reprocess_to) or any other command (`dbt test`) checks every row.
+  A test without that where checks every row on every build.
 
   Why: an incremental run rewrites the keys of ~1% of the rows, but a test of the whole
   table reads all of it, so the tests cost more than the run itself. The rows no run
   rewrote were checked by the build that wrote them (or by the last full check).
 
-  Which models: those whose config sets meta changed_rows_tests (the current-state
-  staging models and the incremental marts, macros/staging/current_state.sql and
-  macros/marts/incremental_marts.sql). Every row such a model writes carries the
-  _ingested_at of the staged change behind it, and a run writes only rows with an
-  _ingested_at after its own cutoff, lookback_cutoff() = the newest _ingested_at in
-  the table before the run, minus var raw_lookback_hours. The test needs that cutoff
-  as it was BEFORE the run: the newest _ingested_at after the run is later, and the
-  rows of a batch that landed late (the reason for the lookback) can lie between the
-  two. So the on-run-start hook record_watermarks_for_data_tests keeps, per model this
-  build selects, the newest _ingested_at before anything runs, as literals in a view
-  tagged with the invocation id; a test reads the record of its own invocation, and
-  without one (the model was not built in this invocation, or its table did not
-  exist) it checks every row. A reprocess run also writes rows with an old
-  _ingested_at (changes whose event time is in the range): it checks every row.
+  Which tests: those of the incremental models downstream of the raw change log (the
+  staging models, int_orders__lines_unnested and the incremental marts); the
+  placeholder belongs on no other model's tests, since the hook below reads
+  max(_ingested_at) of every model a test declares it for. Every row such a model
+  writes carries the _ingested_at of the staged change behind it, and a run writes
+  only rows with an _ingested_at after its own cutoff, lookback_cutoff() = the newest
+  _ingested_at in the table before the run, minus var raw_lookback_hours. The test
+  needs that cutoff as it was BEFORE the run: the newest _ingested_at after the run is
+  later, and the rows of a batch that landed late (the reason for the lookback) can
+  lie between the two. So the on-run-start hook record_watermarks_for_data_tests
+  keeps, per model this build selects that has such a test, the newest _ingested_at
+  before anything runs, as literals in a view tagged with the invocation id; a test
+  reads the record of its own invocation, and without one (the model was not built in
+  this invocation, or its table did not exist) it checks every row. A reprocess run
+  also writes rows with an old _ingested_at (changes whose event time is in the
+  range): it checks every row.
 
   How a test is narrowed (get_where_subquery below, by the test's name):
   - unique, unique_combination: the rows whose key value has a row in the window, so
     that a key written by the run and duplicated by an older row is still found.
   - holds_latest_raw_change: narrows itself, to the raw partitions the run read and
     the staged rows in the window (macros/generic_tests).
-  - equal_row_count: never narrowed (it compares whole-table counts; cheap).
   - any other test: the rows in the window. A row with a null _ingested_at is always
     in it: only a faulty run writes one, and not_null(_ingested_at) must see it.
-  A test instance keeps the whole table with config where: "" (see the relationships
-  test of fct_order_lines in _marts__models.yml).
 
   A late batch whose _ingested_at is older than the cutoff is never read by an
   incremental run, so only the full check (holds_latest_raw_change) can find it:
   run one regularly, e.g. nightly with --vars '{full_data_tests: true}'.
 #}
 
+{# The where value a test declares in YAML to be narrowed: `config: {where: __changed_rows_only__}`. #}
 {% macro changed_rows_placeholder() %}__changed_rows_only__{% endmacro %}
 
 {# The view of recorded watermarks, in the target's own schema. #}
@@ -57,16 +58,22 @@
 {% endmacro %}
 
 {#
-  on-run-start: the newest _ingested_at of every selected changed_rows_tests model
-  whose table exists, as a view of literals for this invocation's tests.
+  on-run-start: the newest _ingested_at of every selected model that has a test with
+  the placeholder and whose table exists, as a view of literals for this invocation's
+  tests.
 #}
 {% macro record_watermarks_for_data_tests() %}
   {%- if not execute or flags.WHICH != 'build' or not data_tests_may_skip_unchanged_rows() -%}
     {{ return('select 1') }}
   {%- endif -%}
+  {%- set narrowed_models = [] -%}
+  {%- for test in graph.nodes.values()
+        if test.resource_type == 'test' and test.config.get('where') == changed_rows_placeholder() -%}
+    {%- do narrowed_models.append(test.attached_node) -%}
+  {%- endfor -%}
   {%- set counted = [] -%}
   {%- for node in graph.nodes.values()
-        if node.resource_type == 'model' and node.config.meta.get('changed_rows_tests')
+        if node.resource_type == 'model' and node.unique_id in narrowed_models
            and node.unique_id in selected_resources -%}
     {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
     {%- if relation is not none -%}
@@ -92,17 +99,19 @@
 
 {#
   The cutoff the tested model's run in this build read after, as an SQL expression,
-  or none when the test must check every row. Called while a data test is compiled:
-  the context's `model` is the test node. as_literal: a timestamp literal whenever the
-  record exists, on every target (one query at compile time), for a test that filters
-  a partitioned raw table: Athena prunes partitions by a constant, not by a subquery.
+  or none when the test must check every row (a test without the placeholder, or see
+  above). Called while a data test is compiled: the context's `model` and `config` are
+  the test node's. as_literal: a timestamp literal whenever the record exists, on every
+  target (one query at compile time), for a test that filters a partitioned raw table:
+  Athena prunes partitions by a constant, not by a subquery.
 #}
 {% macro changed_rows_cutoff(as_literal=false) %}
-  {%- if not execute or model.resource_type != 'test' or not data_tests_may_skip_unchanged_rows() -%}
+  {%- if not execute or model.resource_type != 'test' or config.get('where') != changed_rows_placeholder()
+        or not data_tests_may_skip_unchanged_rows() -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set tested = graph.nodes.get(model.attached_node) if model.attached_node else none -%}
-  {%- if tested is none or not tested.config.meta.get('changed_rows_tests') -%}
+  {%- if tested is none -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set literal = literal_recorded_cutoff(tested.name) if as_literal else none -%}
@@ -163,11 +172,14 @@
 {%- endmacro %}
 
 {#
-  dbt wraps the tested relation of every generic test in get_where_subquery (the
-  documented place to give the `where` config logic: a where config in YAML cannot
-  call macros). The project sets where to the placeholder above for all its data
-  tests (dbt_project.yml); here it becomes the narrowing described at the top, or
-  nothing. Any other where value works as in dbt.
+  dbt wraps the tested relation of every generic test in get_where_subquery. Why an
+  override: a where config in YAML is rendered when the project is parsed, with var()
+  and env_var() but no project macros, so it cannot hold this narrowing, which needs
+  the invocation, the graph and (on DuckDB) a query; dbt documents a placeholder
+  resolved here as the way to give a where config such logic
+  (docs.getdbt.com/reference/resource-configs/where, "Custom logic"). Here the
+  placeholder becomes the narrowing described at the top, or nothing. Any other
+  where value, or none, works exactly as in dbt.
 #}
 {% macro get_where_subquery(relation) -%}
   {%- set where = config.get('where', '') -%}
@@ -176,7 +188,7 @@
   {%- endif -%}
   {%- set test_name = model.test_metadata.name if model.test_metadata else none -%}
   {%- set kwargs = model.test_metadata.kwargs if model.test_metadata else {} -%}
-  {%- if test_name in ['equal_row_count', 'holds_latest_raw_change'] -%}
+  {%- if test_name == 'holds_latest_raw_change' -%}
     {{ return(relation) }}
   {%- endif -%}
   {%- set key_columns = {'unique': [kwargs.get('column_name')], 'unique_combination': kwargs.get('combination')}.get(test_name) -%}

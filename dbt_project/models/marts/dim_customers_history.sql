@@ -5,8 +5,8 @@
   MODIFY is a version, also those between two dbt runs, and a late older event lands
   in its place. A version lasts until the key's next event; a version ended by a
   REMOVE is marked is_deleted. Ties of ordering value are broken so that the key's
-  last version is the change the current-state staging model keeps (earliest
-  ingested, then lowest _event_id).
+  last version is the change the current-state staging model keeps (the reverse of
+  its order, latest_change_first in macros/staging/current_state.sql).
 
   Incremental: a run recomputes the whole history of the keys with an event stored
   since the table's newest _ingested_at minus raw_lookback_hours (on a reprocess run
@@ -36,8 +36,7 @@ touched_keys as (
         cust_name
     from {{ ref('stg_dynamodb__customer_changes') }}
     {%- if reprocess is not none %}
-    where _event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-        and _event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+    where {{ in_reprocess_window('_event_ts') }}
     {%- else %}
     where _ingested_at > {{ lookback_cutoff() }}
     {%- endif %}
@@ -79,7 +78,7 @@ events as (
         cast(key_ingested_at as {{ type_timestamp() }}) as key_ingested_at,
         row_number() over (
             partition by id, cust_name
-            order by _ordering_value asc, _ingested_at desc, _event_id desc
+            order by {{ latest_change_first(newest_first=false) }}
         ) as event_position
     from key_events
 ),
@@ -121,7 +120,12 @@ key_versions as (
 )
 
 select * from key_versions
-{{ versions_lost_by_touched_keys([
+{#- An incremental run: the stored versions a touched key no longer has
+    (macros/marts/incremental_marts.sql). A new change only adds versions (a late one in
+    the middle); versions disappear only when a reprocess run re-reads a corrected raw
+    batch, and then the table must still equal a full build. #}
+{{ rows_lost_by_changed_groups(group_key='customer_key', changed_groups='touched_keys',
+                               row_key='version_event_id', current_rows='key_versions', columns=[
     ['customer_key', 'varchar'],
     ['customer_id', 'varchar'],
     ['version_number', 'bigint'],

@@ -57,7 +57,9 @@ current_lines as (
 )
 
 select * from current_lines
-{{ lines_lost_by_changed_orders([
+{#- An incremental run: the lines a changed order no longer has (macros/marts/incremental_marts.sql). #}
+{{ rows_lost_by_changed_groups(group_key='order_key', changed_groups='changed_orders',
+                               row_key='order_line_key', current_rows='current_lines', columns=[
     ['order_line_key', 'varchar'],
     ['order_key', 'varchar'],
     ['customer_id', 'varchar'],

@@ -18,10 +18,13 @@
 {{ incremental_mart_config('_event_id', athena_partitioning(['bucket(id, 16)'])) }}
 
 {%- set reprocess = reprocess_window() %}
-{%- set columns = ['id', 'cust_name', 'email', 'registration_date', '_event_name', '_is_ttl_delete', '_event_ts',
-                   '_ordering_value', '_event_id', '_ingested_at', '_batch_id'] %}
 
-with deliveries as (
+with changes as (
+    select * from {{ source('dynamodb', 'customers_changes') }}
+    {{ raw_changes_this_run_reads() }}
+),
+
+deliveries as (
     select
         id,
         cust_name,
@@ -35,23 +38,38 @@ with deliveries as (
         cast(_ingested_at as {{ type_timestamp() }}) as _ingested_at,
         _batch_id,
         row_number() over (partition by _event_id order by _ingested_at asc, _batch_id asc) as delivery_rank
-    from {{ source('dynamodb', 'customers_changes') }}
-    {{ raw_changes_this_run_reads() }}
+    from changes
 ),
 
 first_deliveries as (
     select
-        {%- for column in columns %}
-        {{ column }}{{ ',' if not loop.last }}
-        {%- endfor %}
+        id,
+        cust_name,
+        email,
+        registration_date,
+        _event_name,
+        _is_ttl_delete,
+        _event_ts,
+        _ordering_value,
+        _event_id,
+        _ingested_at,
+        _batch_id
     from deliveries
     where delivery_rank = 1
 )
 
 select
-    {%- for column in columns %}
-    first_deliveries.{{ column }}{{ ',' if not loop.last }}
-    {%- endfor %}
+    first_deliveries.id,
+    first_deliveries.cust_name,
+    first_deliveries.email,
+    first_deliveries.registration_date,
+    first_deliveries._event_name,
+    first_deliveries._is_ttl_delete,
+    first_deliveries._event_ts,
+    first_deliveries._ordering_value,
+    first_deliveries._event_id,
+    first_deliveries._ingested_at,
+    first_deliveries._batch_id
 from first_deliveries
 {%- if is_incremental() %}
 left join {{ this }} as stored
@@ -74,7 +92,6 @@ select
     cast(null as {{ type_timestamp() }}) as _ingested_at,
     stored._batch_id
 from {{ this }} as stored
-where stored._event_ts >= timestamp '{{ reprocess.start }} 00:00:00'
-    and stored._event_ts < timestamp '{{ reprocess.end }} 00:00:00'
+where {{ in_reprocess_window('stored._event_ts') }}
     and not exists (select 1 from first_deliveries as reread where reread._event_id = stored._event_id)
 {%- endif %}

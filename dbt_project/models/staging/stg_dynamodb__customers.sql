@@ -1,13 +1,38 @@
 {#
-  Current state per customer key (id, cust_name) from the raw change log. Which raw
-  rows a run reads, which change of a key wins and when it replaces the stored row
-  (incremental and reprocess runs): macros/staging/current_state.sql, shared
-  with stg_dynamodb__orders.
+  Current state per customer key (id, cust_name) from the raw change log: the change
+  with the greatest ordering value wins, deletes stay as rows. An incremental run reads
+  only the recent raw changes and writes a key only when its winner is newer than the
+  stored row; the shared rules (which raw rows a run reads, which change wins, when it
+  replaces the stored row) are in macros/staging/current_state.sql.
+  On Athena, Iceberg buckets on the partition key keep a merge's writes under
+  Athena's 100-partition limit.
 #}
-{% set key_columns = ['id', 'cust_name'] %}
-{{ current_state_config(key_columns) }}
+{{ config(
+    unique_key=['id', 'cust_name'],
+    incremental_strategy='merge',
+    on_schema_change='fail',
+    partitioned_by=athena_partitioning(['bucket(id, 16)'])
+) }}
 
-with {{ latest_change_per_key(source('dynamodb', 'customers_changes'), key_columns) }},
+with changes as (
+    select * from {{ source('dynamodb', 'customers_changes') }}
+    {{ raw_changes_this_run_reads() }}
+),
+
+ranked as (
+    select
+        changes.*,
+        row_number() over (
+            partition by changes.id, changes.cust_name
+            order by {{ latest_change_first('changes') }}
+        ) as change_rank
+    from changes
+),
+
+latest as (
+    select * from ranked
+    where change_rank = 1
+),
 
 cleaned as (
     select
@@ -34,4 +59,8 @@ select
     cleaned.registration_date_text,
     {{ change_metadata_columns_of('cleaned') }}
 from cleaned
-{{ keep_only_newer_than_existing('cleaned', key_columns) }}
+{%- if is_incremental() %}
+left join {{ this }} as existing
+    on cleaned.id = existing.id and cleaned.cust_name = existing.cust_name
+where {{ is_newer_than_existing('cleaned', 'existing') }}
+{%- endif %}

@@ -1,13 +1,35 @@
 {#
-  Current state per order key (customer_id, order_id) from the raw change log; same
-  incremental, ordering and reprocessing rules as stg_dynamodb__customers
-  (macros/staging/current_state.sql). Typed columns are cast as the contract says
-  (typed_by_contract); a value that does not fit exactly becomes null and is flagged.
+  Current state per order key (customer_id, order_id) from the raw change log; the
+  same CTE chain and rules as stg_dynamodb__customers (macros/staging/current_state.sql).
+  Typed columns are cast as the contract says (typed_by_contract); a value that does
+  not fit exactly becomes null and is flagged.
 #}
-{% set key_columns = ['customer_id', 'order_id'] %}
-{{ current_state_config(key_columns) }}
+{{ config(
+    unique_key=['customer_id', 'order_id'],
+    incremental_strategy='merge',
+    on_schema_change='fail',
+    partitioned_by=athena_partitioning(['bucket(customer_id, 16)'])
+) }}
 
-with {{ latest_change_per_key(source('dynamodb', 'orders_changes'), key_columns) }},
+with changes as (
+    select * from {{ source('dynamodb', 'orders_changes') }}
+    {{ raw_changes_this_run_reads() }}
+),
+
+ranked as (
+    select
+        changes.*,
+        row_number() over (
+            partition by changes.customer_id, changes.order_id
+            order by {{ latest_change_first('changes') }}
+        ) as change_rank
+    from changes
+),
+
+latest as (
+    select * from ranked
+    where change_rank = 1
+),
 
 cleaned as (
     select
@@ -51,4 +73,8 @@ select
     {{ change_metadata_columns_of('cleaned') }},
     (cleaned.amount is not null or cleaned.amount_text is null) as is_amount_valid
 from cleaned
-{{ keep_only_newer_than_existing('cleaned', key_columns) }}
+{%- if is_incremental() %}
+left join {{ this }} as existing
+    on cleaned.customer_id = existing.customer_id and cleaned.order_id = existing.order_id
+where {{ is_newer_than_existing('cleaned', 'existing') }}
+{%- endif %}
