@@ -149,7 +149,7 @@ def makefile_targets() -> set[str]:
     targets: set[str] = set()
     for line in (REPO / "Makefile").read_text(encoding="utf-8").splitlines():
         match = _MAKE_TARGET.match(line)
-        if match and not line.startswith("\t"):
+        if match:
             targets.update(match.group(1).split())
     return targets
 
@@ -163,8 +163,9 @@ def _cli_parse_error(arguments: list[str]) -> str | None:
         with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
             build_parser().parse_args(arguments)
     except SystemExit as exc:
-        if exc.code not in (0, None):
-            return errors.getvalue().strip().splitlines()[-1] if errors.getvalue().strip() else f"exit {exc.code}"
+        if exc.code not in (0, None):  # 0: --help
+            message = errors.getvalue().strip()
+            return message.splitlines()[-1] if message else f"exit {exc.code}"
     return None
 
 
@@ -219,23 +220,28 @@ def anchors(text: str) -> set[str]:
     for line in _outside_fences(text).split("\n"):
         match = _HEADING.match(line)
         if match:
-            slug, number = _slug(match.group(1)), 0
-            while (slug if number == 0 else f"{slug}-{number}") in found:
+            slug = anchor = _slug(match.group(1))
+            number = 0
+            while anchor in found:
                 number += 1
-            found.add(slug if number == 0 else f"{slug}-{number}")
+                anchor = f"{slug}-{number}"
+            found.add(anchor)
     return found
+
+
+def links(text: str) -> list[tuple[int, str]]:
+    """(line, target) of every link and image of a page, in order; links inside inline
+    code or fenced blocks are examples, not links."""
+    prose = _prose(text)
+    found = sorted([*_LINK.finditer(prose), *_REFERENCE_LINK.finditer(prose)], key=lambda match: match.start(1))
+    return [(prose.count("\n", 0, match.start(1)) + 1, match.group(1)) for match in found]
 
 
 def link_problems(doc: Path, text: str | None = None) -> list[str]:
     """Relative links that do not reach a file of this repository (or a heading in it)."""
     text = doc.read_text(encoding="utf-8") if text is None else text
-    # Links inside inline code or fenced blocks are examples, not links.
-    prose = _prose(text)
-    found = [(m.start(1), m.group(1)) for m in _LINK.finditer(prose)]
-    found += [(m.start(1), m.group(1)) for m in _REFERENCE_LINK.finditer(prose)]
     problems = []
-    for offset, target in sorted(found):
-        line = prose.count("\n", 0, offset) + 1
+    for line, target in links(text):
         where = f"{doc.relative_to(REPO)}:{line}: link {target!r}"
         if _SCHEME.match(target) or target.startswith("//"):
             continue
@@ -279,7 +285,7 @@ def test_readme_stays_short() -> None:
 
 def test_the_readme_links_every_docs_page() -> None:
     linked = {(README.parent / target.partition("#")[0]).resolve()
-              for target in _LINK.findall(_prose(README.read_text(encoding="utf-8")))}
+              for _, target in links(README.read_text(encoding="utf-8"))}
     unlinked = [_doc_id(doc) for doc in DOCS[1:] if doc.resolve() not in linked]
     assert not unlinked, f"README.md: no link to {unlinked} (add them to 'Where to read on')"
 
