@@ -19,7 +19,7 @@ RUN python -c "import tomllib; pins = tomllib.load(open('pyproject.toml', 'rb'))
 COPY dbt_project.yml profiles.yml ./
 # dbt_project/ brings, of the Python helpers, only what publishes the PII key (env
 # LAKEHOUSE_PII_KEY, from Secrets Manager) to the table the models read it from,
-# before each build (README, "PII"); .dockerignore leaves the rest out.
+# before each build (docs/pii.md, "The key on AWS"); .dockerignore leaves the rest out.
 COPY dbt_project ./dbt_project
 COPY macros ./macros
 COPY seeds ./seeds

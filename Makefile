@@ -51,11 +51,11 @@ node:
 synth: venv node
 	LAKEHOUSE_DEPLOY_CONFIG=$(CONFIG) $(BIN)/python -m deploy.app
 
-# Needs AWS credentials and a bootstrapped account/region (README, "Running on AWS").
+# Needs AWS credentials and a bootstrapped account/region (docs/deploy-aws.md, "First deploy").
 deploy: venv node
 	cd deploy && npx --yes $(CDK_CLI) deploy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
 
-# Buckets, the KMS key and a generated PII secret are retained (README, "First deploy").
+# Buckets, the KMS key and a generated PII secret are retained (docs/deploy-aws.md, "First deploy").
 destroy: venv node
 	cd deploy && npx --yes $(CDK_CLI) destroy -c config=$(abspath $(CONFIG)) $(CDK_ARGS)
 

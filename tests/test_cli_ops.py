@@ -34,7 +34,7 @@ def checkout_env() -> dict[str, str]:
 
 
 def test_demo_refuses_a_data_dir_it_did_not_create(tmp_path, monkeypatch, capsys):
-    # The README exports LAKEHOUSE_DATA_DIR for plain dbt; a later `lakehouse demo` must not wipe it.
+    # docs/dbt.md exports LAKEHOUSE_DATA_DIR for plain dbt; a later `lakehouse demo` must not wipe it.
     real = tmp_path / "warehouse"
     kept = [real / "raw" / "customers_changes" / "_ingest_hour=2026-11-01-00" / "_batch_id=3" / "part-0.parquet",
             real / "checkpoints" / "landing_to_raw" / "commits" / "3", real / "lakehouse.duckdb"]

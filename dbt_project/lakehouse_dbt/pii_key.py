@@ -46,7 +46,7 @@ def ensure_local_key(data_dir: Path | str) -> Path:
     """Creates `<data>/secrets/pii_key` (random, mode 0600) unless it exists; returns it.
 
     Never overwrites: a new key changes every pseudonym, and incremental marts would
-    then mix pseudonyms of two keys (see README, "PII").
+    then mix pseudonyms of two keys (see docs/pii.md, "Fail closed").
     """
     path = key_file(data_dir)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

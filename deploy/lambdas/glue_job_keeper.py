@@ -7,7 +7,7 @@ unless one is already active. The job allows one concurrent run, so two invocati
 racing each other start at most one run: the loser gets ConcurrentRunsExceededException.
 
 To stop the job on purpose, disable the keeper's two EventBridge rules first
-(<prefix>-job-keeper-schedule and <prefix>-job-keeper-on-failure; README, "First deploy").
+(<prefix>-job-keeper-schedule and <prefix>-job-keeper-on-failure; docs/deploy-aws.md, "First deploy").
 """
 from __future__ import annotations
 

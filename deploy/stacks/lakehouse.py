@@ -574,7 +574,7 @@ class LakehouseStack(Stack):
             "DbtBuild",
             "build",
             # The models read the PII key from a table the key publisher writes first;
-            # unit tests check SQL logic and run in CI (README, "The dbt project").
+            # unit tests check SQL logic and run in CI (docs/dbt.md, "Tests").
             "python -m lakehouse_dbt.athena_pii_key && dbt build --exclude-resource-type unit_test",
             image,
             variables,

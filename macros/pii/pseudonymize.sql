@@ -29,7 +29,7 @@
   )))
 {%- endmacro %}
 
-{# Athena: the one-row table (column pii_key) holding the key; see README, "PII". #}
+{# Athena: the one-row table (column pii_key) holding the key; see docs/pii.md, "The key on AWS". #}
 {% macro pii_key_table() %}
   {{ return(var('pii_key_table', target.schema ~ '_staging.pii_key')) }}
 {% endmacro %}
@@ -56,7 +56,7 @@
     mix pseudonyms of two keys, or keep the unkeyed hashes. Table pii_key_fingerprint (in the marts schema) holds a
     keyed hash of a constant, which reveals nothing of the key; --full-refresh
     rebuilds the marts and records the new key's fingerprint.
-  Athena: a missing key table fails the first model that reads it (README, "PII").
+  Athena: a missing key table fails the first model that reads it (docs/pii.md, "Fail closed").
 #}
 {% macro require_pii_key() %}
   {%- if execute and flags.WHICH in ('run', 'build') and target.type == 'duckdb' -%}

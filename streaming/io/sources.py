@@ -56,7 +56,7 @@ MiB = 1024 * 1024
 # about this many landing bytes. Each batch has a fixed cost (planning the decode, a
 # stats job, three writes, two checkpoint commits; a few seconds), so small batches
 # waste most of a catch-up on it: at 2M events, 100-file batches of 65 MB ran at about
-# half the events/s of one 2.6 GB batch (README, Performance). The decoded batch is
+# half the events/s of one 2.6 GB batch (docs/performance.md). The decoded batch is
 # cached with spill to disk and every shuffle spills, so a batch's size bounds local
 # disk and the work a failed batch repeats, not driver memory: one 2.6 GB batch ran in
 # a 1 GB driver heap.

@@ -1,6 +1,6 @@
 """`lakehouse demo` and `lakehouse generate`; the demo clears only a directory it made itself.
 
-`LAKEHOUSE_DATA_DIR` may name real data (the README exports it for plain dbt runs), so
+`LAKEHOUSE_DATA_DIR` may name real data (docs/dbt.md exports it for plain dbt runs), so
 "start from scratch" must never mean "delete whatever is there". The demo writes a marker
 file into a directory it creates; a later demo clears a directory only when that marker
 is there, and refuses a non-empty directory without it.

@@ -414,7 +414,7 @@ ANALYSES_DIR = Path(__file__).resolve().parents[2] / "dbt_project" / "analyses"
 
 
 def test_saved_analyses_compile_to_valid_athena_sql(compiled_sql: dict[str, str]) -> None:
-    """The saved queries README "For analysts" points to: every file in analyses/
+    """The saved queries docs/analysts.md points to: every file in analyses/
     compiles on the athena target and passes both validators (as the models do above)."""
     saved = sorted(path.name for path in ANALYSES_DIR.glob("*.sql"))
     compiled = {Path(name).name: sql for name, sql in compiled_sql.items() if "/analyses/" in name}

@@ -11,5 +11,5 @@ def require_node() -> None:
     if shutil.which("node") is None:
         pytest.skip("Node.js is not on PATH: the AWS CDK needs it to synthesize (install nodejs, then make test)")
     # Node.js 20 (this machine image's) is past its end of life and jsii says so in a
-    # banner on every start; the README states it, the test log need not repeat it.
+    # banner on every start; docs/deploy-aws.md states it, the test log need not repeat it.
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")

@@ -188,7 +188,7 @@ def test_the_job_is_started_and_restarted(synthesized):
         if any(render(t["Arn"]).startswith("${JobKeeper") for t in rule["Properties"]["Targets"])
     ]
     prefix = synthesized.config.prefix
-    # The README names these rules: disabling them is how the job is stopped on purpose.
+    # docs/deploy-aws.md names these rules: disabling them is how the job is stopped on purpose.
     assert sorted((rule["Name"], rule.get("ScheduleExpression")) for rule in keeper_targets) == [
         (f"{prefix}-job-keeper-on-failure", None),
         (f"{prefix}-job-keeper-schedule", "rate(5 minutes)"),
