@@ -28,10 +28,6 @@ README_MAX_BYTES = 15 * 1024
 
 # Fenced blocks whose lines are shell commands; other fences (trees, SQL, YAML) are not.
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "zsh"})
-# Targets the docs describe ahead of the change that adds them to the Makefile (the
-# test tiers). Accepted while missing; test_pending_make_targets_are_still_pending fails
-# once the Makefile has one, so the entry goes.
-PENDING_MAKE_TARGETS = frozenset({"test-fast"})
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+-]*)")
 _INLINE_CODE = re.compile(r"`[^`]*`")
@@ -187,7 +183,7 @@ def command_problems(command: Command, targets: set[str]) -> list[str]:
         program, arguments = os.path.basename(words[0]), words[1:]
         if program == "make":
             for target in (word for word in arguments if not word.startswith("-") and "=" not in word):
-                if target not in targets and target not in PENDING_MAKE_TARGETS:
+                if target not in targets:
                     problems.append(f"`make {target}`: the Makefile has no target {target!r}")
         elif program == "lakehouse":
             error = _cli_parse_error(arguments)
@@ -288,16 +284,6 @@ def test_the_readme_links_every_docs_page() -> None:
               for _, target in links(README.read_text(encoding="utf-8"))}
     unlinked = [_doc_id(doc) for doc in DOCS[1:] if doc.resolve() not in linked]
     assert not unlinked, f"README.md: no link to {unlinked} (add them to 'Where to read on')"
-
-
-def test_pending_make_targets_are_still_pending() -> None:
-    documented = {target for doc in DOCS for command in shell_commands(doc)
-                  for words in simple_commands(command.text)
-                  if os.path.basename(words[0]) == "make" for target in words[1:]}
-    arrived = sorted(PENDING_MAKE_TARGETS & makefile_targets())
-    assert not arrived, f"the Makefile has {arrived} now: remove them from PENDING_MAKE_TARGETS in {__file__}"
-    unused = sorted(PENDING_MAKE_TARGETS - documented)
-    assert not unused, f"PENDING_MAKE_TARGETS lists {unused}, which no doc uses: remove them"
 
 
 # The checks themselves, on a page with known faults.

@@ -1,3 +1,6 @@
-"""Operations on the raw layer, apart from the stream core: backfill from a DynamoDB
-export, reprocess into a new data directory, reconcile raw with DynamoDB, and the
-sample-data generator. Each is run from the `lakehouse` command (streaming/cli.py)."""
+"""Layer 6, what an operator runs, beside the stream and never inside it: the stream
+command itself (stream.py), status, the demo and sample landing files (demo.py),
+backfill from a DynamoDB export, reprocess and switch, reconcile, the quarantine's
+summary, show and replay, the dbt docs site and marts summary, and the generators of
+the contract-driven dbt macros. Each module's entry function is what one `lakehouse`
+command calls (streaming/cli/); errors are OperatorError subclasses."""
