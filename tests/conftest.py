@@ -42,3 +42,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = Path(str(item.path)).relative_to(tests_dir).parts[0]
         if folder in _FOLDER_MARKS:
             item.add_marker(getattr(pytest.mark, _FOLDER_MARKS[folder]))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The fast tier promises no JVM: a test that started one in this process without
+    the `spark` marker fails the run, naming the rule, instead of slowing it silently."""
+    if "not spark" not in (session.config.option.markexpr or ""):
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nthe fast tier started a JVM: mark the test that starts Spark with @pytest.mark.spark")
