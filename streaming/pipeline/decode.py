@@ -64,17 +64,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import (
     METADATA_COLUMNS,
     PIPELINE_COLUMNS,
-    ContractError,
     TableContract,
+    check_partition_expression,
     raw_schema,
-    spark_type,
 )
 from streaming.pipeline import reasons
 from streaming.pipeline.attributes import (
@@ -129,7 +127,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     per table, by `valid_rows`.
     """
     for contract in contracts.values():
-        _check_partition_scope(envelope.sparkSession, contract)
+        check_partition_expression(envelope.sparkSession, contract, evaluate=False)
     parsed = parse_records(envelope, contracts.keys())
     tables = list(contracts.values())
     owned = [_belongs_to(contract) for contract in tables]
@@ -204,21 +202,6 @@ def invalid_rows(decoded: DataFrame) -> DataFrame:
 
 def _belongs_to(contract: TableContract) -> Column:
     return (F.col("_source_table") == contract.table) & F.col("_record_error").isNull()
-
-
-def _check_partition_scope(spark: SparkSession, contract: TableContract) -> None:
-    """The partition expression must resolve with only the key columns in scope: a
-    tombstone carries nothing else, so reading another column would scatter
-    tombstones across partitions. Analysis only; no job runs."""
-    key_specs = [contract.attribute(name) for name in contract.key_attributes]
-    keys_only = spark.range(0).select(*[F.lit(None).cast(spark_type(spec)).alias(spec.column) for spec in key_specs])
-    try:
-        keys_only.select(F.expr(contract.partition_expression))
-    except AnalysisException as exc:
-        raise ContractError(
-            f"contract {contract.table!r}: partitioning.expression {contract.partition_expression!r} "
-            f"may use only the key columns {list(contract.key_columns)}: {exc}"
-        ) from exc
 
 
 def _table_reason(contract: TableContract, index: int) -> Column:
