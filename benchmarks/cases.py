@@ -25,9 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 from benchmarks.measure import RESULT_PREFIX
 from streaming.contracts.model import TableContract
 from streaming.io.layout import QUERY_NAME, DataLayout
-from streaming.pipeline.batch import BatchReport
 from streaming.io.sinks import QuarantineWriter
-from streaming.pipeline.batch import RawSink
+from streaming.pipeline.batch import BatchReport, RawSink
 
 KILL_ENV = "BENCH_KILL_AT"
 KILL_PHASES = ("before_write", "mid_write", "after_write")

@@ -30,10 +30,11 @@ from typing import Any
 
 import duckdb
 
-from streaming.samples.raw_schema import load_contract
-from streaming.io import layout as raw_layout
 from streaming.contracts.evolution import contract_version
+from streaming.contracts.model import INGEST_HOUR_COLUMN
+from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
+from streaming.samples.raw_schema import load_contract
 
 CUSTOMER_SHARE = 0.3
 EVENTS_PER_KEY = 3
@@ -175,7 +176,7 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
                 # As the sink replays a batch: whatever an earlier write of it left goes first.
                 for earlier in change_log.glob(f"*/{folder.name}"):
                     shutil.rmtree(earlier)
-                target = change_log / raw_layout.hour_folder(raw_layout.ingest_hour(batch_ingested_at)) / folder.name
+                target = change_log / raw_layout.hour_folder_of(batch_ingested_at) / folder.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 folder.rename(target)
             shutil.rmtree(scratch)
@@ -202,7 +203,7 @@ def _timed_build(data_dir: Path, args: list[str]) -> dict[str, Any]:
 def batch_bytes(data_dir: Path, batch_id: int) -> int:
     """Bytes of the raw files of batch `batch_id`, over every change log."""
     return sum(path.stat().st_size for path in (DataLayout(data_dir).raw).glob(
-        f"*/{raw_layout.INGEST_HOUR_COLUMN}=*/{raw_layout.batch_folder(batch_id)}/*.parquet"))
+        f"*/{INGEST_HOUR_COLUMN}=*/{raw_layout.batch_folder(batch_id)}/*.parquet"))
 
 
 def raw_reads_during(data_dir: Path, args: list[str]) -> tuple[dict[str, Any], dict[str, int]]:

@@ -15,12 +15,12 @@ from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
-from streaming.io import layout as raw_layout
 from streaming.contracts.model import load_contracts
-from streaming.pipeline.batch import Pipeline
+from streaming.io import layout as raw_layout
+from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import ENVELOPE_COLUMNS, landing_files_batch
-from streaming.io.layout import DataLayout
+from streaming.pipeline.batch import Pipeline
 
 MARKER = re.compile(r"fz(\d{6})z")
 
@@ -194,9 +194,9 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
 
     from pyspark.sql import DataFrame
 
+    from streaming.pipeline.batch import to_change_log_rows
     from streaming.pipeline.decode import decode_batch
     from streaming.pipeline.ordering import latest_per_key
-    from streaming.pipeline.batch import to_change_log_rows
 
     contracts = load_contracts()
     contract = contracts["customers"]

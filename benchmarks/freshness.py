@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
-from streaming.io import layout as raw_layout
 from streaming.contracts.model import TableContract, load_contracts
-from streaming.samples.generator import generate_cdc
+from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
+from streaming.samples.generator import generate_cdc
 
 # The column of each DynamoDB table that carries the file prefix (the customer id).
 KEY_COLUMNS = {"customers": "id", "orders": "customer_id"}

@@ -12,26 +12,26 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from streaming.cli import main
+from streaming.contracts.model import load_contracts
 from streaming.io import layout as raw_layout
+from streaming.io.dynamodb_export import read_export_manifest
+from streaming.io.layout import DataLayout
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.backfill import (
     BackfillError,
+    backfill,
     backfill_run_id,
     plan_backfill,
     recorded_backfills,
     run_backfill,
     run_log_path,
 )
-from streaming.cli import main
-from streaming.io.layout import DataLayout
-from streaming.operations.backfill import backfill
+from streaming.operations.reconcile import reconcile
 from streaming.operations.stream import stream
-from streaming.contracts.model import load_contracts
 from streaming.pipeline.batch import Pipeline
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
-from streaming.io.dynamodb_export import read_export_manifest
 from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
-from streaming.operations.reconcile import reconcile
 
 UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 2, 0, 0, 250000, tzinfo=UTC)

@@ -22,18 +22,18 @@ import pytest
 from benchmarks import cases
 from benchmarks.cases import KillPlan, run_copy, run_stream_job
 from benchmarks.datasets import generate_landing, prefix_set
-from benchmarks.decoder_drills import delivered_events, key_history_records, raw_final_state
 from benchmarks.dbt_bench import write_raw_changes
+from benchmarks.decoder_drills import delivered_events, key_history_records, raw_final_state
 from benchmarks.figures import batch_growth, percentile, throughput_figures
 from benchmarks.freshness import RawWatcher, file_prefix
 from benchmarks.fuzz import BAD_PREFIX, hostile_records
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.run import folder_name
-from streaming.samples.raw_schema import load_contract
-from streaming.io import layout as raw_layout
-from streaming.contracts.model import INGEST_HOUR_COLUMN, change_log_schema, load_contracts
 from streaming.contracts.evolution import contract_version
+from streaming.contracts.model import INGEST_HOUR_COLUMN, change_log_schema, ingest_hour, load_contracts
+from streaming.io import layout as raw_layout
 from streaming.runtime.stream_identity import read_identity
+from streaming.samples.raw_schema import load_contract
 
 
 @pytest.mark.spark
@@ -56,7 +56,7 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
         for path in raw_layout.change_log_files(raw_layout.change_log_dir(raw, contract)):
             batch = pq.read_table(path, columns=["_batch_id", "_ingested_at"]).to_pylist()
             assert {row["_batch_id"] for row in batch} == {int(path.parent.name.split("=")[1])}
-            assert {raw_layout.hour_folder(raw_layout.ingest_hour(row["_ingested_at"])) for row in batch} == {
+            assert {raw_layout.hour_folder_of(row["_ingested_at"]) for row in batch} == {
                 path.parent.parent.name}
             change_log_rows += len(batch)
     assert change_log_rows == job["landed"] > 0
@@ -271,7 +271,7 @@ def test_dbt_benchmark_history_batches_each_land_under_their_ingest_hour(tmp_pat
     assert [(hour, batch) for hour, batch, *_ in per_batch] == [
         ("2026-01-10-00", 5), ("2026-01-11-00", 6), ("2026-01-12-00", 7)]
     for hour, _, earliest, latest, _ in per_batch:
-        assert earliest == latest and raw_layout.ingest_hour(earliest) == hour
+        assert earliest == latest and ingest_hour(earliest) == hour
     assert sum(count for *_, count in per_batch) == written["orders"]
 
     # Written again an hour later, batch 7 replaces its earlier folder instead of doubling it.

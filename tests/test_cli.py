@@ -6,14 +6,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.operations.marts_summary import MARTS_SCHEMA
-from streaming.samples.generator import generate_cdc
 from streaming.cli import main
 from streaming.cli.options import byte_size
 from streaming.io.layout import DataLayout, default_data_dir
-from streaming.operations.demo import run_demo
+from streaming.operations.demo import DEMO_MARKER, run_demo
+from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.operations.status import status
-from streaming.operations.demo import DEMO_MARKER
+from streaming.samples.generator import generate_cdc
 
 
 def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
@@ -136,8 +135,8 @@ def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):
 
 
 def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
-    from streaming.operations.demo import prepare_demo_dir
     from streaming.io.layout import POINTER_FILE, read_pointer
+    from streaming.operations.demo import prepare_demo_dir
 
     (tmp_path / DEMO_MARKER).write_text("an earlier demo made this directory")
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')

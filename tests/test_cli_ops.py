@@ -15,14 +15,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.samples.raw_fixtures import write_raw_batch
-from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.cli import main
 from streaming.io.layout import DataLayout
-from streaming.operations.demo import run_demo
-from streaming.operations.demo import DEMO_MARKER
-from streaming.samples.generator import CUSTOMERS, generate_cdc
+from streaming.operations.demo import DEMO_MARKER, run_demo
+from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.stream_loop import checked_interval
+from streaming.samples.generator import CUSTOMERS, generate_cdc
+from streaming.samples.raw_fixtures import write_raw_batch
 
 REPO = Path(__file__).resolve().parents[1]
 

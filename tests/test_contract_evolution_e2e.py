@@ -11,10 +11,10 @@ import duckdb
 import pytest
 import yaml
 
-from streaming.runtime.dbt_runner import run_dbt
 from streaming.cli import main
-from streaming.io.layout import DataLayout
 from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+from streaming.io.layout import DataLayout
+from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import write_landing_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.dbt]

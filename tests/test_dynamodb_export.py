@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from streaming.contracts.model import load_contracts
 from streaming.io.dynamodb_export import (
     ExportLineError,
     ExportValidationError,
@@ -19,9 +20,7 @@ from streaming.io.dynamodb_export import (
     read_export_manifest,
     refused_export_lines,
 )
-
 from streaming.samples.export_writer import write_full_export, write_incremental_export
-from streaming.contracts.model import load_contracts
 from streaming.samples.generator import generate_cdc
 
 UTC = timezone.utc

@@ -19,14 +19,6 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.model import (
-    METADATA_COLUMNS,
-    PACKAGED_CONTRACTS_DIR,
-    TableContract,
-    load_contract,
-    load_contracts,
-    raw_schema,
-)
 from streaming.contracts.evolution import (
     ContractEvolutionError,
     ContractRegistry,
@@ -37,6 +29,14 @@ from streaming.contracts.evolution import (
     evolution_changes,
     guard_contracts,
     schema_document,
+)
+from streaming.contracts.model import (
+    METADATA_COLUMNS,
+    PACKAGED_CONTRACTS_DIR,
+    TableContract,
+    load_contract,
+    load_contracts,
+    raw_schema,
 )
 
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=timezone.utc)

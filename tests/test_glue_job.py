@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 import streaming.runtime.glue_job
+from streaming.io.hudi_options import GLUE_SYNC_TOOL
+from streaming.io.storage import jvm_class_loadable
 from streaming.runtime.glue_job import (
     GLUE_CATALOG_CLIENT_FACTORY,
     OPTIONAL_ARGS,
@@ -18,8 +20,6 @@ from streaming.runtime.glue_job import (
     resolvable_args,
     session_catalog_conf,
 )
-from streaming.io.hudi_options import GLUE_SYNC_TOOL
-from streaming.io.storage import jvm_class_loadable
 
 STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/ddb-cdc"
 REQUIRED = {

@@ -16,7 +16,6 @@ import pytest
 
 from streaming.contracts.model import change_log_schema, load_contracts
 from streaming.io.hudi_options import BATCH_MARKER_KEY
-from streaming.io.storage import HadoopFiles
 from streaming.io.hudi_sink import (
     HudiSchemaError,
     HudiSink,
@@ -24,10 +23,11 @@ from streaming.io.hudi_sink import (
     TimelineHead,
     commit_metadata,
     completed_instants,
+    hudi_bundle_available,
     read_timeline_head,
     table_column_order,
 )
-from streaming.io.hudi_sink import hudi_bundle_available
+from streaming.io.storage import HadoopFiles
 
 # The checkout's parent holds shared/ (see DESIGN.md, "Real Spark-written Hudi tables").
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "hudi-samples"

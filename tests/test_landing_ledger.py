@@ -4,11 +4,9 @@ from __future__ import annotations
 import json
 import os
 
+from streaming.io.landing_ledger import LandedFile, changed_files, record_batch
 from streaming.io.layout import DataLayout
-
 from streaming.operations.status import status
-from streaming.io.landing_ledger import changed_files, record_batch
-from streaming.io.landing_ledger import LandedFile
 
 
 def landed(path) -> LandedFile:

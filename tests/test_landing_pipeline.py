@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from streaming.contracts.model import load_contracts
-from streaming.samples.generator import write_landing_files
-from streaming.pipeline.batch import Pipeline
-from streaming.runtime.stream_loop import run_stream
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch, landing_files_stream
+from streaming.pipeline.batch import Pipeline
+from streaming.runtime.stream_loop import run_stream
+from streaming.samples.generator import write_landing_files
 
 pytestmark = pytest.mark.spark
 

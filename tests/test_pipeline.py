@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from streaming.contracts.model import AttributeSpec, TableContract, change_log_schema, load_contracts
-from streaming.samples.generator import generate_cdc, write_landing_files
-from streaming.pipeline.ordering import latest_per_key
-from streaming.pipeline.batch import Pipeline, RecordsLostError
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch
+from streaming.pipeline.batch import Pipeline, RecordsLostError
+from streaming.pipeline.ordering import latest_per_key
+from streaming.samples.generator import generate_cdc, write_landing_files
 
 pytestmark = pytest.mark.spark
 

@@ -18,16 +18,12 @@ import duckdb
 import pytest
 
 from streaming.cli import main
-
-from streaming.io.layout import DataLayout
-
-from streaming.operations.quarantine import quarantine_replay
-
-from streaming.operations.reprocess import reprocess
-
-from streaming.operations.stream import stream
 from streaming.contracts.model import load_contracts
+from streaming.io.layout import DataLayout
 from streaming.operations import quarantine as ops
+from streaming.operations.quarantine import quarantine_replay
+from streaming.operations.reprocess import reprocess
+from streaming.operations.stream import stream
 from streaming.samples.generator import generate_cdc, land_cdc
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"

@@ -10,14 +10,12 @@ import duckdb
 import pytest
 
 from streaming.cli import main
-
-from streaming.io.layout import DataLayout
-
-from streaming.operations.backfill import backfill
 from streaming.contracts.model import load_contracts
+from streaming.io.layout import DataLayout
+from streaming.operations.backfill import backfill
+from streaming.operations.reconcile import ReconcileError, reconcile
 from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
-from streaming.operations.reconcile import ReconcileError, reconcile
 
 UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)

@@ -7,25 +7,20 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-
-from streaming.io.layout import DataLayout
-
-from streaming.operations.reprocess import reprocess
-
-from streaming.operations.status import status
-
-from streaming.operations.stream import stream
 from streaming.contracts.model import load_contracts
-from streaming.samples.generator import write_landing_files
+from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
-from streaming.io.layout import POINTER_FILE, dbt_env, read_pointer
 from streaming.operations.reprocess import (
     PREVIOUS_LOCATION_PARAMETER,
     SwitchError,
     plan_reprocess,
+    reprocess,
     rollback_glue_table,
     switch_glue_table,
 )
+from streaming.operations.status import status
+from streaming.operations.stream import stream
+from streaming.samples.generator import write_landing_files
 
 
 def tree(root: Path) -> dict[str, tuple[int, int]]:

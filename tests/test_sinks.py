@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import load_contracts
+from streaming.io.hudi_sink import hudi_bundle_available
 from streaming.io.layout import CHANGE_LOG_FILE_GLOB
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, choose_sink
-from streaming.io.hudi_sink import hudi_bundle_available
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,6 @@ import pytest
 from pyspark.sql import types as T
 
 from streaming.io.landing_ledger import changed_files
-from streaming.runtime.stream_loop import run_stream
 from streaming.io.sources import (
     ASSUMED_FILE_BYTES,
     DEFAULT_MAX_BYTES_PER_TRIGGER,
@@ -23,6 +22,7 @@ from streaming.io.sources import (
     landing_files_batch,
     landing_files_stream,
 )
+from streaming.runtime.stream_loop import run_stream
 
 pytestmark = pytest.mark.spark
 

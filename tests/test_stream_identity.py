@@ -9,15 +9,17 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-
-from streaming.io.layout import DataLayout
-
-from streaming.operations.status import status
-
-from streaming.operations.stream import stream
 from streaming.contracts.model import load_contracts
+from streaming.io.layout import DataLayout
+from streaming.operations.status import status
+from streaming.operations.stream import stream
+from streaming.runtime.stream_identity import (
+    IDENTITY_FILE,
+    StreamIdentityError,
+    checkpoint_stream_id,
+    claim_stream_identity,
+)
 from streaming.samples.generator import write_landing_files
-from streaming.runtime.stream_identity import IDENTITY_FILE, StreamIdentityError, checkpoint_stream_id, claim_stream_identity
 
 CHECKPOINT = Path("checkpoints") / "landing_to_raw"
 

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.atomic_files import write_text_atomically
-from streaming.errors import OperatorError
 from streaming.contracts.model import AttributeSpec, TableContract
+from streaming.errors import OperatorError
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from streaming.errors import OperatorError
 from streaming.contracts.model import TableContract
+from streaming.errors import OperatorError
 
 EXPORT_ROOT_FOLDER = "AWSDynamoDB"
 SUMMARY_FILE = "manifest-summary.json"

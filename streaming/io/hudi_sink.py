@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contracts.model import raw_schema
-from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.io.hudi_options import (
     ATHENA_TABLE_VERSION,
     BATCH_MARKER_KEY,
@@ -40,6 +39,7 @@ from streaming.io.hudi_options import (
     current_state_write_options,
     hudi_table_path,
 )
+from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.pipeline.ordering import latest_per_key
 
 if TYPE_CHECKING:

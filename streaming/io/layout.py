@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-# The environment names are dbt's (lakehouse_dbt/env.py) and the hour is the contract's;
-# both belong to the layout too, so readers find them here.
-from lakehouse_dbt.env import DATA_DIR_ENV, PII_KEY_ENV, RAW_DIR_ENV  # noqa: F401
+# The environment names are dbt's (lakehouse_dbt/env.py): the dbt image has no streaming.
+from lakehouse_dbt.env import DATA_DIR_ENV, RAW_DIR_ENV
 from streaming.atomic_files import write_json_atomically
-from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour  # noqa: F401
+from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
 from streaming.errors import OperatorError
 
 log = logging.getLogger(__name__)
@@ -121,6 +120,11 @@ def change_log_files(table_dir: Path) -> list[Path]:
 
 def hour_folder(hour: str) -> str:
     return f"{INGEST_HOUR_COLUMN}={hour}"
+
+
+def hour_folder_of(ingested_at: datetime) -> str:
+    """The change-log partition folder of a batch ingested at `ingested_at`."""
+    return hour_folder(ingest_hour(ingested_at))
 
 
 def batch_folder(batch_id: int) -> str:

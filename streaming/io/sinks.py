@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.io import layout as raw_layout
 from streaming.contracts.model import INGEST_HOUR_COLUMN
-from streaming.io.storage import HadoopFiles
+from streaming.io import layout as raw_layout
 from streaming.io.hudi_options import SyncMode
+from streaming.io.storage import HadoopFiles
 
 if TYPE_CHECKING:
     from streaming.contracts.model import TableContract
@@ -86,7 +86,7 @@ class LocalParquetSink:
         self.root = root.rstrip("/")
 
     def table_path(self, contract: TableContract) -> str:
-        return f"{self.root}/raw/{contract.changes_table}"
+        return raw_layout.uri(self.root, raw_layout.RAW_FOLDER, contract.changes_table)
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         replace_batch_folder(
@@ -102,7 +102,7 @@ class QuarantineWriter:
 
     @property
     def path(self) -> str:
-        return f"{self.root}/quarantine"
+        return raw_layout.uri(self.root, raw_layout.QUARANTINE_FOLDER)
 
     def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
         replace_batch_folder(df, self.path, batch_id, rows)
@@ -137,7 +137,8 @@ def choose_sink(
     if name == "hudi" or (name == "auto" and bundle):
         log.info("sink=hudi (%s)", "requested" if name == "hudi" else "auto: Hudi bundle found on the classpath")
 
-        return HudiSink(f"{data_dir.rstrip('/')}/raw", database, contracts, sync_mode=sync_mode, stream_id=stream_id)
+        return HudiSink(raw_layout.uri(data_dir, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
+                        stream_id=stream_id)
     log.info(
         "sink=local parquet change log (%s)",
         "requested" if name == "local" else "auto: no Hudi bundle on the classpath",

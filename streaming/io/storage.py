@@ -7,6 +7,7 @@ import re
 
 from pyspark.sql import SparkSession
 
+
 def jvm_class_loadable(spark: SparkSession, class_name: str) -> bool:
     """True when the session's JVM can load `class_name` (a datasource, a catalog client)."""
     try:

@@ -31,12 +31,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.contracts.model import TableContract
 from streaming.atomic_files import write_json_atomically
+from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
 from streaming.io.dynamodb_export import (
     INCREMENTAL_EXPORT,
     ExportManifest,
@@ -45,6 +43,8 @@ from streaming.io.dynamodb_export import (
     read_export_manifest,
     refused_export_lines,
 )
+from streaming.io.layout import DataLayout
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline

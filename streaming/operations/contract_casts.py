@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from streaming.contracts.model import AttributeSpec, ContractError, TableContract, load_contracts, parse_cast
-
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
 MACRO_PATH = PROJECT_DIR / "macros" / "contracts" / "contract_casts.sql"

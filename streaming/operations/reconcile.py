@@ -30,9 +30,9 @@ from typing import Any
 import duckdb
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
+from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
 from streaming.io.dynamodb_export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
 from streaming.runtime.startup import load_checked_contracts
 

@@ -12,17 +12,17 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import reduce
 from datetime import datetime, timezone
+from functools import reduce
 from typing import Protocol
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
 from streaming.pipeline.decode import decode_records, split_by_table
-from streaming.contracts.evolution import contract_version
 from streaming.pipeline.ordering import drop_duplicate_events
 
 log = logging.getLogger(__name__)

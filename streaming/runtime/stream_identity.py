@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from streaming.atomic_files import write_json_atomically
+from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
-from streaming.contracts.model import TableContract
 
 IDENTITY_FILE = "_stream.json"
 # Spark's own record of a checkpoint's query id (StreamMetadata): `{"id": "<uuid>"}`.

@@ -17,8 +17,9 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming.pipeline.batch import Pipeline
+from streaming.io.layout import QUERY_NAME
 from streaming.io.sources import LandingStream
+from streaming.pipeline.batch import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def run_stream(
     checkpoint_dir: str,
     trigger: Trigger = "available-now",
     interval: str = DEFAULT_INTERVAL,
-    query_name: str = "landing_to_raw",
+    query_name: str = QUERY_NAME,
 ) -> StreamingQuery:
     """Start the query over `source` (a streaming envelope, or the landing files whose
     batches are turned into envelopes). `available-now` drains what is there and returns

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from streaming.contracts.model import load_contracts
-from streaming.pipeline import reasons
 from streaming.io.dynamodb_export import SAMPLE_REGION, DynamoItem
+from streaming.pipeline import reasons
 from streaming.samples.export_writer import SAMPLE_ACCOUNT, IncrementalChange
 
 UTC = timezone.utc

@@ -14,10 +14,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streaming.samples.raw_schema import load_contract, raw_schema
-from streaming.io import layout as raw_layout
-from streaming.contracts.model import TableContract
 from streaming.contracts.evolution import contract_version
+from streaming.contracts.model import TableContract
+from streaming.io import layout as raw_layout
+from streaming.samples.raw_schema import load_contract, raw_schema
 
 SEQUENCE_DIGITS = 64
 
@@ -76,7 +76,7 @@ def write_raw_batch(
     table_dir = raw_layout.change_log_dir(Path(data_dir) / "raw", contract)
     for earlier in table_dir.glob(f"*/{raw_layout.batch_folder(batch_id)}"):
         shutil.rmtree(earlier)
-    batch_dir = table_dir / raw_layout.hour_folder(raw_layout.ingest_hour(ingested_at)) / raw_layout.batch_folder(batch_id)
+    batch_dir = table_dir / raw_layout.hour_folder_of(ingested_at) / raw_layout.batch_folder(batch_id)
     batch_dir.mkdir(parents=True)
     pq.write_table(arrow_table, batch_dir / "part-00000.parquet", coerce_timestamps="us")
     return batch_dir

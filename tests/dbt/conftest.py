@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from dbt_scenario import BATCHES, EVENT_WINDOW, write_batch
-from streaming.runtime.dbt_runner import run_dbt
+
 from lakehouse_dbt.pii_key import KEY_ENV
+from streaming.runtime.dbt_runner import run_dbt
 
 
 @pytest.fixture(scope="session", autouse=True)

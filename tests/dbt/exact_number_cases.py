@@ -17,13 +17,12 @@ from __future__ import annotations
 import random
 import re
 from decimal import Decimal, localcontext
-
 from pathlib import Path
 
 import duckdb
 
-from streaming.runtime.dbt_runner import run_dbt
 from streaming.pipeline.attributes import NUMBER_PATTERN
+from streaming.runtime.dbt_runner import run_dbt
 
 # (precision, scale) pairs compiled as columns d_<p>_<s>.
 DECIMAL_TYPES = ((18, 2), (38, 10), (38, 0), (38, 38), (5, 5), (1, 0))

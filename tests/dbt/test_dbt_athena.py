@@ -20,9 +20,8 @@ import pyarrow as pa
 import pytest
 import sqlglot
 import yaml
-from trino_sql_validator import validate
-
 from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluate, mismatches, random_number_texts
+from trino_sql_validator import validate
 
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_schema import raw_schema

@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
-
 from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW, INGESTED
+
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
 

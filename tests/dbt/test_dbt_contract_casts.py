@@ -14,10 +14,10 @@ import pytest
 import yaml
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
 
-from streaming.runtime.dbt_runner import run_dbt
-from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
-from streaming.samples.raw_fixtures import write_raw_batch
 from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, ContractError, load_contract, load_contracts
+from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 

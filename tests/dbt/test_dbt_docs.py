@@ -20,9 +20,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, INGESTED, write_batch
 from dbt_tables import query
+
 from streaming.runtime.dbt_runner import run_dbt
 
 pytestmark = pytest.mark.dbt
@@ -349,8 +349,8 @@ def test_saved_analyses_run_on_the_built_marts(two_builds: dict) -> None:
 
 
 def test_lakehouse_docs_refuses_a_port_it_cannot_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from streaming.operations.docs_site import DocsSiteError, docs_server
     from streaming.cli import main
+    from streaming.operations.docs_site import DocsSiteError, docs_server
 
     assert main(["docs", "--data-dir", str(tmp_path), "--port", "70000"]) == 2
     assert "--port must be between 0 and 65535" in capsys.readouterr().err

@@ -15,11 +15,11 @@ from typing import Any
 
 import duckdb
 import pytest
-
 from dbt_tables import pseudonym
+
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.samples.raw_fixtures import write_raw_batch
 from streaming.samples.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
+from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from streaming.runtime.dbt_runner import run_dbt
-from lakehouse_dbt.hudi_raw import load_hudi_tables
-from streaming.samples.raw_fixtures import write_raw_batch
 from dbt_scenario import CUSTOMERS, INGESTED, ORDERS
+
+from lakehouse_dbt.hudi_raw import load_hudi_tables
+from streaming.runtime.dbt_runner import run_dbt
+from streaming.samples.raw_fixtures import write_raw_batch
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "hudi-samples"
 

@@ -11,12 +11,11 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
-
-from streaming.runtime.dbt_runner import run_dbt
+from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
 
 from streaming.operations.marts_summary import summarize_marts
+from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
-from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
 
 pytestmark = pytest.mark.dbt
 

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt.cli.main import dbtRunnerResult
-
 from dbt_scenario import EVENT_WINDOW, INGESTED
 from dbt_tables import all_tables
+
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_schema import raw_schema
 

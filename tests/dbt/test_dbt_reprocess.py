@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from dbt.cli.main import dbtRunnerResult
-
 from dbt_scenario import CUSTOMERS, DAY_1, DAY_2, INGESTED, ORDERS
 from dbt_tables import all_tables, pseudonym, query
-from streaming.runtime.dbt_runner import reprocess_args
-from streaming.runtime.dbt_runner import run_dbt
+
+from streaming.runtime.dbt_runner import reprocess_args, run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from node_required import require_node
 
 from deploy.config import DeployConfig, load_config
-from node_required import require_node
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config.example.yml"
 

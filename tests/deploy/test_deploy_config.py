@@ -11,8 +11,8 @@ import pytest
 
 from deploy import job_arguments
 from deploy.config import ConfigError, load_config, parse_config, require_contracts
-from streaming.contracts.model import load_contracts
 from deploy.job_arguments import JobArgumentsError, job_parameters
+from streaming.contracts.model import load_contracts
 from streaming.runtime.package_zip import build_package_zip
 
 REPO = Path(__file__).resolve().parents[2]
