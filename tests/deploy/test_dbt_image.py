@@ -59,7 +59,7 @@ def test_the_build_context_holds_exactly_what_the_image_copies():
         for line in (REPO / ".dockerignore").read_text().splitlines()
         if line.startswith("!")
     }
-    # Of the dbt helpers under dbt_project/, only the PII key publisher goes in.
+    # Of the dbt helpers under dbt_project/, only the PII key publisher (and the env names it reads) goes in.
     helpers = {path for path in allowed if path.startswith("dbt_project/lakehouse_dbt/")}
-    assert helpers == {f"dbt_project/lakehouse_dbt/{name}.py" for name in ("__init__", "pii_key", "athena_pii_key")}
+    assert helpers == {f"dbt_project/lakehouse_dbt/{name}.py" for name in ("__init__", "env", "pii_key", "athena_pii_key")}
     assert set(copied_paths(REPO / "Dockerfile")) | {"Dockerfile"} == allowed - helpers
