@@ -35,12 +35,15 @@ $(CHECKOV_STAMP): deploy/checkov-requirements.txt
 	$(CHECKOV_VENV)/bin/pip install --quiet --no-deps -r deploy/checkov-requirements.txt
 	@touch $@
 
+# Two workers, each taking whole files (their session fixtures: a SparkSession, a built
+# dbt scenario, a synthesized stack): the suite is mostly one-threaded waits, so this
+# roughly halves its time on 2 cores (docs/development.md).
 test: venv $(CHECKOV_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # The fast tier for the edit loop: no JVM, no dbt, no stack synthesis (under a minute).
 test-fast: venv
-	$(BIN)/python -m pytest -m "not spark and not dbt and not deploy" -q
+	$(BIN)/python -m pytest -m "not spark and not dbt and not deploy" -q -p no:xdist
 
 # The AWS CDK runs its library in Node.js (18 or newer).
 node:
