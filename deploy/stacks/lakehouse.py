@@ -654,7 +654,7 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.lake_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [RAW_PREFIX, f"{RAW_PREFIX}/*"]}},
             )
@@ -671,12 +671,22 @@ class LakehouseStack(Stack):
         for bucket, prefix in ((self.curated_bucket, CURATED_PREFIX), (self.athena_results_bucket, DBT_RESULTS_PREFIX)):
             role.add_to_policy(
                 iam.PolicyStatement(
-                    actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                    actions=["s3:ListBucket"],
                     resources=[bucket.bucket_arn],
                     conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
                 )
             )
+        self._grant_bucket_location(role, [self.lake_bucket, self.curated_bucket, self.athena_results_bucket])
         role.add_to_policy(iam.PolicyStatement(actions=list(KMS_USE), resources=[self.data_key.key_arn]))
+
+    def _grant_bucket_location(self, role: iam.Role, buckets: list[s3.Bucket]) -> None:
+        """Athena checks the Region of the result and data buckets with GetBucketLocation.
+        Its own statement, without a condition: a GetBucketLocation request carries no
+        s3:prefix, so a statement conditioned on s3:prefix never grants it
+        (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html)."""
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetBucketLocation"], resources=[bucket.bucket_arn for bucket in buckets])
+        )
 
     # --- analysts -----------------------------------------------------------------------
 
@@ -702,7 +712,7 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.curated_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [f"{CURATED_PREFIX}/{marts}", f"{CURATED_PREFIX}/{marts}/*"]}},
             )
@@ -715,11 +725,12 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.athena_results_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [ANALYST_RESULTS_PREFIX, f"{ANALYST_RESULTS_PREFIX}/*"]}},
             )
         )
+        self._grant_bucket_location(role, [self.curated_bucket, self.athena_results_bucket])
         role.add_to_policy(iam.PolicyStatement(actions=list(KMS_USE), resources=[self.data_key.key_arn]))
         CfnOutput(self, "AnalystRoleArn", value=role.role_arn)
         CfnOutput(self, "AnalystWorkGroupName", value=self.analyst_workgroup.name)
