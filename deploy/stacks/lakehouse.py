@@ -451,10 +451,14 @@ class LakehouseStack(Stack):
                 resources=glue_database_resources(self, [self.config.raw_database]),
             )
         )
-        # Spark's Glue catalog client looks up the "default" database when it starts.
+        # Spark's catalog looks up the "default" database when it starts and creates it
+        # when the account's catalog has none (apache/spark, sql/core/src/main/scala/org/
+        # apache/spark/sql/internal/SharedState.scala, externalCatalog): through Glue's Hive
+        # client, on the job's first catalog sync. Creating it in the stack would fail in
+        # the accounts that have one already, so the job may create that one database.
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["glue:GetDatabase"],
+                actions=["glue:GetDatabase", "glue:CreateDatabase"],
                 resources=[glue_catalog_arn(self), glue_database_arn(self, "default")],
             )
         )

@@ -112,6 +112,13 @@ def test_dbt_and_analysts_may_locate_their_buckets(synthesized):
         assert located == buckets, role
 
 
+def test_the_glue_job_may_create_only_the_default_database(synthesized):
+    # Spark creates "default" when the catalog has none (SharedState.externalCatalog).
+    statements = role_statements(synthesized.template, "GlueJobRole")
+    created = sorted(r.rsplit(":", 1)[1] for r in grants(statements, "glue:CreateDatabase"))
+    assert created == ["catalog", "database/default"]
+
+
 def test_no_role_carries_a_managed_policy(synthesized):
     # Managed policies (AWSLambdaBasicExecutionRole and the like) grant on "*".
     for lid, role in synthesized.resources("AWS::IAM::Role").items():
