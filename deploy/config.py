@@ -70,6 +70,13 @@ class DeployConfig:
         return {layer: f"{self.athena_schema}_{layer}" for layer in ("staging", "intermediate", "marts", "snapshots", "seeds")}
 
     @property
+    def dbt_schemas(self) -> list[str]:
+        """Every Glue database dbt uses: the target schema itself, which dbt-athena names as
+        the context database of every query it starts and where the on-run-start hook keeps
+        its data_test_watermarks view (macros/tests/changed_rows_only.sql), then the layers'."""
+        return [self.athena_schema, *self.curated_schemas.values()]
+
+    @property
     def job_name(self) -> str:
         return f"{self.prefix}-dynamodb-cdc-to-raw"
 
@@ -101,7 +108,7 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
     for key in ("raw_database", "athena_schema"):
         name = getattr(config, key)
         _require(bool(_GLUE_NAME.match(name)), f"{key} {name!r}: lower-case letters, digits and '_' only (Athena)")
-    _require(config.raw_database not in config.curated_schemas.values(), "raw_database must differ from dbt's schemas")
+    _require(config.raw_database not in config.dbt_schemas, "raw_database must differ from dbt's schemas")
     unknown_args = sorted(set(config.job_arguments) - set(OPTIONAL_ARGS))
     _require(
         not unknown_args,

@@ -206,6 +206,19 @@ class LakehouseStack(Stack):
             )
             for layer, name in config.curated_schemas.items()
         }
+        # dbt-athena starts every query with the target schema as its context database
+        # (dbt-labs/dbt-athena, dbt-athena/src/dbt/adapters/athena/connections.py,
+        # _start_execution), and the on-run-start hook keeps a view there
+        # (macros/tests/changed_rows_only.sql): it must exist before the first build.
+        self.dbt_target_database = glue.CfnDatabase(
+            self,
+            "DbtTargetDatabase",
+            catalog_id=self.account,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(
+                name=config.athena_schema,
+                description=f"dbt's target schema {config.athena_schema}: the context of its queries, its run-time views",
+            ),
+        )
         self.dbt_workgroup = self._workgroup("DbtWorkGroup", f"{config.prefix}-dbt", DBT_RESULTS_PREFIX)
         self.analyst_workgroup = self._workgroup("AnalystWorkGroup", f"{config.prefix}-analysts", ANALYST_RESULTS_PREFIX)
 
@@ -646,11 +659,20 @@ class LakehouseStack(Stack):
 
     def _grant_dbt_role(self) -> None:
         role, config = self.dbt_role, self.config
-        curated = list(config.curated_schemas.values())
         self._grant_athena_queries(role, self.dbt_workgroup.name, [config.raw_database])
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=[*GLUE_CATALOG_READ, *GLUE_CATALOG_WRITE], resources=glue_database_resources(self, curated)
+                actions=[*GLUE_CATALOG_READ, *GLUE_CATALOG_WRITE], resources=glue_database_resources(self, config.dbt_schemas)
+            )
+        )
+        # The on-run-start hook runs `create schema if not exists <target schema>` on every
+        # build (dbt-athena's athena__create_schema), and Athena asks for glue:CreateDatabase
+        # even when the database exists (dbt-labs/dbt-athena issue 716). The stack creates
+        # the database, so this grant creates nothing; it names only that database.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["glue:CreateDatabase"],
+                resources=[glue_catalog_arn(self), glue_database_arn(self, config.athena_schema)],
             )
         )
         role.add_to_policy(

@@ -30,6 +30,7 @@ def test_the_example_config_loads_with_its_tables():
     assert config.dynamodb_tables == ("customers", "orders")
     assert config.curated_schemas["marts"] == "lakehouse_marts"
     assert config.job_name == "lakehouse-dynamodb-cdc-to-raw"
+    assert config.dbt_schemas[0] == "lakehouse"
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,8 @@ def test_the_example_config_loads_with_its_tables():
         ({"dynamodb_tables": ["orders"], "pii_secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:pii"}, "6-character suffix"),
         ({"dynamodb_tables": ["orders"], "analyst_principal_arns": ["analysts"]}, "analyst_principal_arns"),
         ({"dynamodb_tables": ["orders"], "alarm_email": "ops"}, "alarm_email"),
+        # dbt's target schema is a database of the stack as well.
+        ({"dynamodb_tables": ["orders"], "raw_database": "lakehouse"}, "raw_database must differ"),
     ],
 )
 def test_invalid_settings_name_the_key(values, message):

@@ -153,10 +153,10 @@ def test_dbt_reads_raw_and_writes_only_curated(synthesized):
         assert in_buckets(grants(statements, action)) == {("CuratedBucket", "/dbt/*"), ("AthenaResultsBucket", "/dbt/*")}
     for action in GLUE_WRITES:
         databases = sorted(r.rsplit(":table/", 1)[1][:-2] for r in grants(statements, action) if ":table/" in r)
-        assert databases == sorted(config.curated_schemas.values())
+        assert databases == sorted([config.athena_schema, *config.curated_schemas.values()])
         assert config.raw_database not in databases
     read_tables = {r.rsplit(":table/", 1)[1][:-2] for r in grants(statements, "glue:GetTable") if ":table/" in r}
-    assert read_tables == {config.raw_database, *config.curated_schemas.values()}
+    assert read_tables == {config.raw_database, config.athena_schema, *config.curated_schemas.values()}
     workgroups = [r.rsplit("workgroup/", 1)[1] for r in grants(statements, "athena:StartQueryExecution")]
     assert workgroups == [f"{config.prefix}-dbt"]
     (secret,) = grants(statements, "secretsmanager:GetSecretValue")

@@ -166,7 +166,7 @@ def test_each_table_streams_to_the_stream_at_microsecond_precision(synthesized):
 def test_databases_and_workgroups(synthesized):
     config = synthesized.config
     names = {db["Properties"]["DatabaseInput"]["Name"] for db in synthesized.resources("AWS::Glue::Database").values()}
-    assert names == {config.raw_database, *config.curated_schemas.values()}
+    assert names == {config.raw_database, config.athena_schema, *config.curated_schemas.values()}
     workgroups = {wg["Properties"]["Name"]: wg["Properties"]["WorkGroupConfiguration"] for wg in synthesized.resources("AWS::Athena::WorkGroup").values()}
     assert set(workgroups) == {f"{config.prefix}-dbt", f"{config.prefix}-analysts"}
     locations = set()
