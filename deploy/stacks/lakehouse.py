@@ -13,6 +13,7 @@ from aws_cdk import aws_athena as athena
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
@@ -571,7 +572,12 @@ class LakehouseStack(Stack):
             description="Scheduled dbt: reads raw, writes the curated schemas",
         )
         self._grant_dbt_role()
-        image = codebuild.LinuxBuildImage.from_asset(self, "DbtImage", directory=str(REPO_ROOT))
+        # CodeBuild's LINUX_CONTAINER environments run x86_64, whatever machine deploys
+        # (https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html):
+        # an image built natively on an arm64 laptop would not start there.
+        image = codebuild.LinuxBuildImage.from_asset(
+            self, "DbtImage", directory=str(REPO_ROOT), platform=ecr_assets.Platform.LINUX_AMD64
+        )
         environment = {
             "LAKEHOUSE_DBT_TARGET": "athena",
             "AWS_REGION": self.region,

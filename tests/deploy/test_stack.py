@@ -80,6 +80,19 @@ def test_the_job_script_accepts_the_deployed_arguments(synthesized):
     assert kinesis_source_options(settings)["emitConsumerLagMetrics"] == "true"
 
 
+def test_the_dbt_image_is_built_for_codebuilds_x86_64(synthesized):
+    # CodeBuild's LINUX_CONTAINER environments are x86_64
+    # (https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html);
+    # without a platform, Docker builds for the deploying machine (arm64 on many laptops).
+    # The platform is the asset's, in the assets manifest beside the template.
+    assets = json.loads(synthesized.template_path.with_name(
+        synthesized.template_path.name.replace(".template.json", ".assets.json")).read_text())
+    platforms = [image["source"].get("platform") for image in assets["dockerImages"].values()]
+    assert platforms == ["linux/amd64"]
+    for project in synthesized.resources("AWS::CodeBuild::Project").values():
+        assert project["Properties"]["Environment"]["Type"] == "LINUX_CONTAINER"
+
+
 def test_every_bucket_is_encrypted_private_and_tls_only(synthesized):
     synthesized.assertions.resource_count_is("AWS::S3::Bucket", 5)
     synthesized.assertions.all_resources_properties(
