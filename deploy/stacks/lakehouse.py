@@ -798,23 +798,27 @@ class LakehouseStack(Stack):
         action = cloudwatch_actions.SnsAction(self.alarm_topic)
         job_dimensions = {metrics.JOB_DIMENSION: config.job_name}
 
-        # Glue's consumer lag gauge, emitted when the Kinesis source sets emitConsumerLagMetrics
-        # (streaming/runtime/glue_job.py; https://docs.aws.amazon.com/glue/latest/dg/monitoring-awsglue-with-cloudwatch-metrics.html).
-        # Job metrics carry JobName, JobRunId=ALL for the job's aggregate and Type, as in
-        # the AWS CDK's own Job.metric() (aws/aws-cdk, packages/@aws-cdk/aws-glue-alpha/lib/jobs/job.ts).
+        # The job's own lag, published after every micro-batch by streaming/io/metrics.py:
+        # how far the newest event of the batch lies behind the time the batch ran. Glue's
+        # streaming metrics (glue.driver.streaming.maxConsumerLagInMs) come from
+        # glueContext.forEachBatch, and the job runs Spark's foreachBatch
+        # (streaming/runtime/stream_loop.py), so that metric may never exist
+        # (https://docs.aws.amazon.com/glue/latest/dg/glue-streaming-concepts.html).
         lag = cloudwatch.Metric(
-            namespace="Glue",
-            metric_name="glue.driver.streaming.maxConsumerLagInMs",
-            dimensions_map={"JobName": config.job_name, "JobRunId": "ALL", "Type": "gauge"},
+            namespace=metrics.METRICS_NAMESPACE,
+            metric_name=metrics.EVENT_LAG_SECONDS,
+            dimensions_map=job_dimensions,
             statistic="Maximum",
             period=Duration.minutes(5),
         )
         self._alarm(
             "ConsumerLagAlarm",
             lag,
-            threshold=config.consumer_lag_alarm_seconds * 1000,
+            threshold=config.consumer_lag_alarm_seconds,
             evaluation_periods=3,
-            description=f"{config.job_name} reads the stream more than {config.consumer_lag_alarm_seconds} s behind",
+            description=f"{config.job_name} writes events more than {config.consumer_lag_alarm_seconds} s after they happened",
+            # A batch without a decodable event publishes no lag, so silence here is also
+            # a quiet stream; a stopped job is JobNotRunning's alarm, which breaches on silence.
             missing=cloudwatch.TreatMissingData.NOT_BREACHING,
             action=action,
         )

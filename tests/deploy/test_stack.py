@@ -76,7 +76,8 @@ def test_the_job_script_accepts_the_deployed_arguments(synthesized):
     assert settings.checkpoint_location == f"s3://lakehouse-lake-bucket/checkpoints/{synthesized.config.job_name}/"
     assert settings.database == synthesized.config.raw_database
     assert settings.sync_mode == "hms"
-    # The consumer-lag alarm relies on the source emitting Glue's lag metric.
+    # Glue's own lag gauge stays on where Glue emits it; the lag alarm watches the job's
+    # EventLagSeconds instead (test_alarms_watch_lag_liveness_quarantine_and_dbt).
     assert kinesis_source_options(settings)["emitConsumerLagMetrics"] == "true"
 
 
@@ -253,7 +254,7 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
     alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()}
     metrics_by_alarm = {name: (a["Namespace"], a["MetricName"]) for name, a in alarms.items()}
     assert metrics_by_alarm == {
-        f"{config.prefix}-ConsumerLag": ("Glue", "glue.driver.streaming.maxConsumerLagInMs"),
+        f"{config.prefix}-ConsumerLag": (metrics.METRICS_NAMESPACE, metrics.EVENT_LAG_SECONDS),
         f"{config.prefix}-JobNotRunning": (metrics.METRICS_NAMESPACE, metrics.BATCHES_COMPLETED),
         f"{config.prefix}-QuarantineGrowth": (metrics.METRICS_NAMESPACE, metrics.RECORDS_QUARANTINED),
         f"{config.prefix}-DbtBuildFailed": ("AWS/CodeBuild", "FailedBuilds"),
@@ -261,9 +262,16 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
     }
     for name, alarm in alarms.items():
         assert [render(action) for action in alarm["AlarmActions"]] == ["${%s}" % only_topic(synthesized)], name
+    # Glue emits its streaming metrics from glueContext.forEachBatch; the job runs Spark's
+    # foreachBatch (https://docs.aws.amazon.com/glue/latest/dg/glue-streaming-concepts.html),
+    # so the lag alarm watches the lag the job publishes after each batch (streaming/io/metrics.py).
     lag = alarms[f"{config.prefix}-ConsumerLag"]
-    assert lag["Threshold"] == config.consumer_lag_alarm_seconds * 1000
-    assert {d["Name"]: d["Value"] for d in lag["Dimensions"]} == {"JobName": config.job_name, "JobRunId": "ALL", "Type": "gauge"}
+    assert lag["Threshold"] == config.consumer_lag_alarm_seconds
+    assert lag["Statistic"] == "Maximum"
+    assert lag["Dimensions"] == [{"Name": metrics.JOB_DIMENSION, "Value": config.job_name}]
+    # A batch without events publishes no lag: silence is a quiet stream here, and a
+    # stopped job is JobNotRunning's, which treats silence as breaching.
+    assert lag["TreatMissingData"] == "notBreaching"
     not_running = alarms[f"{config.prefix}-JobNotRunning"]
     # A job that is not running publishes nothing: missing data must alarm.
     assert not_running["TreatMissingData"] == "breaching"
