@@ -288,30 +288,37 @@ class LakehouseStack(Stack):
         """
         table_arn = self.format_arn(service="dynamodb", resource="table", resource_name=table)
         destination = {"TableName": table, "StreamArn": self.stream.stream_arn}
-        enable = cr.AwsSdkCall(
-            service="DynamoDB",
-            action="enableKinesisStreamingDestination",
-            parameters={
-                **destination,
-                "EnableKinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": "MICROSECOND"},
-            },
-            # A new stream ARN is a new physical id: CloudFormation then deletes the old
-            # resource, which disables the destination on the old stream.
-            physical_resource_id=cr.PhysicalResourceId.of(f"{table}|{self.stream.stream_arn}"),
-        )
+        precision = {"ApproximateCreationDateTimePrecision": "MICROSECOND"}
+        # The stream's name comes from the prefix, which also names the stack, so within
+        # a stack the stream ARN (and this physical id) never changes.
+        physical_id = cr.PhysicalResourceId.of(f"{table}|{self.stream.stream_arn}")
         # Permissions the DynamoDB developer guide lists for enabling and disabling
         # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/kds_iam.html).
         cr.AwsCustomResource(
             self,
             f"KinesisDestination-{table}",
-            on_create=enable,
-            on_update=enable,
+            on_create=cr.AwsSdkCall(
+                service="DynamoDB",
+                action="enableKinesisStreamingDestination",
+                parameters={**destination, "EnableKinesisStreamingConfiguration": precision},
+                physical_resource_id=physical_id,
+            ),
+            # An update runs on a destination that is already enabled, where Enable would
+            # fail; Update sets the configuration of the existing one
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateKinesisStreamingDestination.html).
+            on_update=cr.AwsSdkCall(
+                service="DynamoDB",
+                action="updateKinesisStreamingDestination",
+                parameters={**destination, "UpdateKinesisStreamingConfiguration": precision},
+                physical_resource_id=physical_id,
+            ),
             on_delete=cr.AwsSdkCall(service="DynamoDB", action="disableKinesisStreamingDestination", parameters=destination),
             policy=cr.AwsCustomResourcePolicy.from_statements(
                 [
                     iam.PolicyStatement(
                         actions=[
                             "dynamodb:EnableKinesisStreamingDestination",
+                            "dynamodb:UpdateKinesisStreamingDestination",
                             "dynamodb:DisableKinesisStreamingDestination",
                             "dynamodb:DescribeKinesisStreamingDestination",
                         ],

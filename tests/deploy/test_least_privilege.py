@@ -198,4 +198,6 @@ def test_the_destination_provider_touches_only_the_listed_tables(synthesized):
     tables = sorted(r.rsplit(":table/", 1)[1] for r in grants(statements, "dynamodb:EnableKinesisStreamingDestination"))
     # One policy per custom resource, each naming its own table.
     assert tables == sorted(synthesized.config.dynamodb_tables)
+    updated = sorted(r.rsplit(":table/", 1)[1] for r in grants(statements, "dynamodb:UpdateKinesisStreamingDestination"))
+    assert updated == tables
     assert stream_only(grants(statements, "kinesis:PutRecords"))

@@ -163,8 +163,18 @@ def test_each_table_streams_to_the_stream_at_microsecond_precision(synthesized):
     calls = {}
     for resource in destinations.values():
         create = json.loads(render(resource["Properties"]["Create"]))
+        update = json.loads(render(resource["Properties"]["Update"]))
         delete = json.loads(render(resource["Properties"]["Delete"]))
         assert create["action"] == "enableKinesisStreamingDestination"
+        # On update the destination is enabled already: it is updated, not enabled again
+        # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateKinesisStreamingDestination.html).
+        assert update["action"] == "updateKinesisStreamingDestination"
+        assert update["parameters"] == {
+            "TableName": create["parameters"]["TableName"],
+            "StreamArn": create["parameters"]["StreamArn"],
+            "UpdateKinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": "MICROSECOND"},
+        }
+        assert update["physicalResourceId"] == create["physicalResourceId"]
         assert delete["action"] == "disableKinesisStreamingDestination"
         assert delete["parameters"] == {
             "TableName": create["parameters"]["TableName"],
