@@ -62,6 +62,9 @@ class DeployConfig:
     quarantined_records_alarm_per_hour: int = 100
     # IAM principals allowed to assume the analyst role; empty: this account's administrators.
     analyst_principal_arns: tuple[str, ...] = ()
+    # For accounts where Lake Formation enforces catalog permissions instead of IAM alone:
+    # the stack then also grants each role its databases and tables in Lake Formation.
+    lake_formation_grants: bool = False
 
     @property
     def curated_schemas(self) -> dict[str, str]:
@@ -140,6 +143,7 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
         "pii_secret_arn: the secret's complete ARN, including its 6-character suffix",
     )
     _require(not config.alarm_email or bool(_EMAIL.match(config.alarm_email)), "alarm_email: an e-mail address")
+    _require(isinstance(config.lake_formation_grants, bool), "lake_formation_grants: true or false")
     for arn in config.analyst_principal_arns:
         _require(bool(_PRINCIPAL_ARN.match(arn)), f"analyst_principal_arns: {arn!r} is not an IAM role, user or account root ARN")
     return config

@@ -20,6 +20,7 @@ from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lakeformation as lakeformation
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -60,6 +61,14 @@ CURATED_PREFIX = "dbt"
 DBT_IMAGE_WORKDIR = "/opt/lakehouse"
 ATHENA_ENGINE = "Athena engine version 3"
 GLUE_VERSION = "5.1"
+
+# Lake Formation permissions of a role that reads a database, and of one that writes it
+# (https://docs.aws.amazon.com/lake-formation/latest/dg/lf-permissions-reference.html).
+LF_READ = {"database": ["DESCRIBE"], "tables": ["SELECT", "DESCRIBE"]}
+LF_WRITE = {
+    "database": ["DESCRIBE", "CREATE_TABLE", "ALTER"],
+    "tables": ["SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"],
+}
 
 # Run states after which the streaming job must be started again. STOPPED is a run
 # someone stopped: alarmed, and restarted by the keeper's schedule unless its rules are disabled.
@@ -103,6 +112,8 @@ class LakehouseStack(Stack):
         self._job_keeper()
         self._dbt_schedule()
         self._analyst_access()
+        if config.lake_formation_grants:
+            self._lake_formation_grants()
         self._alarms()
 
     # --- storage -----------------------------------------------------------------------
@@ -773,6 +784,52 @@ class LakehouseStack(Stack):
         role.add_to_policy(iam.PolicyStatement(actions=list(KMS_USE), resources=[self.data_key.key_arn]))
         CfnOutput(self, "AnalystRoleArn", value=role.role_arn)
         CfnOutput(self, "AnalystWorkGroupName", value=self.analyst_workgroup.name)
+
+    # --- Lake Formation (opt-in) -----------------------------------------------------------
+
+    def _lake_formation_grants(self) -> None:
+        """The catalog grants of the IAM policies above, repeated in Lake Formation for an
+        account where it enforces them (config lake_formation_grants). Each database
+        is the stack's own, so every grant waits for its database."""
+        config = self.config
+        databases = {
+            config.raw_database: self.raw_database,
+            config.athena_schema: self.dbt_target_database,
+            **{config.curated_schemas[layer]: database for layer, database in self.curated_databases.items()},
+        }
+        grants = [
+            ("GlueJob", self.job_role, {config.raw_database: LF_WRITE}),
+            ("Dbt", self.dbt_role, {config.raw_database: LF_READ, **{name: LF_WRITE for name in config.dbt_schemas}}),
+            ("Analyst", self.analyst_role, {config.curated_schemas["marts"]: LF_READ}),
+        ]
+        for who, role, access in grants:
+            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+                data_lake_principal_identifier=role.role_arn
+            )
+            for name, permissions in access.items():
+                resources = {
+                    "database": lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                        database=lakeformation.CfnPrincipalPermissions.DatabaseResourceProperty(
+                            catalog_id=self.account, name=name
+                        )
+                    ),
+                    "tables": lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                        table=lakeformation.CfnPrincipalPermissions.TableResourceProperty(
+                            catalog_id=self.account, database_name=name, table_wildcard={}
+                        )
+                    ),
+                }
+                for kind, resource in resources.items():
+                    grant = lakeformation.CfnPrincipalPermissions(
+                        self,
+                        f"{who}LakeFormation-{name}-{kind}",
+                        principal=principal,
+                        resource=resource,
+                        permissions=permissions[kind],
+                        permissions_with_grant_option=[],
+                        catalog=self.account,
+                    )
+                    grant.add_dependency(databases[name])
 
     # --- alarms -------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ def test_the_example_config_loads_with_its_tables():
     assert config.curated_schemas["marts"] == "lakehouse_marts"
     assert config.job_name == "lakehouse-dynamodb-cdc-to-raw"
     assert config.dbt_schemas[0] == "lakehouse"
+    assert config.lake_formation_grants is False
 
 
 @pytest.mark.parametrize(
@@ -50,6 +51,7 @@ def test_the_example_config_loads_with_its_tables():
         ({"dynamodb_tables": ["orders"], "alarm_email": "ops"}, "alarm_email"),
         # dbt's target schema is a database of the stack as well.
         ({"dynamodb_tables": ["orders"], "raw_database": "lakehouse"}, "raw_database must differ"),
+        ({"dynamodb_tables": ["orders"], "lake_formation_grants": "yes"}, "lake_formation_grants"),
     ],
 )
 def test_invalid_settings_name_the_key(values, message):

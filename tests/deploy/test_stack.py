@@ -191,6 +191,8 @@ def test_databases_and_workgroups(synthesized):
     config = synthesized.config
     names = {db["Properties"]["DatabaseInput"]["Name"] for db in synthesized.resources("AWS::Glue::Database").values()}
     assert names == {config.raw_database, config.athena_schema, *config.curated_schemas.values()}
+    # Lake Formation grants are opt-in (test_config_variants.py turns them on).
+    assert synthesized.resources("AWS::LakeFormation::PrincipalPermissions") == {}
     workgroups = {wg["Properties"]["Name"]: wg["Properties"]["WorkGroupConfiguration"] for wg in synthesized.resources("AWS::Athena::WorkGroup").values()}
     assert set(workgroups) == {f"{config.prefix}-dbt", f"{config.prefix}-analysts"}
     locations = set()
