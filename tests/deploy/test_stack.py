@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
+from pathlib import Path
 
 from cfn_template import as_list, logical_id, render
 
@@ -11,6 +13,7 @@ from streaming.io import metrics
 from streaming.runtime.glue_job import REQUIRED_ARGS, job_settings, kinesis_source_options
 
 ACCOUNT_STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/lakehouse-dynamodb-cdc"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def only(resources: dict[str, dict]) -> dict:
@@ -57,7 +60,9 @@ def test_the_glue_job_is_a_glue_5_1_streaming_job_with_the_arguments_it_needs(sy
     assert arguments["--enable-glue-datacatalog"] == "true"
     assert arguments["--conf"] == "spark.serializer=org.apache.spark.serializer.KryoSerializer"
     assert arguments["--enable-metrics"] == "true"
-    assert arguments["--enable-continuous-cloudwatch-log"] == "true"
+    # Glue 5.x logs every job in real time; the flag is for Glue 4.0 and earlier
+    # (https://docs.aws.amazon.com/glue/latest/dg/monitor-continuous-logging-enable.html).
+    assert "--enable-continuous-cloudwatch-log" not in arguments
     assert render(arguments["--extra-py-files"]).endswith(".zip")
     # Every parameter the script requires is there, except the one Glue sets itself.
     assert {f"--{name}" for name in REQUIRED_ARGS} - set(arguments) == {"--JOB_NAME"}
@@ -79,6 +84,17 @@ def test_the_job_script_accepts_the_deployed_arguments(synthesized):
     # Glue's own lag gauge stays on where Glue emits it; the lag alarm watches the job's
     # EventLagSeconds instead (test_alarms_watch_lag_liveness_quarantine_and_dbt).
     assert kinesis_source_options(settings)["emitConsumerLagMetrics"] == "true"
+
+
+def test_the_job_installs_the_pyyaml_the_tests_run_with(synthesized):
+    # The contract loader imports yaml; that Glue 5.1 provides PyYAML could not be
+    # confirmed from "Python modules already provided in AWS Glue"
+    # (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-python-libraries.html),
+    # so the job pins it with --additional-python-modules, as pyproject.toml does.
+    arguments = only(synthesized.resources("AWS::Glue::Job"))["Properties"]["DefaultArguments"]
+    pins = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pyyaml,) = [pin for pin in pins if pin.startswith("PyYAML==")]
+    assert arguments["--additional-python-modules"].split(",") == [pyyaml]
 
 
 def test_the_dbt_image_is_built_for_codebuilds_x86_64(synthesized):
