@@ -62,12 +62,22 @@ class DeployConfig:
     quarantined_records_alarm_per_hour: int = 100
     # IAM principals allowed to assume the analyst role; empty: this account's administrators.
     analyst_principal_arns: tuple[str, ...] = ()
+    # For accounts where Lake Formation enforces catalog permissions instead of IAM alone:
+    # the stack then also grants each role its databases and tables in Lake Formation.
+    lake_formation_grants: bool = False
 
     @property
     def curated_schemas(self) -> dict[str, str]:
         """dbt's layers -> the Athena schema (Glue database) each writes: dbt's default
         generate_schema_name appends the custom schema to the target schema."""
         return {layer: f"{self.athena_schema}_{layer}" for layer in ("staging", "intermediate", "marts", "snapshots", "seeds")}
+
+    @property
+    def dbt_schemas(self) -> list[str]:
+        """Every Glue database dbt uses: the target schema itself, which dbt-athena names as
+        the context database of every query it starts and where the on-run-start hook keeps
+        its data_test_watermarks view (macros/tests/changed_rows_only.sql), then the layers'."""
+        return [self.athena_schema, *self.curated_schemas.values()]
 
     @property
     def job_name(self) -> str:
@@ -101,7 +111,7 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
     for key in ("raw_database", "athena_schema"):
         name = getattr(config, key)
         _require(bool(_GLUE_NAME.match(name)), f"{key} {name!r}: lower-case letters, digits and '_' only (Athena)")
-    _require(config.raw_database not in config.curated_schemas.values(), "raw_database must differ from dbt's schemas")
+    _require(config.raw_database not in config.dbt_schemas, "raw_database must differ from dbt's schemas")
     unknown_args = sorted(set(config.job_arguments) - set(OPTIONAL_ARGS))
     _require(
         not unknown_args,
@@ -133,6 +143,7 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
         "pii_secret_arn: the secret's complete ARN, including its 6-character suffix",
     )
     _require(not config.alarm_email or bool(_EMAIL.match(config.alarm_email)), "alarm_email: an e-mail address")
+    _require(isinstance(config.lake_formation_grants, bool), "lake_formation_grants: true or false")
     for arn in config.analyst_principal_arns:
         _require(bool(_PRINCIPAL_ARN.match(arn)), f"analyst_principal_arns: {arn!r} is not an IAM role, user or account root ARN")
     return config

@@ -6,12 +6,22 @@ parameter renamed or added in the script without the stack following fails synth
 """
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 
 from streaming.runtime.glue_job import OPTIONAL_ARGS, REQUIRED_ARGS
 
 # Glue passes --JOB_NAME itself.
 SET_BY_GLUE = frozenset({"JOB_NAME"})
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+# Third-party modules the job imports on Glue besides Spark's own: the contract loader
+# reads YAML (streaming/contracts/model.py). Whether Glue 5.1 provides PyYAML could not
+# be confirmed from its list of provided modules
+# (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-python-libraries.html,
+# "Python modules already provided in AWS Glue"), so the job installs the version the
+# tests run with, pinned in pyproject.toml, rather than depend on that list.
+GLUE_JOB_MODULES = ("PyYAML",)
 
 
 class JobArgumentsError(ValueError):
@@ -31,12 +41,25 @@ def glue_system_arguments(extra_py_files: str, temp_dir: str, spark_event_logs: 
         "--conf": "spark.serializer=org.apache.spark.serializer.KryoSerializer",
         "--extra-py-files": extra_py_files,
         "--enable-metrics": "true",
-        "--enable-continuous-cloudwatch-log": "true",
+        # No --enable-continuous-cloudwatch-log: Glue 5.x logs every job in real time and
+        # the flag is a Glue 4.0-and-earlier feature
+        # (https://docs.aws.amazon.com/glue/latest/dg/monitor-continuous-logging-enable.html).
+        "--additional-python-modules": ",".join(pinned_requirements(GLUE_JOB_MODULES)),
         "--enable-spark-ui": "true",
         "--spark-event-logs-path": spark_event_logs,
         "--TempDir": temp_dir,
         "--job-language": "python",
     }
+
+
+def pinned_requirements(names: tuple[str, ...]) -> list[str]:
+    """`name==version` of each of `names` as pyproject.toml pins it."""
+    pins = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    found = [pin for pin in pins if pin.split("==")[0] in names]
+    missing = sorted(set(names) - {pin.split("==")[0] for pin in found})
+    if missing:
+        raise JobArgumentsError(f"pyproject.toml pins no {missing}, which the Glue job installs")
+    return found
 
 
 def job_parameters(required: Mapping[str, str], optional: Mapping[str, str]) -> dict[str, str]:

@@ -13,12 +13,14 @@ from aws_cdk import aws_athena as athena
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lakeformation as lakeformation
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -59,6 +61,14 @@ CURATED_PREFIX = "dbt"
 DBT_IMAGE_WORKDIR = "/opt/lakehouse"
 ATHENA_ENGINE = "Athena engine version 3"
 GLUE_VERSION = "5.1"
+
+# Lake Formation permissions of a role that reads a database, and of one that writes it
+# (https://docs.aws.amazon.com/lake-formation/latest/dg/lf-permissions-reference.html).
+LF_READ = {"database": ["DESCRIBE"], "tables": ["SELECT", "DESCRIBE"]}
+LF_WRITE = {
+    "database": ["DESCRIBE", "CREATE_TABLE", "ALTER"],
+    "tables": ["SELECT", "INSERT", "DELETE", "DESCRIBE", "ALTER", "DROP"],
+}
 
 # Run states after which the streaming job must be started again. STOPPED is a run
 # someone stopped: alarmed, and restarted by the keeper's schedule unless its rules are disabled.
@@ -102,6 +112,8 @@ class LakehouseStack(Stack):
         self._job_keeper()
         self._dbt_schedule()
         self._analyst_access()
+        if config.lake_formation_grants:
+            self._lake_formation_grants()
         self._alarms()
 
     # --- storage -----------------------------------------------------------------------
@@ -206,6 +218,19 @@ class LakehouseStack(Stack):
             )
             for layer, name in config.curated_schemas.items()
         }
+        # dbt-athena starts every query with the target schema as its context database
+        # (dbt-labs/dbt-athena, dbt-athena/src/dbt/adapters/athena/connections.py,
+        # _start_execution), and the on-run-start hook keeps a view there
+        # (macros/tests/changed_rows_only.sql): it must exist before the first build.
+        self.dbt_target_database = glue.CfnDatabase(
+            self,
+            "DbtTargetDatabase",
+            catalog_id=self.account,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(
+                name=config.athena_schema,
+                description=f"dbt's target schema {config.athena_schema}: the context of its queries, its run-time views",
+            ),
+        )
         self.dbt_workgroup = self._workgroup("DbtWorkGroup", f"{config.prefix}-dbt", DBT_RESULTS_PREFIX)
         self.analyst_workgroup = self._workgroup("AnalystWorkGroup", f"{config.prefix}-analysts", ANALYST_RESULTS_PREFIX)
 
@@ -274,30 +299,37 @@ class LakehouseStack(Stack):
         """
         table_arn = self.format_arn(service="dynamodb", resource="table", resource_name=table)
         destination = {"TableName": table, "StreamArn": self.stream.stream_arn}
-        enable = cr.AwsSdkCall(
-            service="DynamoDB",
-            action="enableKinesisStreamingDestination",
-            parameters={
-                **destination,
-                "EnableKinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": "MICROSECOND"},
-            },
-            # A new stream ARN is a new physical id: CloudFormation then deletes the old
-            # resource, which disables the destination on the old stream.
-            physical_resource_id=cr.PhysicalResourceId.of(f"{table}|{self.stream.stream_arn}"),
-        )
+        precision = {"ApproximateCreationDateTimePrecision": "MICROSECOND"}
+        # The stream's name comes from the prefix, which also names the stack, so within
+        # a stack the stream ARN (and this physical id) never changes.
+        physical_id = cr.PhysicalResourceId.of(f"{table}|{self.stream.stream_arn}")
         # Permissions the DynamoDB developer guide lists for enabling and disabling
         # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/kds_iam.html).
         cr.AwsCustomResource(
             self,
             f"KinesisDestination-{table}",
-            on_create=enable,
-            on_update=enable,
+            on_create=cr.AwsSdkCall(
+                service="DynamoDB",
+                action="enableKinesisStreamingDestination",
+                parameters={**destination, "EnableKinesisStreamingConfiguration": precision},
+                physical_resource_id=physical_id,
+            ),
+            # An update runs on a destination that is already enabled, where Enable would
+            # fail; Update sets the configuration of the existing one
+            # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateKinesisStreamingDestination.html).
+            on_update=cr.AwsSdkCall(
+                service="DynamoDB",
+                action="updateKinesisStreamingDestination",
+                parameters={**destination, "UpdateKinesisStreamingConfiguration": precision},
+                physical_resource_id=physical_id,
+            ),
             on_delete=cr.AwsSdkCall(service="DynamoDB", action="disableKinesisStreamingDestination", parameters=destination),
             policy=cr.AwsCustomResourcePolicy.from_statements(
                 [
                     iam.PolicyStatement(
                         actions=[
                             "dynamodb:EnableKinesisStreamingDestination",
+                            "dynamodb:UpdateKinesisStreamingDestination",
                             "dynamodb:DisableKinesisStreamingDestination",
                             "dynamodb:DescribeKinesisStreamingDestination",
                         ],
@@ -451,10 +483,14 @@ class LakehouseStack(Stack):
                 resources=glue_database_resources(self, [self.config.raw_database]),
             )
         )
-        # Spark's Glue catalog client looks up the "default" database when it starts.
+        # Spark's catalog looks up the "default" database when it starts and creates it
+        # when the account's catalog has none (apache/spark, sql/core/src/main/scala/org/
+        # apache/spark/sql/internal/SharedState.scala, externalCatalog): through Glue's Hive
+        # client, on the job's first catalog sync. Creating it in the stack would fail in
+        # the accounts that have one already, so the job may create that one database.
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["glue:GetDatabase"],
+                actions=["glue:GetDatabase", "glue:CreateDatabase"],
                 resources=[glue_catalog_arn(self), glue_database_arn(self, "default")],
             )
         )
@@ -554,7 +590,12 @@ class LakehouseStack(Stack):
             description="Scheduled dbt: reads raw, writes the curated schemas",
         )
         self._grant_dbt_role()
-        image = codebuild.LinuxBuildImage.from_asset(self, "DbtImage", directory=str(REPO_ROOT))
+        # CodeBuild's LINUX_CONTAINER environments run x86_64, whatever machine deploys
+        # (https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html):
+        # an image built natively on an arm64 laptop would not start there.
+        image = codebuild.LinuxBuildImage.from_asset(
+            self, "DbtImage", directory=str(REPO_ROOT), platform=ecr_assets.Platform.LINUX_AMD64
+        )
         environment = {
             "LAKEHOUSE_DBT_TARGET": "athena",
             "AWS_REGION": self.region,
@@ -642,11 +683,20 @@ class LakehouseStack(Stack):
 
     def _grant_dbt_role(self) -> None:
         role, config = self.dbt_role, self.config
-        curated = list(config.curated_schemas.values())
         self._grant_athena_queries(role, self.dbt_workgroup.name, [config.raw_database])
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=[*GLUE_CATALOG_READ, *GLUE_CATALOG_WRITE], resources=glue_database_resources(self, curated)
+                actions=[*GLUE_CATALOG_READ, *GLUE_CATALOG_WRITE], resources=glue_database_resources(self, config.dbt_schemas)
+            )
+        )
+        # The on-run-start hook runs `create schema if not exists <target schema>` on every
+        # build (dbt-athena's athena__create_schema), and Athena asks for glue:CreateDatabase
+        # even when the database exists (dbt-labs/dbt-athena issue 716). The stack creates
+        # the database, so this grant creates nothing; it names only that database.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["glue:CreateDatabase"],
+                resources=[glue_catalog_arn(self), glue_database_arn(self, config.athena_schema)],
             )
         )
         role.add_to_policy(
@@ -654,7 +704,7 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.lake_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [RAW_PREFIX, f"{RAW_PREFIX}/*"]}},
             )
@@ -671,12 +721,22 @@ class LakehouseStack(Stack):
         for bucket, prefix in ((self.curated_bucket, CURATED_PREFIX), (self.athena_results_bucket, DBT_RESULTS_PREFIX)):
             role.add_to_policy(
                 iam.PolicyStatement(
-                    actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                    actions=["s3:ListBucket"],
                     resources=[bucket.bucket_arn],
                     conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
                 )
             )
+        self._grant_bucket_location(role, [self.lake_bucket, self.curated_bucket, self.athena_results_bucket])
         role.add_to_policy(iam.PolicyStatement(actions=list(KMS_USE), resources=[self.data_key.key_arn]))
+
+    def _grant_bucket_location(self, role: iam.Role, buckets: list[s3.Bucket]) -> None:
+        """Athena checks the Region of the result and data buckets with GetBucketLocation.
+        Its own statement, without a condition: a GetBucketLocation request carries no
+        s3:prefix, so a statement conditioned on s3:prefix never grants it
+        (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html)."""
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetBucketLocation"], resources=[bucket.bucket_arn for bucket in buckets])
+        )
 
     # --- analysts -----------------------------------------------------------------------
 
@@ -702,7 +762,7 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.curated_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [f"{CURATED_PREFIX}/{marts}", f"{CURATED_PREFIX}/{marts}/*"]}},
             )
@@ -715,14 +775,61 @@ class LakehouseStack(Stack):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.athena_results_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [ANALYST_RESULTS_PREFIX, f"{ANALYST_RESULTS_PREFIX}/*"]}},
             )
         )
+        self._grant_bucket_location(role, [self.curated_bucket, self.athena_results_bucket])
         role.add_to_policy(iam.PolicyStatement(actions=list(KMS_USE), resources=[self.data_key.key_arn]))
         CfnOutput(self, "AnalystRoleArn", value=role.role_arn)
         CfnOutput(self, "AnalystWorkGroupName", value=self.analyst_workgroup.name)
+
+    # --- Lake Formation (opt-in) -----------------------------------------------------------
+
+    def _lake_formation_grants(self) -> None:
+        """The catalog grants of the IAM policies above, repeated in Lake Formation for an
+        account where it enforces them (config lake_formation_grants). Each database
+        is the stack's own, so every grant waits for its database."""
+        config = self.config
+        databases = {
+            config.raw_database: self.raw_database,
+            config.athena_schema: self.dbt_target_database,
+            **{config.curated_schemas[layer]: database for layer, database in self.curated_databases.items()},
+        }
+        grants = [
+            ("GlueJob", self.job_role, {config.raw_database: LF_WRITE}),
+            ("Dbt", self.dbt_role, {config.raw_database: LF_READ, **{name: LF_WRITE for name in config.dbt_schemas}}),
+            ("Analyst", self.analyst_role, {config.curated_schemas["marts"]: LF_READ}),
+        ]
+        for who, role, access in grants:
+            principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+                data_lake_principal_identifier=role.role_arn
+            )
+            for name, permissions in access.items():
+                resources = {
+                    "database": lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                        database=lakeformation.CfnPrincipalPermissions.DatabaseResourceProperty(
+                            catalog_id=self.account, name=name
+                        )
+                    ),
+                    "tables": lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                        table=lakeformation.CfnPrincipalPermissions.TableResourceProperty(
+                            catalog_id=self.account, database_name=name, table_wildcard={}
+                        )
+                    ),
+                }
+                for kind, resource in resources.items():
+                    grant = lakeformation.CfnPrincipalPermissions(
+                        self,
+                        f"{who}LakeFormation-{name}-{kind}",
+                        principal=principal,
+                        resource=resource,
+                        permissions=permissions[kind],
+                        permissions_with_grant_option=[],
+                        catalog=self.account,
+                    )
+                    grant.add_dependency(databases[name])
 
     # --- alarms -------------------------------------------------------------------------
 
@@ -755,23 +862,27 @@ class LakehouseStack(Stack):
         action = cloudwatch_actions.SnsAction(self.alarm_topic)
         job_dimensions = {metrics.JOB_DIMENSION: config.job_name}
 
-        # Glue's consumer lag gauge, emitted when the Kinesis source sets emitConsumerLagMetrics
-        # (streaming/runtime/glue_job.py; https://docs.aws.amazon.com/glue/latest/dg/monitoring-awsglue-with-cloudwatch-metrics.html).
-        # Job metrics carry JobName, JobRunId=ALL for the job's aggregate and Type, as in
-        # the AWS CDK's own Job.metric() (aws/aws-cdk, packages/@aws-cdk/aws-glue-alpha/lib/jobs/job.ts).
+        # The job's own lag, published after every micro-batch by streaming/io/metrics.py:
+        # how far the newest event of the batch lies behind the time the batch ran. Glue's
+        # streaming metrics (glue.driver.streaming.maxConsumerLagInMs) come from
+        # glueContext.forEachBatch, and the job runs Spark's foreachBatch
+        # (streaming/runtime/stream_loop.py), so that metric may never exist
+        # (https://docs.aws.amazon.com/glue/latest/dg/glue-streaming-concepts.html).
         lag = cloudwatch.Metric(
-            namespace="Glue",
-            metric_name="glue.driver.streaming.maxConsumerLagInMs",
-            dimensions_map={"JobName": config.job_name, "JobRunId": "ALL", "Type": "gauge"},
+            namespace=metrics.METRICS_NAMESPACE,
+            metric_name=metrics.EVENT_LAG_SECONDS,
+            dimensions_map=job_dimensions,
             statistic="Maximum",
             period=Duration.minutes(5),
         )
         self._alarm(
             "ConsumerLagAlarm",
             lag,
-            threshold=config.consumer_lag_alarm_seconds * 1000,
+            threshold=config.consumer_lag_alarm_seconds,
             evaluation_periods=3,
-            description=f"{config.job_name} reads the stream more than {config.consumer_lag_alarm_seconds} s behind",
+            description=f"{config.job_name} writes events more than {config.consumer_lag_alarm_seconds} s after they happened",
+            # A batch without a decodable event publishes no lag, so silence here is also
+            # a quiet stream; a stopped job is JobNotRunning's alarm, which breaches on silence.
             missing=cloudwatch.TreatMissingData.NOT_BREACHING,
             action=action,
         )

@@ -27,6 +27,8 @@ Glue settings the job needs:
                                      client is then the Glue Data Catalog; without it the job
                                      stops at start instead of failing after its first commit
     --extra-py-files                 this package
+    --additional-python-modules      PyYAML at pyproject.toml's pin (the contracts are YAML;
+                                     deploy/job_arguments.py says why it is not left to Glue)
 
 DynamoDB side: set ApproximateCreationDateTimePrecision=MICROSECOND on the table's Kinesis
 streaming destination. Records of Kinesis Data Streams for DynamoDB carry no sequence

@@ -1,14 +1,18 @@
 """The stack under non-default settings: a provisioned stream, an existing PII secret,
-named analysts, an alarm e-mail and an optional job parameter. One more synthesis."""
+named analysts, an alarm e-mail, an optional job parameter and Lake Formation grants.
+One more synthesis."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from cfn_template import grants, render, role_statements
 from node_required import require_node
 
 from deploy.config import parse_config
+from deploy.static_checks import cfn_lint
 
 SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:lakehouse/pii-AbCdEf"
 ANALYST = "arn:aws:iam::123456789012:role/data-analysts"
@@ -29,6 +33,7 @@ def template(tmp_path_factory) -> dict:
             "analyst_principal_arns": [ANALYST],
             "alarm_email": "data-oncall@example.com",
             "job_arguments": {"starting_position": "latest", "sync_mode": "glue"},
+            "lake_formation_grants": True,
         }
     )
     app, stack = build_app(config, outdir=str(tmp_path_factory.mktemp("cdk.out")))
@@ -74,3 +79,44 @@ def test_optional_job_parameters_and_names_follow_the_config(template):
     assert job["DefaultArguments"]["--starting_position"] == "latest"
     assert job["DefaultArguments"]["--sync_mode"] == "glue"
     assert len(of_type(template, "Custom::AWS")) == 1
+
+
+def test_lake_formation_grants_give_each_role_its_databases(template):
+    # AWS::LakeFormation::PrincipalPermissions, one per role, database and its tables
+    # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-lakeformation-principalpermissions.html).
+    roles = [lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"]
+    role_of = {prefix: next(lid for lid in roles if lid.startswith(prefix)) for prefix in ("GlueJobRole", "DbtRole", "AnalystRole")}
+    granted: dict[tuple[str, str, str], set[str]] = {}
+    for grant in of_type(template, "AWS::LakeFormation::PrincipalPermissions"):
+        principal = render(grant["Principal"]["DataLakePrincipalIdentifier"])
+        role = next(prefix for prefix, lid in role_of.items() if principal == "${%s.Arn}" % lid)
+        resource = grant["Resource"]
+        if "Database" in resource:
+            key = (role, resource["Database"]["Name"], "database")
+        else:
+            assert resource["Table"]["TableWildcard"] == {}
+            key = (role, resource["Table"]["DatabaseName"], "tables")
+        granted[key] = set(grant["Permissions"])
+        assert grant["PermissionsWithGrantOption"] == []
+    # The config keeps the default athena_schema, lakehouse.
+    dbt_schemas = ["lakehouse", *(f"lakehouse_{layer}" for layer in ("staging", "intermediate", "marts", "snapshots", "seeds"))]
+    assert {key for key in granted} == {
+        ("GlueJobRole", "dynamodb_raw", "database"), ("GlueJobRole", "dynamodb_raw", "tables"),
+        ("DbtRole", "dynamodb_raw", "database"), ("DbtRole", "dynamodb_raw", "tables"),
+        *((("DbtRole", name, kind) for name in dbt_schemas for kind in ("database", "tables"))),
+        ("AnalystRole", "lakehouse_marts", "database"), ("AnalystRole", "lakehouse_marts", "tables"),
+    }
+    assert "CREATE_TABLE" in granted[("GlueJobRole", "dynamodb_raw", "database")]
+    assert {"INSERT", "DELETE"} <= granted[("GlueJobRole", "dynamodb_raw", "tables")]
+    assert granted[("DbtRole", "dynamodb_raw", "tables")] == {"SELECT", "DESCRIBE"}
+    assert all("CREATE_TABLE" in granted[("DbtRole", name, "database")] for name in dbt_schemas)
+    assert granted[("AnalystRole", "lakehouse_marts", "database")] == {"DESCRIBE"}
+    assert granted[("AnalystRole", "lakehouse_marts", "tables")] == {"SELECT", "DESCRIBE"}
+
+
+def test_the_variant_template_passes_cfn_lint(template, tmp_path):
+    # The Lake Formation grants exist only here; cfn-lint checks their required properties.
+    path = tmp_path / "variant.template.json"
+    path.write_text(json.dumps(template))
+    completed = cfn_lint(Path(sys.executable).with_name("cfn-lint"), [path])
+    assert completed.returncode == 0, completed.stdout + completed.stderr

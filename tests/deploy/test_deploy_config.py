@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -30,6 +31,8 @@ def test_the_example_config_loads_with_its_tables():
     assert config.dynamodb_tables == ("customers", "orders")
     assert config.curated_schemas["marts"] == "lakehouse_marts"
     assert config.job_name == "lakehouse-dynamodb-cdc-to-raw"
+    assert config.dbt_schemas[0] == "lakehouse"
+    assert config.lake_formation_grants is False
 
 
 @pytest.mark.parametrize(
@@ -47,6 +50,9 @@ def test_the_example_config_loads_with_its_tables():
         ({"dynamodb_tables": ["orders"], "pii_secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:pii"}, "6-character suffix"),
         ({"dynamodb_tables": ["orders"], "analyst_principal_arns": ["analysts"]}, "analyst_principal_arns"),
         ({"dynamodb_tables": ["orders"], "alarm_email": "ops"}, "alarm_email"),
+        # dbt's target schema is a database of the stack as well.
+        ({"dynamodb_tables": ["orders"], "raw_database": "lakehouse"}, "raw_database must differ"),
+        ({"dynamodb_tables": ["orders"], "lake_formation_grants": "yes"}, "lake_formation_grants"),
     ],
 )
 def test_invalid_settings_name_the_key(values, message):
@@ -75,6 +81,18 @@ def test_job_parameters_must_match_the_scripts_declared_names():
         job_parameters({k: v for k, v in REQUIRED.items() if k != "database"}, {})
     with pytest.raises(JobArgumentsError, match="not optional parameters"):
         job_parameters(REQUIRED, {"retain_hour": "24"})
+
+
+def test_the_glue_job_pins_the_modules_it_imports_and_needs_no_glue_4_logging_flag(monkeypatch):
+    arguments = job_arguments.glue_system_arguments("s3://code/streaming.zip", "s3://tmp/", "s3://ui/")
+    pins = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert arguments["--additional-python-modules"] == next(pin for pin in pins if pin.startswith("PyYAML=="))
+    # Glue 5.x logs in real time; the flag is Glue 4.0's and earlier's
+    # (https://docs.aws.amazon.com/glue/latest/dg/monitor-continuous-logging-enable.html).
+    assert "--enable-continuous-cloudwatch-log" not in arguments
+    monkeypatch.setattr(job_arguments, "GLUE_JOB_MODULES", ("PyYAML", "ruamel.yaml"))
+    with pytest.raises(JobArgumentsError, match="ruamel.yaml"):
+        job_arguments.glue_system_arguments("s3://code/streaming.zip", "s3://tmp/", "s3://ui/")
 
 
 def test_a_parameter_added_to_the_script_breaks_the_stack_not_the_deploy(monkeypatch):

@@ -3,6 +3,8 @@ IAM has no narrower resource, and each role confined to its layer."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from cfn_template import as_list, grants, identity_statements, render, role_statements
 
@@ -12,6 +14,27 @@ STAR_RESOURCE_ACTIONS = {
     "kinesis:ListStreams",  # list_amazonkinesis.html: no resource type
     "cloudwatch:PutMetricData",  # list_amazoncloudwatch.html: no resource type (namespace condition instead)
     "ecr:GetAuthorizationToken",  # list_amazonelasticcontainerregistry.html: no resource type
+}
+# The S3 condition keys each S3 action of this stack's policies supports, from the
+# "Condition keys" column of "Actions defined by Amazon S3" in the Service Authorization
+# Reference (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html).
+# First the keys every S3 request carries, then each action's own that this stack might
+# use (the reference lists more: add them from there when a policy needs one).
+# s3:prefix, s3:delimiter and s3:max-keys are parameters of a listing, carried by no other request.
+S3_REQUEST_KEYS = {
+    "s3:authType", "s3:signatureAge", "s3:signatureversion", "s3:TlsVersion",
+    "s3:x-amz-content-sha256", "s3:ResourceAccount", "s3:AccessGrantsInstanceArn",
+    "s3:DataAccessPointAccount", "s3:DataAccessPointArn", "s3:AccessPointNetworkOrigin",
+}
+S3_ACTION_CONDITION_KEYS = {
+    "s3:ListBucket": S3_REQUEST_KEYS | {"s3:delimiter", "s3:max-keys", "s3:prefix"},
+    "s3:GetBucketLocation": S3_REQUEST_KEYS,
+    "s3:GetObject": S3_REQUEST_KEYS,
+    "s3:GetObjectVersion": S3_REQUEST_KEYS | {"s3:versionid"},
+    "s3:PutObject": S3_REQUEST_KEYS | {"s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"},
+    "s3:DeleteObject": S3_REQUEST_KEYS,
+    "s3:AbortMultipartUpload": S3_REQUEST_KEYS,
+    "s3:ListMultipartUploadParts": S3_REQUEST_KEYS,
 }
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject")
 GLUE_WRITES = ("glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable", "glue:BatchCreatePartition")
@@ -50,6 +73,52 @@ def test_no_statement_allows_every_action_or_every_resource_needlessly(synthesiz
                 assert "cloudwatch:namespace" in statement["Condition"]["StringEquals"]
 
 
+def every_statement(value: Any) -> Iterator[dict]:
+    """Every policy statement anywhere in a template: identity, bucket, key and topic policies."""
+    if isinstance(value, dict):
+        if isinstance(value.get("Statement"), list):
+            yield from value["Statement"]
+        else:
+            for item in value.values():
+                yield from every_statement(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from every_statement(item)
+
+
+def test_every_s3_condition_key_is_one_its_actions_requests_carry(synthesized):
+    # A statement allows an action only when its condition holds; a key the action's
+    # requests never carry makes it never hold (as s3:GetBucketLocation beside
+    # s3:ListBucket under s3:prefix did), and a Deny under such a key never denies.
+    conditioned = 0
+    for statement in every_statement(synthesized.template["Resources"]):
+        keys = {key for clause in statement.get("Condition", {}).values() for key in clause if key.startswith("s3:")}
+        if not keys:
+            continue
+        conditioned += 1
+        for action in as_list(statement["Action"]):
+            assert action in S3_ACTION_CONDITION_KEYS, f"{action}: add its condition keys to the table, from the reference"
+            assert keys <= S3_ACTION_CONDITION_KEYS[action], (action, keys - S3_ACTION_CONDITION_KEYS[action])
+    assert conditioned >= 5
+
+
+def test_dbt_and_analysts_may_locate_their_buckets(synthesized):
+    # Athena checks the Region of the result bucket with GetBucketLocation before a query.
+    expected = {"DbtRole": {"LakeBucket", "CuratedBucket", "AthenaResultsBucket"}, "AnalystRole": {"CuratedBucket", "AthenaResultsBucket"}}
+    for role, buckets in expected.items():
+        statements = [s for s in role_statements(synthesized.template, role) if "s3:GetBucketLocation" in as_list(s["Action"])]
+        assert all("Condition" not in s for s in statements), role
+        located = {re.fullmatch(r"\$\{(\w+?)[0-9A-F]{8}\.Arn\}", render(r)).group(1) for s in statements for r in as_list(s["Resource"])}
+        assert located == buckets, role
+
+
+def test_the_glue_job_may_create_only_the_default_database(synthesized):
+    # Spark creates "default" when the catalog has none (SharedState.externalCatalog).
+    statements = role_statements(synthesized.template, "GlueJobRole")
+    created = sorted(r.rsplit(":", 1)[1] for r in grants(statements, "glue:CreateDatabase"))
+    assert created == ["catalog", "database/default"]
+
+
 def test_no_role_carries_a_managed_policy(synthesized):
     # Managed policies (AWSLambdaBasicExecutionRole and the like) grant on "*".
     for lid, role in synthesized.resources("AWS::IAM::Role").items():
@@ -84,10 +153,10 @@ def test_dbt_reads_raw_and_writes_only_curated(synthesized):
         assert in_buckets(grants(statements, action)) == {("CuratedBucket", "/dbt/*"), ("AthenaResultsBucket", "/dbt/*")}
     for action in GLUE_WRITES:
         databases = sorted(r.rsplit(":table/", 1)[1][:-2] for r in grants(statements, action) if ":table/" in r)
-        assert databases == sorted(config.curated_schemas.values())
+        assert databases == sorted([config.athena_schema, *config.curated_schemas.values()])
         assert config.raw_database not in databases
     read_tables = {r.rsplit(":table/", 1)[1][:-2] for r in grants(statements, "glue:GetTable") if ":table/" in r}
-    assert read_tables == {config.raw_database, *config.curated_schemas.values()}
+    assert read_tables == {config.raw_database, config.athena_schema, *config.curated_schemas.values()}
     workgroups = [r.rsplit("workgroup/", 1)[1] for r in grants(statements, "athena:StartQueryExecution")]
     assert workgroups == [f"{config.prefix}-dbt"]
     (secret,) = grants(statements, "secretsmanager:GetSecretValue")
@@ -129,4 +198,6 @@ def test_the_destination_provider_touches_only_the_listed_tables(synthesized):
     tables = sorted(r.rsplit(":table/", 1)[1] for r in grants(statements, "dynamodb:EnableKinesisStreamingDestination"))
     # One policy per custom resource, each naming its own table.
     assert tables == sorted(synthesized.config.dynamodb_tables)
+    updated = sorted(r.rsplit(":table/", 1)[1] for r in grants(statements, "dynamodb:UpdateKinesisStreamingDestination"))
+    assert updated == tables
     assert stream_only(grants(statements, "kinesis:PutRecords"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
+from pathlib import Path
 
 from cfn_template import as_list, logical_id, render
 
@@ -11,6 +13,7 @@ from streaming.io import metrics
 from streaming.runtime.glue_job import REQUIRED_ARGS, job_settings, kinesis_source_options
 
 ACCOUNT_STREAM_ARN = "arn:aws:kinesis:eu-west-1:123456789012:stream/lakehouse-dynamodb-cdc"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def only(resources: dict[str, dict]) -> dict:
@@ -57,7 +60,9 @@ def test_the_glue_job_is_a_glue_5_1_streaming_job_with_the_arguments_it_needs(sy
     assert arguments["--enable-glue-datacatalog"] == "true"
     assert arguments["--conf"] == "spark.serializer=org.apache.spark.serializer.KryoSerializer"
     assert arguments["--enable-metrics"] == "true"
-    assert arguments["--enable-continuous-cloudwatch-log"] == "true"
+    # Glue 5.x logs every job in real time; the flag is for Glue 4.0 and earlier
+    # (https://docs.aws.amazon.com/glue/latest/dg/monitor-continuous-logging-enable.html).
+    assert "--enable-continuous-cloudwatch-log" not in arguments
     assert render(arguments["--extra-py-files"]).endswith(".zip")
     # Every parameter the script requires is there, except the one Glue sets itself.
     assert {f"--{name}" for name in REQUIRED_ARGS} - set(arguments) == {"--JOB_NAME"}
@@ -76,8 +81,33 @@ def test_the_job_script_accepts_the_deployed_arguments(synthesized):
     assert settings.checkpoint_location == f"s3://lakehouse-lake-bucket/checkpoints/{synthesized.config.job_name}/"
     assert settings.database == synthesized.config.raw_database
     assert settings.sync_mode == "hms"
-    # The consumer-lag alarm relies on the source emitting Glue's lag metric.
+    # Glue's own lag gauge stays on where Glue emits it; the lag alarm watches the job's
+    # EventLagSeconds instead (test_alarms_watch_lag_liveness_quarantine_and_dbt).
     assert kinesis_source_options(settings)["emitConsumerLagMetrics"] == "true"
+
+
+def test_the_job_installs_the_pyyaml_the_tests_run_with(synthesized):
+    # The contract loader imports yaml; that Glue 5.1 provides PyYAML could not be
+    # confirmed from "Python modules already provided in AWS Glue"
+    # (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-python-libraries.html),
+    # so the job pins it with --additional-python-modules, as pyproject.toml does.
+    arguments = only(synthesized.resources("AWS::Glue::Job"))["Properties"]["DefaultArguments"]
+    pins = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pyyaml,) = [pin for pin in pins if pin.startswith("PyYAML==")]
+    assert arguments["--additional-python-modules"].split(",") == [pyyaml]
+
+
+def test_the_dbt_image_is_built_for_codebuilds_x86_64(synthesized):
+    # CodeBuild's LINUX_CONTAINER environments are x86_64
+    # (https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html);
+    # without a platform, Docker builds for the deploying machine (arm64 on many laptops).
+    # The platform is the asset's, in the assets manifest beside the template.
+    assets = json.loads(synthesized.template_path.with_name(
+        synthesized.template_path.name.replace(".template.json", ".assets.json")).read_text())
+    platforms = [image["source"].get("platform") for image in assets["dockerImages"].values()]
+    assert platforms == ["linux/amd64"]
+    for project in synthesized.resources("AWS::CodeBuild::Project").values():
+        assert project["Properties"]["Environment"]["Type"] == "LINUX_CONTAINER"
 
 
 def test_every_bucket_is_encrypted_private_and_tls_only(synthesized):
@@ -149,8 +179,18 @@ def test_each_table_streams_to_the_stream_at_microsecond_precision(synthesized):
     calls = {}
     for resource in destinations.values():
         create = json.loads(render(resource["Properties"]["Create"]))
+        update = json.loads(render(resource["Properties"]["Update"]))
         delete = json.loads(render(resource["Properties"]["Delete"]))
         assert create["action"] == "enableKinesisStreamingDestination"
+        # On update the destination is enabled already: it is updated, not enabled again
+        # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateKinesisStreamingDestination.html).
+        assert update["action"] == "updateKinesisStreamingDestination"
+        assert update["parameters"] == {
+            "TableName": create["parameters"]["TableName"],
+            "StreamArn": create["parameters"]["StreamArn"],
+            "UpdateKinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": "MICROSECOND"},
+        }
+        assert update["physicalResourceId"] == create["physicalResourceId"]
         assert delete["action"] == "disableKinesisStreamingDestination"
         assert delete["parameters"] == {
             "TableName": create["parameters"]["TableName"],
@@ -166,7 +206,9 @@ def test_each_table_streams_to_the_stream_at_microsecond_precision(synthesized):
 def test_databases_and_workgroups(synthesized):
     config = synthesized.config
     names = {db["Properties"]["DatabaseInput"]["Name"] for db in synthesized.resources("AWS::Glue::Database").values()}
-    assert names == {config.raw_database, *config.curated_schemas.values()}
+    assert names == {config.raw_database, config.athena_schema, *config.curated_schemas.values()}
+    # Lake Formation grants are opt-in (test_config_variants.py turns them on).
+    assert synthesized.resources("AWS::LakeFormation::PrincipalPermissions") == {}
     workgroups = {wg["Properties"]["Name"]: wg["Properties"]["WorkGroupConfiguration"] for wg in synthesized.resources("AWS::Athena::WorkGroup").values()}
     assert set(workgroups) == {f"{config.prefix}-dbt", f"{config.prefix}-analysts"}
     locations = set()
@@ -240,7 +282,7 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
     alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()}
     metrics_by_alarm = {name: (a["Namespace"], a["MetricName"]) for name, a in alarms.items()}
     assert metrics_by_alarm == {
-        f"{config.prefix}-ConsumerLag": ("Glue", "glue.driver.streaming.maxConsumerLagInMs"),
+        f"{config.prefix}-ConsumerLag": (metrics.METRICS_NAMESPACE, metrics.EVENT_LAG_SECONDS),
         f"{config.prefix}-JobNotRunning": (metrics.METRICS_NAMESPACE, metrics.BATCHES_COMPLETED),
         f"{config.prefix}-QuarantineGrowth": (metrics.METRICS_NAMESPACE, metrics.RECORDS_QUARANTINED),
         f"{config.prefix}-DbtBuildFailed": ("AWS/CodeBuild", "FailedBuilds"),
@@ -248,9 +290,16 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
     }
     for name, alarm in alarms.items():
         assert [render(action) for action in alarm["AlarmActions"]] == ["${%s}" % only_topic(synthesized)], name
+    # Glue emits its streaming metrics from glueContext.forEachBatch; the job runs Spark's
+    # foreachBatch (https://docs.aws.amazon.com/glue/latest/dg/glue-streaming-concepts.html),
+    # so the lag alarm watches the lag the job publishes after each batch (streaming/io/metrics.py).
     lag = alarms[f"{config.prefix}-ConsumerLag"]
-    assert lag["Threshold"] == config.consumer_lag_alarm_seconds * 1000
-    assert {d["Name"]: d["Value"] for d in lag["Dimensions"]} == {"JobName": config.job_name, "JobRunId": "ALL", "Type": "gauge"}
+    assert lag["Threshold"] == config.consumer_lag_alarm_seconds
+    assert lag["Statistic"] == "Maximum"
+    assert lag["Dimensions"] == [{"Name": metrics.JOB_DIMENSION, "Value": config.job_name}]
+    # A batch without events publishes no lag: silence is a quiet stream here, and a
+    # stopped job is JobNotRunning's, which treats silence as breaching.
+    assert lag["TreatMissingData"] == "notBreaching"
     not_running = alarms[f"{config.prefix}-JobNotRunning"]
     # A job that is not running publishes nothing: missing data must alarm.
     assert not_running["TreatMissingData"] == "breaching"
