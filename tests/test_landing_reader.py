@@ -5,9 +5,12 @@ import gzip
 import io
 import json
 import random
+import sys
 import tracemalloc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streaming.io import landing_reader
 from streaming.io.landing_reader import (
@@ -136,6 +139,70 @@ def test_a_truncated_gzip_object_keeps_the_records_before_the_damage():
     assert landed == [b'{"n":%d}' % n for n in range(len(landed))]
     # Everything read before the damage is accounted for: the records, then the cut one.
     assert [reason for _, _, reason in records[len(landed):]] in (["unreadable_file"], ["invalid_json", "unreadable_file"])
+
+
+NESTED_TOO_DEEP = b'{"a":' * 3_000 + b"1" + b"}" * 3_000
+LISTS_TOO_DEEP = b'{"a":' + b"[" * 3_000 + b"]" * 3_000 + b"}"
+TOO_MANY_DIGITS = b'{"n":' + b"9" * 5_000 + b"}"
+
+
+@pytest.mark.parametrize(("record", "reason"), [
+    (NESTED_TOO_DEEP, "invalid_json"),
+    (LISTS_TOO_DEEP, "invalid_json"),
+    (TOO_MANY_DIGITS, "invalid_json"),
+    (b'{"n":-' + b"1" * (sys.get_int_max_str_digits() + 1) + b"}", "invalid_json"),
+    # The duplicate-key hook runs when an object closes: the first problem the parser
+    # meets names the record.
+    (b'{"k":1,"k":2,"deep":' + LISTS_TOO_DEEP[5:], "invalid_json"),
+    (b'{"k":' + b"9" * 5_000 + b',"k":1}', "invalid_json"),
+    (b'{"k":{"k":1,"k":2},"n":' + b"9" * 5_000 + b"}", "duplicate_key"),
+])
+def test_json_that_python_cannot_read_is_quarantined_and_the_next_record_lands(record, reason):
+    # Nested 3,000 deep (RecursionError) or an integer longer than Python's int-string
+    # limit (ValueError): neither may escape the splitter, or every restart of the stream
+    # fails on the same object.
+    assert split(record + b'{"ok":1}\n' + record) == [
+        (0, record, reason), (len(record), b'{"ok":1}', None), (len(record) + 9, record, reason)]
+
+
+def test_a_broken_record_longer_than_the_kept_prefix_at_the_end_of_an_object_keeps_every_byte():
+    # Found by the property test below: the prefix kept of a record too large was applied
+    # to any broken record the object ended in.
+    cut_off = b'{"a":' * 820
+    assert split(b'{"ok":1}' + cut_off) == [(0, b'{"ok":1}', None), (8, cut_off, "invalid_json")]
+
+
+def test_a_duplicate_key_inside_a_deep_but_readable_record_is_still_found():
+    nested = b'{"a":' * 100 + b'{"k":1,"k":2}' + b"}" * 100
+    assert split(nested) == [(0, nested, "duplicate_key")]
+
+
+HOSTILE_PIECES = st.one_of(
+    st.builds(lambda depth: b'{"a":' * depth + b"1" + b"}" * depth, st.integers(1, 4_000)),
+    st.builds(lambda depth: b'{"a":' + b"[" * depth + b"]" * depth + b"}", st.integers(1, 4_000)),
+    st.builds(lambda digits, sign: b'{"n":' + sign + b"7" * digits + b"}", st.integers(1, 6_000), st.sampled_from([b"", b"-"])),
+    st.builds(lambda depth: b'{"a":' * depth, st.integers(1, 4_000)),  # cut off
+    st.sampled_from([b'{"k":1,"k":2}', b'{"ok":1}', b"junk", b"]", b'"', b"\\", b"{", b"}", b" xyz"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.tuples(HOSTILE_PIECES, st.sampled_from([b"", b"\n", b" ", b"\r\n"])), max_size=6))
+def test_the_splitter_survives_deep_nesting_and_long_numbers_and_loses_no_byte(pieces):
+    data = b"".join(piece + separator for piece, separator in pieces)
+    records = split(data)
+    end = 0
+    for offset, payload, reason in records:
+        assert offset >= end and data[offset:offset + len(payload)] == payload
+        assert reason in (None, "invalid_json", "trailing_garbage", "duplicate_key")
+        if reason is None:
+            json.loads(payload)
+        end = offset + len(payload)
+    # Every byte outside the records is whitespace the splitter may skip.
+    outside = bytearray(data)
+    for offset, payload, _ in records:
+        outside[offset:offset + len(payload)] = b" " * len(payload)
+    assert not outside.strip()
 
 
 def test_splitting_does_not_depend_on_where_reads_end(monkeypatch):

@@ -11,7 +11,10 @@ Every non-whitespace byte of an object ends up in exactly one record: a record i
 (reason None) or carries the quarantine reason the splitter found:
 
 - `invalid_json`       not a JSON object (junk up to the next newline or `{`, a truncated
-                       or malformed object up to its closing brace or the next newline)
+                       or malformed object up to its closing brace or the next newline),
+                       or one Python cannot read: nested deeper than its recursion limit
+                       (1,000; DynamoDB nests at most 32 levels) or an integer of more than
+                       4,300 digits (`sys.get_int_max_str_digits`; DynamoDB numbers have 38)
 - `trailing_garbage`   a JSON object followed by something other than whitespace or the
                        next object (`{...} xyz`, `{...},`); the record keeps both
 - `duplicate_key`      an object holding one key twice at any depth (JSON parsers differ
@@ -198,8 +201,12 @@ class _Splitter:
             return kept, len(kept)
         kept = _encoded(self.text[start:])
         size = len(kept)
-        kept = kept[:TOO_LARGE_PREFIX_BYTES]
         self.text, self.pos = "", 0
+        if self.eof:
+            # The object ends inside the extent, so all of it is in the window: a broken
+            # record at the end keeps every byte (`_emit` still cuts one over the limit).
+            return kept, size
+        kept = kept[:TOO_LARGE_PREFIX_BYTES]
         while not self.eof:
             self.text = self._read()
             end = find_end(self.text, 0, len(self.text))
@@ -240,9 +247,12 @@ class _Splitter:
             except _DuplicateKey:
                 yield self._emit(*self._take(start, _ObjectEnd().find), reasons.DUPLICATE_KEY)
                 continue
-            except json.JSONDecodeError:
-                # Malformed, truncated, or larger than the window: up to its closing brace
-                # or the next newline, wherever that is.
+            except (json.JSONDecodeError, RecursionError, ValueError):
+                # Malformed, truncated, or larger than the window; or JSON that Python will
+                # not read: nested deeper than its recursion limit (RecursionError) or an
+                # integer of more digits than its int-string limit (the ValueError of
+                # `sys.get_int_max_str_digits`). Either way up to its closing brace or the
+                # next newline, wherever that is.
                 yield self._emit(*self._take(start, _ObjectEnd().find), reasons.INVALID_JSON)
                 continue
             after = _NOT_WHITESPACE.search(self.text, end)
