@@ -7,6 +7,7 @@ import json
 import random
 import sys
 import tracemalloc
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -139,6 +140,55 @@ def test_a_truncated_gzip_object_keeps_the_records_before_the_damage():
     assert landed == [b'{"n":%d}' % n for n in range(len(landed))]
     # Everything read before the damage is accounted for: the records, then the cut one.
     assert [reason for _, _, reason in records[len(landed):]] in (["unreadable_file"], ["invalid_json", "unreadable_file"])
+
+
+CDC_LINES = [b'{"eventID":"%06d","n":%d}' % (n, n * 7919 % 100_003) for n in range(20_000)]
+CDC_OBJECT = b"".join(line + b"\n" for line in CDC_LINES)
+
+
+def test_a_corrupt_gzip_object_keeps_the_records_before_the_damage():
+    compressed = bytearray(gzip.compress(CDC_OBJECT, mtime=0))
+    damage_at = len(compressed) // 3
+    for index in range(damage_at, damage_at + 8):
+        compressed[index] ^= 0xFF
+    # What the bytes before the damage decompress to is what a reader can trust.
+    intact = zlib.decompressobj(wbits=31).decompress(bytes(compressed[:damage_at]))
+    intact_records = intact.count(b"\n")
+
+    records = split(bytes(compressed))
+
+    landed = [payload for _, payload, reason in records if reason is None]
+    assert intact_records > 5_000
+    assert landed == CDC_LINES[:intact_records]
+    offset, message, reason = records[-1]
+    assert reason == "unreadable_file"
+    assert message.startswith(b"CorruptGzip: zlib rejects compressed byte ") and b"invalid block type" in message
+    assert int(message.split()[5].rstrip(b":")) >= damage_at
+    # zlib notices the damage a few bytes on; what those decoded to is no JSON and is
+    # quarantined with the record the damage cut.
+    assert {reason for _, _, reason in records[len(landed):-1]} <= {"invalid_json"}
+
+
+@pytest.mark.parametrize(("trailer_byte", "check"), [(-8, b"incorrect data check"), (-1, b"incorrect length check")])
+def test_a_gzip_trailer_that_does_not_match_keeps_every_record_and_names_the_check(trailer_byte, check):
+    # The trailer holds the member's CRC-32, then its length mod 2^32 (RFC 1952, 2.3.1).
+    compressed = bytearray(gzip.compress(CDC_OBJECT, mtime=0))
+    compressed[trailer_byte] ^= 0xFF
+
+    records = split(bytes(compressed))
+
+    assert [payload for _, payload, reason in records[:-1]] == CDC_LINES
+    offset, message, reason = records[-1]
+    assert (offset, reason) == (len(CDC_OBJECT), "unreadable_file")
+    assert check in message
+
+
+def test_a_corrupt_second_member_keeps_the_first_members_records():
+    second = bytearray(gzip.compress(b'{"b":1}' * 1000, mtime=0))
+    second[len(second) // 2] ^= 0xFF
+    records = split(gzip.compress(b'{"a":1}{"a":2}') + bytes(second))
+    assert records[:2] == [(0, b'{"a":1}', None), (7, b'{"a":2}', None)]
+    assert records[-1][2] == "unreadable_file" and records[-1][1].startswith(b"CorruptGzip")
 
 
 NESTED_TOO_DEEP = b'{"a":' * 3_000 + b"1" + b"}" * 3_000
