@@ -7,8 +7,10 @@ import json
 import random
 import sys
 import tracemalloc
+import zipfile
 import zlib
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -268,6 +270,52 @@ def test_splitting_does_not_depend_on_where_reads_end(monkeypatch):
     assert [r for r in whole if r[2]] == [
         (whole[50][0], pieces[50], "trailing_garbage"), (whole[120][0], pieces[120], "duplicate_key")]
     assert len(whole) == 200
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def zip_object(content: bytes) -> bytes:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as writing:
+        writing.writestr("records", content)
+    return archive.getvalue()
+
+
+def snappy_framed_object(content: bytes) -> bytes:
+    """google/snappy framing_format.txt: the stream identifier, then a compressed chunk
+    with the masked CRC-32C of its uncompressed data."""
+    crc = crc32c(content)
+    masked = ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+    body = masked.to_bytes(4, "little") + pa.compress(content, codec="snappy", asbytes=True)
+    return b"\xff\x06\x00\x00sNaPpY" + b"\x00" + len(body).to_bytes(3, "little") + body
+
+
+def hadoop_snappy_object(content: bytes) -> bytes:
+    """Hadoop's BlockCompressorStream: uncompressed length, compressed length (4 bytes
+    big-endian each), then the raw Snappy chunk."""
+    chunk = pa.compress(content, codec="snappy", asbytes=True)
+    return len(content).to_bytes(4, "big") + len(chunk).to_bytes(4, "big") + chunk
+
+
+@pytest.mark.parametrize(("compress", "name"), [
+    (zip_object, b"ZIP"), (snappy_framed_object, b"Snappy"), (hadoop_snappy_object, b"HADOOP_SNAPPY")])
+def test_other_firehose_compressions_are_one_unsupported_compression_record(compress, name):
+    content = b"".join(b'{"eventID":"%d"}\n' % n for n in range(500))
+    ((offset, message, reason),) = split(compress(content))
+    assert (offset, reason) == (0, "unsupported_compression")
+    assert message.startswith(b"Firehose CompressionFormat " + name + b":")
+
+
+def test_objects_that_merely_start_like_a_compression_are_read_as_text():
+    assert split(b'PK{"a":1}') == [(0, b"PK", "invalid_json"), (2, b'{"a":1}', None)]
+    assert split(b"\x00\x00\x00") == [(0, b"\x00\x00\x00", "invalid_json")]
 
 
 def test_a_missing_file_is_one_unreadable_record(tmp_path):
