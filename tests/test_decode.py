@@ -995,3 +995,41 @@ def test_invalid_utf8_in_a_value_is_quarantined_readably_while_valid_records_lan
     # What is kept is valid text (the bad bytes replaced), so the quarantine stays readable.
     assert "x\ufffd\ufffd@example.com" in row["payload"]
     row["payload"].encode("utf-8")
+
+
+# A record no JSON parser here should be made to read whole: nested 3,000 deep (DynamoDB
+# allows 32 levels) and a 5,000-digit number (Python reads at most 4,300 into an int).
+def too_deep(customer_id: str) -> str:
+    text = json.dumps(customer(customer_id=customer_id, email="deep@example.com"))
+    nested = '{"M": {"x": ' * 1_500 + '{"NULL": true}' + "}}" * 1_500
+    return text.replace('"email": {"S": "deep@example.com"}', f'"email": {{"S": "deep@example.com"}}, "deep": {nested}')
+
+
+def too_long(customer_id: str) -> str:
+    text = json.dumps(customer(customer_id=customer_id, created=1_234_567))
+    return text.replace("1234567", "9" * 5_000)
+
+
+def test_records_too_deep_or_too_long_to_parse_are_quarantined_from_landing_files(spark, contracts, tmp_path):
+    from streaming.io.sources import landing_files_batch
+
+    lines = [too_deep("cust-deep"), too_long("cust-long"), json.dumps(customer(customer_id="cust-good"))]
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "part.jsonl").write_text("\n".join(lines) + "\n")
+
+    tables, quarantine = decode_batch(landing_files_batch(spark, str(landing)), contracts)
+
+    assert [row["id"] for row in tables["customers"].collect()] == ["cust-good"]
+    rows = sorted(quarantine.collect(), key=lambda row: int(row["source_ref"].split("#")[1]))
+    assert [(row["reason"], row["payload"]) for row in rows] == [("invalid_json", lines[0]), ("invalid_json", lines[1])]
+
+
+def test_records_too_deep_or_too_long_to_parse_are_quarantined_from_kinesis(spark, contracts):
+    # Kinesis records reach the decoder without the landing splitter's check.
+    tables, quarantine = decode_batch(
+        envelope(spark, too_deep("cust-deep"), too_long("cust-long"), customer(customer_id="cust-good")), contracts)
+
+    assert [row["id"] for row in tables["customers"].collect()] == ["cust-good"]
+    assert sorted((row["source_ref"], row["reason"]) for row in quarantine.collect()) == [
+        ("test:0", "invalid_json"), ("test:1", "invalid_json")]

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from streaming.contracts.model import load_contracts
+from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch, landing_files_stream
 from streaming.pipeline.batch import Pipeline
+from streaming.runtime.startup import StreamOptions, start_landing_stream
 from streaming.runtime.stream_loop import run_stream
 from streaming.samples.generator import write_landing_files
 
@@ -101,3 +103,25 @@ def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(
     for table in ("customers_changes", "orders_changes"):
         assert raw_rows(spark, jsonl, table) == raw_rows(spark, firehose, table)
         assert raw_rows(spark, jsonl, table)
+
+
+def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_path, contracts):
+    target = DataLayout(tmp_path / "data")
+    hour = target.landing / "2026" / "11" / "23" / "11"
+    hour.mkdir(parents=True)
+    (hour / "ddb-cdc-1-2026-11-23-11-02-03-6f1e0a52").write_bytes(customer_record("cust-1", "event-1"))
+    failed = target.landing / "processing-failed" / "2026" / "11" / "23" / "11"
+    failed.mkdir(parents=True)
+    (failed / "ddb-cdc-1-2026-11-23-11-02-04-7a2b").write_bytes(
+        b'{"attemptsMade":4,"errorCode":"Lambda.FunctionError","rawData":"eyJldmVudElEIjoiMiJ9"}')
+    printed: list[str] = []
+
+    query, _ = start_landing_stream(spark, pipeline_at(target.root, contracts), target, target.landing,
+                                    StreamOptions(query_name="error_output_test", checkpoint_name="error_output_test"),
+                                    printed.append)
+
+    assert query.exception() is None
+    (warning,) = [line for line in printed if line.startswith("WARNING")]
+    assert f"{target.landing / 'processing-failed'}: 1 Firehose error-output object(s) not read" in warning
+    assert [row.id for row in spark.read.parquet(str(target.raw / "customers_changes")).collect()] == ["cust-1"]
+    assert not list(target.quarantine.rglob("*.parquet"))

@@ -5,9 +5,15 @@ import gzip
 import io
 import json
 import random
+import sys
 import tracemalloc
+import zipfile
+import zlib
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streaming.io import landing_reader
 from streaming.io.landing_reader import (
@@ -138,6 +144,119 @@ def test_a_truncated_gzip_object_keeps_the_records_before_the_damage():
     assert [reason for _, _, reason in records[len(landed):]] in (["unreadable_file"], ["invalid_json", "unreadable_file"])
 
 
+CDC_LINES = [b'{"eventID":"%06d","n":%d}' % (n, n * 7919 % 100_003) for n in range(20_000)]
+CDC_OBJECT = b"".join(line + b"\n" for line in CDC_LINES)
+
+
+def test_a_corrupt_gzip_object_keeps_the_records_before_the_damage():
+    compressed = bytearray(gzip.compress(CDC_OBJECT, mtime=0))
+    damage_at = len(compressed) // 3
+    for index in range(damage_at, damage_at + 8):
+        compressed[index] ^= 0xFF
+    # What the bytes before the damage decompress to is what a reader can trust.
+    intact = zlib.decompressobj(wbits=31).decompress(bytes(compressed[:damage_at]))
+    intact_records = intact.count(b"\n")
+
+    records = split(bytes(compressed))
+
+    landed = [payload for _, payload, reason in records if reason is None]
+    assert intact_records > 5_000
+    assert landed == CDC_LINES[:intact_records]
+    offset, message, reason = records[-1]
+    assert reason == "unreadable_file"
+    assert message.startswith(b"CorruptGzip: zlib rejects compressed byte ") and b"invalid block type" in message
+    assert int(message.split()[5].rstrip(b":")) >= damage_at
+    # zlib notices the damage a few bytes on; what those decoded to is no JSON and is
+    # quarantined with the record the damage cut.
+    assert {reason for _, _, reason in records[len(landed):-1]} <= {"invalid_json"}
+
+
+@pytest.mark.parametrize(("trailer_byte", "check"), [(-8, b"incorrect data check"), (-1, b"incorrect length check")])
+def test_a_gzip_trailer_that_does_not_match_keeps_every_record_and_names_the_check(trailer_byte, check):
+    # The trailer holds the member's CRC-32, then its length mod 2^32 (RFC 1952, 2.3.1).
+    compressed = bytearray(gzip.compress(CDC_OBJECT, mtime=0))
+    compressed[trailer_byte] ^= 0xFF
+
+    records = split(bytes(compressed))
+
+    assert [payload for _, payload, reason in records[:-1]] == CDC_LINES
+    offset, message, reason = records[-1]
+    assert (offset, reason) == (len(CDC_OBJECT), "unreadable_file")
+    assert check in message
+
+
+def test_a_corrupt_second_member_keeps_the_first_members_records():
+    second = bytearray(gzip.compress(b'{"b":1}' * 1000, mtime=0))
+    second[len(second) // 2] ^= 0xFF
+    records = split(gzip.compress(b'{"a":1}{"a":2}') + bytes(second))
+    assert records[:2] == [(0, b'{"a":1}', None), (7, b'{"a":2}', None)]
+    assert records[-1][2] == "unreadable_file" and records[-1][1].startswith(b"CorruptGzip")
+
+
+NESTED_TOO_DEEP = b'{"a":' * 3_000 + b"1" + b"}" * 3_000
+LISTS_TOO_DEEP = b'{"a":' + b"[" * 3_000 + b"]" * 3_000 + b"}"
+TOO_MANY_DIGITS = b'{"n":' + b"9" * 5_000 + b"}"
+
+
+@pytest.mark.parametrize(("record", "reason"), [
+    (NESTED_TOO_DEEP, "invalid_json"),
+    (LISTS_TOO_DEEP, "invalid_json"),
+    (TOO_MANY_DIGITS, "invalid_json"),
+    (b'{"n":-' + b"1" * (sys.get_int_max_str_digits() + 1) + b"}", "invalid_json"),
+    # The duplicate-key hook runs when an object closes: the first problem the parser
+    # meets names the record.
+    (b'{"k":1,"k":2,"deep":' + LISTS_TOO_DEEP[5:], "invalid_json"),
+    (b'{"k":' + b"9" * 5_000 + b',"k":1}', "invalid_json"),
+    (b'{"k":{"k":1,"k":2},"n":' + b"9" * 5_000 + b"}", "duplicate_key"),
+])
+def test_json_that_python_cannot_read_is_quarantined_and_the_next_record_lands(record, reason):
+    # Nested 3,000 deep (RecursionError) or an integer longer than Python's int-string
+    # limit (ValueError): neither may escape the splitter, or every restart of the stream
+    # fails on the same object.
+    assert split(record + b'{"ok":1}\n' + record) == [
+        (0, record, reason), (len(record), b'{"ok":1}', None), (len(record) + 9, record, reason)]
+
+
+def test_a_broken_record_longer_than_the_kept_prefix_at_the_end_of_an_object_keeps_every_byte():
+    # Found by the property test below: the prefix kept of a record too large was applied
+    # to any broken record the object ended in.
+    cut_off = b'{"a":' * 820
+    assert split(b'{"ok":1}' + cut_off) == [(0, b'{"ok":1}', None), (8, cut_off, "invalid_json")]
+
+
+def test_a_duplicate_key_inside_a_deep_but_readable_record_is_still_found():
+    nested = b'{"a":' * 100 + b'{"k":1,"k":2}' + b"}" * 100
+    assert split(nested) == [(0, nested, "duplicate_key")]
+
+
+HOSTILE_PIECES = st.one_of(
+    st.builds(lambda depth: b'{"a":' * depth + b"1" + b"}" * depth, st.integers(1, 4_000)),
+    st.builds(lambda depth: b'{"a":' + b"[" * depth + b"]" * depth + b"}", st.integers(1, 4_000)),
+    st.builds(lambda digits, sign: b'{"n":' + sign + b"7" * digits + b"}", st.integers(1, 6_000), st.sampled_from([b"", b"-"])),
+    st.builds(lambda depth: b'{"a":' * depth, st.integers(1, 4_000)),  # cut off
+    st.sampled_from([b'{"k":1,"k":2}', b'{"ok":1}', b"junk", b"]", b'"', b"\\", b"{", b"}", b" xyz"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.tuples(HOSTILE_PIECES, st.sampled_from([b"", b"\n", b" ", b"\r\n"])), max_size=6))
+def test_the_splitter_survives_deep_nesting_and_long_numbers_and_loses_no_byte(pieces):
+    data = b"".join(piece + separator for piece, separator in pieces)
+    records = split(data)
+    end = 0
+    for offset, payload, reason in records:
+        assert offset >= end and data[offset:offset + len(payload)] == payload
+        assert reason in (None, "invalid_json", "trailing_garbage", "duplicate_key")
+        if reason is None:
+            json.loads(payload)
+        end = offset + len(payload)
+    # Every byte outside the records is whitespace the splitter may skip.
+    outside = bytearray(data)
+    for offset, payload, _ in records:
+        outside[offset:offset + len(payload)] = b" " * len(payload)
+    assert not outside.strip()
+
+
 def test_splitting_does_not_depend_on_where_reads_end(monkeypatch):
     rng = random.Random(5)
     pieces = [json.dumps({"k": "é" * rng.randint(0, 5) + '\\"}{' * rng.randint(0, 2), "n": n}).encode()
@@ -151,6 +270,52 @@ def test_splitting_does_not_depend_on_where_reads_end(monkeypatch):
     assert [r for r in whole if r[2]] == [
         (whole[50][0], pieces[50], "trailing_garbage"), (whole[120][0], pieces[120], "duplicate_key")]
     assert len(whole) == 200
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def zip_object(content: bytes) -> bytes:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as writing:
+        writing.writestr("records", content)
+    return archive.getvalue()
+
+
+def snappy_framed_object(content: bytes) -> bytes:
+    """google/snappy framing_format.txt: the stream identifier, then a compressed chunk
+    with the masked CRC-32C of its uncompressed data."""
+    crc = crc32c(content)
+    masked = ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+    body = masked.to_bytes(4, "little") + pa.compress(content, codec="snappy", asbytes=True)
+    return b"\xff\x06\x00\x00sNaPpY" + b"\x00" + len(body).to_bytes(3, "little") + body
+
+
+def hadoop_snappy_object(content: bytes) -> bytes:
+    """Hadoop's BlockCompressorStream: uncompressed length, compressed length (4 bytes
+    big-endian each), then the raw Snappy chunk."""
+    chunk = pa.compress(content, codec="snappy", asbytes=True)
+    return len(content).to_bytes(4, "big") + len(chunk).to_bytes(4, "big") + chunk
+
+
+@pytest.mark.parametrize(("compress", "name"), [
+    (zip_object, b"ZIP"), (snappy_framed_object, b"Snappy"), (hadoop_snappy_object, b"HADOOP_SNAPPY")])
+def test_other_firehose_compressions_are_one_unsupported_compression_record(compress, name):
+    content = b"".join(b'{"eventID":"%d"}\n' % n for n in range(500))
+    ((offset, message, reason),) = split(compress(content))
+    assert (offset, reason) == (0, "unsupported_compression")
+    assert message.startswith(b"Firehose CompressionFormat " + name + b":")
+
+
+def test_objects_that_merely_start_like_a_compression_are_read_as_text():
+    assert split(b'PK{"a":1}') == [(0, b"PK", "invalid_json"), (2, b'{"a":1}', None)]
+    assert split(b"\x00\x00\x00") == [(0, b"\x00\x00\x00", "invalid_json")]
 
 
 def test_a_missing_file_is_one_unreadable_record(tmp_path):

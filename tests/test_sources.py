@@ -153,6 +153,20 @@ def test_the_ledger_names_a_file_changed_after_it_was_read(spark, tmp_path):
     assert kept.stat().st_size == 7
 
 
+def test_firehose_error_output_is_not_read_as_landing_data(spark, tmp_path):
+    # Firehose's failed-record documents, under its default and a custom error prefix.
+    root = tmp_path / "landing"
+    failed = b'{"attemptsMade":1,"errorCode":"Lambda.Unhandled","rawData":"eyJldmVudElEIjoiMSJ9"}'
+    land(root, f"2026/11/23/10/{FIREHOSE_NAME}", b'{"n":1}')
+    land(root, f"processing-failed/2026/11/23/10/{FIREHOSE_NAME}", failed)
+    land(root, f"errors/result=format-conversion-failed/2026/11/23/{FIREHOSE_NAME}", failed)
+
+    assert rows_of(landing_files_batch(spark, str(root))) == [('{"n":1}', f"{FIREHOSE_NAME}#0", None)]
+    batches = run_landing_stream(spark, landing_files_stream(spark, str(root)), tmp_path / "checkpoint")
+    assert [row for _, rows in batches for row in rows] == [('{"n":1}', f"{FIREHOSE_NAME}#0", None)]
+    assert "the mean of the 1 landing files" in files_per_trigger(spark, str(root)).explanation
+
+
 @pytest.mark.parametrize("data_column", ["$json$data_infer_schema$_temporary$", "$json$data_infer_schema$.temporary$"])
 def test_glue_kinesis_frame_to_envelope(spark, data_column):
     schema = T.StructType([T.StructField(data_column, T.StringType()), T.StructField("__src_timestamp", T.TimestampType())])

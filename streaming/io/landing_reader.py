@@ -11,15 +11,24 @@ Every non-whitespace byte of an object ends up in exactly one record: a record i
 (reason None) or carries the quarantine reason the splitter found:
 
 - `invalid_json`       not a JSON object (junk up to the next newline or `{`, a truncated
-                       or malformed object up to its closing brace or the next newline)
+                       or malformed object up to its closing brace or the next newline),
+                       or one Python cannot read: nested deeper than its recursion limit
+                       (1,000; DynamoDB nests at most 32 levels) or an integer of more than
+                       4,300 digits (`sys.get_int_max_str_digits`; DynamoDB numbers have 38)
 - `trailing_garbage`   a JSON object followed by something other than whitespace or the
                        next object (`{...} xyz`, `{...},`); the record keeps both
 - `duplicate_key`      an object holding one key twice at any depth (JSON parsers differ
                        on which one wins, so neither is trusted)
 - `record_too_large`   more than `MAX_RECORD_BYTES`: skipped by a scan that keeps only a
                        `TOO_LARGE_PREFIX_BYTES` prefix, never the whole record
-- `unreadable_file`    the object cannot be read on (a corrupt GZIP stream, an I/O error);
-                       the records before that point are kept
+- `unreadable_file`    the object cannot be read on (a truncated GZIP stream; a corrupt one,
+                       the record naming the compressed byte zlib rejected; an I/O error);
+                       the records before that point are kept. Deflate carries no checksum
+                       of its own: damage that still decodes is found only by the member's
+                       CRC-32 at its end, so the records decoded in between land, some of
+                       them altered; the `unreadable_file` record names the object to check
+- `unsupported_compression`  a ZIP, Snappy or Hadoop Snappy object (Firehose's other
+                       compressions), recognised by its first bytes: one record, unread
 
 The module imports nothing from the project: Spark ships its functions to the Python
 workers by value (see the end of the file), so an executor needs no copy of the project.
@@ -44,6 +53,15 @@ MAX_RECORD_BYTES = 4 * 1024 * 1024
 TOO_LARGE_PREFIX_BYTES = 4096
 READ_BYTES = 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+# A ZIP archive starts with a local file header, or the end-of-central-directory
+# record when it is empty (PKWARE APPNOTE.TXT, 4.3.7 and 4.3.16).
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+# The stream identifier chunk every Snappy framed stream starts with (google/snappy,
+# framing_format.txt, 4.1).
+SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"
+# Enough of an object's first bytes to tell these apart: a Hadoop Snappy block's two
+# lengths and its chunk's varint preamble take up to 13.
+HEAD_BYTES = 16
 
 
 _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
@@ -198,8 +216,12 @@ class _Splitter:
             return kept, len(kept)
         kept = _encoded(self.text[start:])
         size = len(kept)
-        kept = kept[:TOO_LARGE_PREFIX_BYTES]
         self.text, self.pos = "", 0
+        if self.eof:
+            # The object ends inside the extent, so all of it is in the window: a broken
+            # record at the end keeps every byte (`_emit` still cuts one over the limit).
+            return kept, size
+        kept = kept[:TOO_LARGE_PREFIX_BYTES]
         while not self.eof:
             self.text = self._read()
             end = find_end(self.text, 0, len(self.text))
@@ -240,9 +262,12 @@ class _Splitter:
             except _DuplicateKey:
                 yield self._emit(*self._take(start, _ObjectEnd().find), reasons.DUPLICATE_KEY)
                 continue
-            except json.JSONDecodeError:
-                # Malformed, truncated, or larger than the window: up to its closing brace
-                # or the next newline, wherever that is.
+            except (json.JSONDecodeError, RecursionError, ValueError):
+                # Malformed, truncated, or larger than the window; or JSON that Python will
+                # not read: nested deeper than its recursion limit (RecursionError) or an
+                # integer of more digits than its int-string limit (the ValueError of
+                # `sys.get_int_max_str_digits`). Either way up to its closing brace or the
+                # next newline, wherever that is.
                 yield self._emit(*self._take(start, _ObjectEnd().find), reasons.INVALID_JSON)
                 continue
             after = _NOT_WHITESPACE.search(self.text, end)
@@ -274,19 +299,64 @@ class _Prefixed:
         return self.stream.read(size)
 
 
-def decompressed(stream: BinaryIO) -> BinaryIO:
-    """`stream` itself, or its GZIP content when it starts with the GZIP magic bytes
-    (RFC 1952): Firehose names such objects `.gz`, but a copy may have lost the suffix."""
-    head = stream.read(len(GZIP_MAGIC))
-    while len(head) < len(GZIP_MAGIC):
-        more = stream.read(len(GZIP_MAGIC) - len(head))
+def _head(stream: BinaryIO, size: int) -> bytes:
+    """The first `size` bytes of `stream` (fewer only at its end): a read may return less."""
+    head = b""
+    while len(head) < size:
+        more = stream.read(size - len(head))
         if not more:
             break
         head += more
+    return head
+
+
+def _hadoop_snappy_block(head: bytes) -> bool:
+    """Whether `head` opens a block of Hadoop's BlockCompressorStream, as Firehose's
+    HADOOP_SNAPPY writes it: the block's uncompressed length and its first chunk's
+    compressed length (4 bytes big-endian each), then a raw Snappy chunk, whose preamble
+    is its uncompressed length as a varint. There is no magic number; under 16 MiB the
+    first byte is zero, which no JSON text starts with, and the lengths must agree."""
+    if len(head) < 9 or head[0] != 0 or head[4] != 0:
+        return False
+    block_bytes = int.from_bytes(head[0:4], "big")
+    chunk_bytes = int.from_bytes(head[4:8], "big")
+    preamble, shift = 0, 0
+    for byte in head[8:13]:
+        preamble |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return 0 < preamble <= block_bytes and chunk_bytes > 0
+    return False
+
+
+def unsupported_compression(head: bytes) -> str | None:
+    """The Firehose compression other than GZIP that an object's first bytes show
+    (CompressionFormat ZIP, Snappy or HADOOP_SNAPPY,
+    https://docs.aws.amazon.com/firehose/latest/APIReference/API_S3DestinationConfiguration.html),
+    or None. Read as text, such an object would become a quarantine row for every
+    newline or `{` its compressed bytes happen to hold."""
+    if head.startswith(ZIP_MAGICS):
+        return "ZIP"
+    if head.startswith(SNAPPY_FRAMED_MAGIC):
+        return "Snappy"
+    if _hadoop_snappy_block(head):
+        return "HADOOP_SNAPPY"
+    return None
+
+
+def _decompressed(head: bytes, stream: BinaryIO) -> BinaryIO:
+    """The object whose first bytes were `head`, or its GZIP content when it starts with
+    the GZIP magic bytes (RFC 1952): Firehose names such objects `.gz`, but a copy may
+    have lost the suffix."""
     prefixed = _Prefixed(head, stream)
-    if head == GZIP_MAGIC:
+    if head.startswith(GZIP_MAGIC):
         return _Gunzipped(prefixed)  # type: ignore[return-value]
     return prefixed  # type: ignore[return-value]
+
+
+class CorruptGzip(OSError):
+    """zlib rejected a byte of a GZIP object: bad deflate data, or a member whose CRC-32 or
+    length does not match what was decompressed."""
 
 
 class _Gunzipped:
@@ -300,17 +370,46 @@ class _Gunzipped:
         self.stream = stream
         self.inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         self.done = False
+        self.consumed = 0  # compressed bytes accepted so far
+        self.damage: CorruptGzip | None = None
 
     def read(self, size: int) -> bytes:
         out = b""
         while not out and not self.done:
+            if self.damage is not None:
+                self.done = True
+                raise self.damage
             raw = self.stream.read(size)
             if not raw:
                 self.done = True
                 if not self.inflater.eof:
                     raise EOFError("the GZIP stream ends before its end-of-stream marker")
                 break
+            out = self._inflate_up_to_damage(raw)
+        return out
+
+    def _inflate_up_to_damage(self, raw: bytes) -> bytes:
+        """What `raw` decompresses to, up to the first byte zlib rejects (then `damage` is set).
+
+        A `decompress` call that fails returns nothing of what it decompressed before the
+        bad byte, so the call is repeated from a copy of the inflater on sixteenths of
+        `raw`, down to the single byte: about 80 calls for a 1 MiB read, on damage only."""
+        before = self.inflater.copy()
+        try:
             out = self._inflate(raw)
+        except zlib.error as exc:
+            self.inflater = before
+            if len(raw) == 1:
+                self.damage = CorruptGzip(f"zlib rejects compressed byte {self.consumed}: {exc}")
+                return b""
+            step = -(-len(raw) // 16)
+            parts = []
+            for start in range(0, len(raw), step):
+                parts.append(self._inflate_up_to_damage(raw[start:start + step]))
+                if self.damage is not None:
+                    break
+            return b"".join(parts)
+        self.consumed += len(raw)
         return out
 
     def _inflate(self, raw: bytes) -> bytes:
@@ -324,8 +423,16 @@ class _Gunzipped:
 
 def split_object_records(stream: BinaryIO, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator[LandingRecord]:
     """The records of one landing object (GZIP or not); a read error ends the object with
-    one `unreadable_file` record naming the error, at the offset reached."""
-    splitter = _Splitter(decompressed(stream), max_record_bytes)
+    one `unreadable_file` record naming the error, at the offset reached. An object in
+    another Firehose compression is one `unsupported_compression` record naming it."""
+    head = _head(stream, HEAD_BYTES)
+    compression = unsupported_compression(head)
+    if compression is not None:
+        message = (f"Firehose CompressionFormat {compression}: not read; the landing reader reads "
+                   "GZIP and UNCOMPRESSED objects only")
+        yield LandingRecord(0, message.encode(), reasons.UNSUPPORTED_COMPRESSION)
+        return
+    splitter = _Splitter(_decompressed(head, stream), max_record_bytes)
     yield from splitter.records()
     if splitter.read_error is not None:
         yield LandingRecord(splitter.offset, splitter.read_error.encode(), reasons.UNREADABLE_FILE)

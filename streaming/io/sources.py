@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamReader
 
+from streaming.io.firehose_error_output import ERROR_OUTPUT_PATTERN, is_error_output
 from streaming.io.landing_ledger import LandedFile, record_batch
 from streaming.pipeline.envelope import SOURCE_ERROR
 
@@ -108,12 +109,14 @@ def is_hidden_landing_name(name: str) -> bool:
 
 
 def local_landing_files(landing: Path) -> list[Path]:
-    """The files below a local landing folder that the stream reads (hidden names skipped)."""
+    """The files below a local landing folder that the stream reads (hidden names and
+    Firehose error output skipped)."""
     if not landing.is_dir():
         return []
     return sorted(
         path for path in landing.rglob("*")
         if path.is_file() and not any(is_hidden_landing_name(part) for part in path.relative_to(landing).parts)
+        and not is_error_output(str(path))
     )
 
 
@@ -121,8 +124,14 @@ def _landing_listing(reader: DataStreamReader | DataFrameReader) -> DataStreamRe
     # Spark's file index already leaves out names starting with `_` or `.` (temporary and
     # hidden files) and ending in `._COPYING_` (HadoopFSUtils.shouldFilterOutPathName,
     # apache/spark core/src/main/scala/org/apache/spark/util/HadoopFSUtils.scala); every
-    # other object is landing data, whatever its name or extension.
+    # other object is landing data, whatever its name or extension, but Firehose's error
+    # output (`_landing_files`).
     return reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
+
+
+def _landing_files(listing: DataFrame) -> DataFrame:
+    """The listed objects without Firehose's error output (streaming/io/firehose_error_output.py)."""
+    return listing.where(~F.col("path").rlike(ERROR_OUTPUT_PATTERN))
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ def _landing_size(spark: SparkSession, landing_dir: str) -> tuple[int, int]:
     """(files, bytes) below `landing_dir` as the stream will list them; (0, 0) when the
     folder does not exist yet. One listing job; no file is read."""
     try:
-        row = _landing_listing(spark.read).load(landing_dir).agg(
+        row = _landing_files(_landing_listing(spark.read).load(landing_dir)).agg(
             F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")
         ).first()
     except AnalysisException as exc:
@@ -224,13 +233,13 @@ def landing_files_stream(
         .option("maxFileAge", NEVER_TOO_OLD)
         .option("maxFilesPerTrigger", str(trigger_size.files))
     )
-    files = reader.load(landing_dir).select("path", "length", "modificationTime")
+    files = _landing_files(reader.load(landing_dir)).select("path", "length", "modificationTime")
     return LandingStream(files, ledger_dir)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:
     """The same envelope as a one-off batch read (backfills, replays of landed files)."""
-    return files_envelope(spark, _listed(_landing_listing(spark.read).load(path)))
+    return files_envelope(spark, _listed(_landing_files(_landing_listing(spark.read).load(path))))
 
 
 def _glue_data_column(df: DataFrame) -> Column:

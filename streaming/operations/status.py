@@ -8,6 +8,7 @@ from pathlib import Path
 
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
+from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched
 from streaming.runtime.startup import load_checked_contracts
@@ -25,6 +26,8 @@ class StatusReport:
     active_root: str | None = None
     # Warnings for landing files modified after the stream read them.
     landing_changes: tuple[str, ...] = ()
+    # Warnings for Firehose error output below the landing folder, which the stream skips.
+    error_output: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -37,7 +40,7 @@ class StatusReport:
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
-        out += [f"WARNING: {warning}" for warning in self.landing_changes]
+        out += [f"WARNING: {warning}" for warning in (*self.landing_changes, *self.error_output)]
         return out
 
 
@@ -71,7 +74,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             by_reason = {reason: count for reason, count in rows}
     changes = tuple(changed.warning() for changed in changed_files(layout.landing_ledger))
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
-                        str(layout.root) if is_switched(data_dir) else None, changes)
+                        str(layout.root) if is_switched(data_dir) else None, changes,
+                        tuple(error_output_warnings(DataLayout(data_dir).landing)))
 
 
 @contextmanager

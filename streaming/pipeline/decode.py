@@ -38,7 +38,7 @@ first that applies in this order:
 
 0. the envelope's `source_error`, when the source found the record broken while
    splitting its file (streaming/io/landing_reader.py: `invalid_json`, `trailing_garbage`,
-   `duplicate_key`, `record_too_large`, `unreadable_file`)
+   `duplicate_key`, `record_too_large`, `unreadable_file`, `unsupported_compression`)
 1. `invalid_utf8`            the payload's bytes are not valid UTF-8 (quarantined with
                              each bad sequence replaced by U+FFFD)
 2. `invalid_json`            payload null, not JSON, not an object, or an envelope

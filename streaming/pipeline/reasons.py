@@ -14,6 +14,7 @@ TRAILING_GARBAGE = "trailing_garbage"
 DUPLICATE_KEY = "duplicate_key"
 RECORD_TOO_LARGE = "record_too_large"
 UNREADABLE_FILE = "unreadable_file"
+UNSUPPORTED_COMPRESSION = "unsupported_compression"
 # Found by the decoder, in this order of precedence (the first that applies is kept).
 INVALID_UTF8 = "invalid_utf8"
 UNKNOWN_TABLE = "unknown_table"

@@ -7,8 +7,9 @@ Every runner goes through these steps, in this order, so that none of them can s
    `check_contract_changes`.
 2. `checked_pipeline`: each contract's partition expression evaluated by Spark, then the
    pipeline over the given sinks.
-3. `start_landing_stream`: landing files changed since they were read are reported, the
-   byte budget becomes a file count, and the query starts (stream_loop.run_stream).
+3. `start_landing_stream`: landing files changed since they were read and Firehose error
+   output left unread are reported, the byte budget becomes a file count, and the query
+   starts (stream_loop.run_stream).
 
 `start_stream` runs all three for `lakehouse stream` and the benchmarks; `lakehouse
 reprocess` runs them with its backfills between 2 and 3; the Glue job runs
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from streaming.contracts.evolution import ContractRegistry, guard_contracts
 from streaming.contracts.model import ContractError, TableContract, check_partition_expression, load_contracts
 from streaming.errors import OperatorError
+from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
@@ -132,6 +134,8 @@ def start_landing_stream(
     An available-now stream has drained the landing files when this returns."""
     for changed in changed_files(target.landing_ledger):
         report(f"WARNING: {changed.warning()}")
+    for warning in error_output_warnings(landing):
+        report(f"WARNING: {warning}")
     size = files_per_trigger(spark, str(landing), options.max_files_per_trigger, options.max_bytes_per_trigger)
     source = landing_files_stream(spark, str(landing), ledger_dir=str(target.landing_ledger), trigger_size=size)
     report(f"streaming {landing} -> {target.raw} (trigger {options.trigger}; {size.explanation}) ...")
