@@ -1,6 +1,7 @@
 """The `lakehouse` console script: commands, friendly errors, the demo flow."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -9,10 +10,10 @@ import pytest
 from streaming.cli import main
 from streaming.cli.options import byte_size
 from streaming.io.layout import DataLayout, default_data_dir
-from streaming.operations.demo import DEMO_MARKER, run_demo
+from streaming.operations.demo import record_demo_output, run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.operations.status import status
-from streaming.samples.generator import generate_cdc
+from streaming.samples.generator import generate_cdc, write_landing_files
 
 
 def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
@@ -73,7 +74,7 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     stale = layout.raw / "customers_changes" / "_ingest_hour=2026-01-01-00" / "_batch_id=99"
     stale.mkdir(parents=True)
     (stale / "part-0.parquet").write_bytes(b"left over from an earlier run")
-    (layout.root / DEMO_MARKER).write_text("an earlier demo made this directory")
+    record_demo_output(layout.root)  # an earlier demo wrote it
     printed: list[str] = []
 
     result = run_demo(layout, seed=9, customers=8, record_format="streams", sink="local", spark=spark,
@@ -138,12 +139,12 @@ def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
     from streaming.io.layout import POINTER_FILE, read_pointer
     from streaming.operations.demo import prepare_demo_dir
 
-    (tmp_path / DEMO_MARKER).write_text("an earlier demo made this directory")
     (tmp_path / POINTER_FILE).write_text('{"data_root": "/elsewhere", "previous": null}')
     (tmp_path / "backfills").mkdir()
     (tmp_path / "backfills" / "01793498400000-0dbdece3.json").write_text('{"status": "succeeded"}')
     (tmp_path / "replays").mkdir()
     (tmp_path / "replays" / "0001-0123456789ab.json").write_text('{"status": "succeeded", "landed": ["x"]}')
+    record_demo_output(tmp_path)  # the marker of the demo run that made these
     assert read_pointer(tmp_path).data_root == Path("/elsewhere")
 
     assert prepare_demo_dir(tmp_path) == "cleared"
@@ -159,3 +160,79 @@ def test_a_fresh_demo_start_forgets_switches_and_backfill_records(tmp_path):
 ])
 def test_byte_sizes_are_read_as_spark_writes_them(text, size):
     assert byte_size(text) == size
+
+
+# `{missing}` does not exist, `{file}` is a file where a folder belongs, `{unreadable}` a
+# folder its owner may not read: every command refuses each with exit 2 and one line.
+BAD_PATHS = [
+    (["status", "--data-dir", "{missing}"], "data directory {missing} does not exist"),
+    (["status", "--data-dir", "{file}"], "data directory {file} is not a folder"),
+    (["status", "--data-dir", "{unreadable}"], "data directory {unreadable} cannot be read"),
+    (["status", "--data-dir", "{empty}", "--contracts-dir", "{missing}"], "invalid table contracts"),
+    (["status", "--data-dir", "{empty}", "--contracts-dir", "{file}"], "invalid table contracts"),
+    (["quarantine", "summary", "--data-dir", "{missing}"], "data directory {missing} does not exist"),
+    (["quarantine", "show", "--reason", "invalid_json", "--data-dir", "{file}"], "is not a folder"),
+    (["quarantine", "replay", "--data-dir", "{unreadable}"], "cannot be read"),
+    (["dbt", "build", "--data-dir", "{missing}"], "data directory {missing} does not exist"),
+    (["dbt", "build", "--data-dir", "{file}"], "data directory {file} is not a folder"),
+    (["docs", "--data-dir", "{missing}"], "data directory {missing} does not exist"),
+    (["stream", "--data-dir", "{missing}"], "no landing files under {missing}/landing"),
+    (["stream", "--data-dir", "{file}"], "no landing files under {file}/landing"),
+    (["generate", "--data-dir", "{file}"], "{file}/landing"),
+    (["generate", "--data-dir", "{unreadable}"], "Permission denied"),
+    (["demo", "--skip-dbt", "--data-dir", "{file}"], "cannot open the lock file {file}/.lakehouse.lock"),
+    (["backfill", "--data-dir", "{empty}", "--export", "{missing}"], "export directory not found"),
+    (["backfill", "--data-dir", "{empty}", "--export", "{file}"], "export directory not found"),
+    (["reprocess", "--data-dir", "{empty}", "--to", "{file}"], "no landing files"),
+    (["reprocess", "--data-dir", "{landed}", "--to", "{file}"], "--to {file} is not a folder"),
+    (["reprocess", "--data-dir", "{landed}", "--to", "{unreadable}"], "--to {unreadable} cannot be read or written"),
+    (["reprocess", "--data-dir", "{landed}", "--to", "{tmp}/new", "--from-landing", "{missing}"],
+     "no landing files under {missing}"),
+    (["switch", "--data-dir", "{empty}", "--to", "{missing}"], "was not made by `lakehouse reprocess`"),
+    (["switch", "--data-dir", "{empty}", "--to", "{file}"], "was not made by `lakehouse reprocess`"),
+    (["reconcile", "--source", "{missing}", "--target", "{empty}"], "is neither an export directory"),
+    (["reconcile", "--source", "{empty}", "--target", "{file}"], "is neither an export directory"),
+    (["reconcile", "--source", "{empty}", "--target", "{empty}", "--json", "{missing}/report.json"],
+     "folder {missing} does not exist"),
+    (["reconcile", "--source", "{empty}", "--target", "{empty}", "--json", "{file}/report.json"],
+     "folder {file} does not exist"),
+]
+
+
+@pytest.mark.parametrize(("argv", "said"), BAD_PATHS, ids=[" ".join(argv) for argv, _ in BAD_PATHS])
+def test_a_bad_path_is_refused_in_one_line(tmp_path, capsys, argv, said):
+    if any("{unreadable}" in arg for arg in argv) and os.geteuid() == 0:
+        pytest.skip("root reads every folder: the unreadable case needs an unprivileged user")
+    paths = {"tmp": tmp_path, "missing": tmp_path / "missing", "file": tmp_path / "a-file",
+             "unreadable": tmp_path / "locked", "empty": tmp_path / "empty", "landed": tmp_path / "landed"}
+    paths["file"].write_text("a file where a folder belongs")
+    paths["empty"].mkdir()
+    paths["unreadable"].mkdir(mode=0)
+    write_landing_files(paths["landed"] / "landing", seed=3, customers=2, records_per_file=50)
+    try:
+        code = main([arg.format(**paths) for arg in argv])
+    finally:
+        paths["unreadable"].chmod(0o700)
+
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"lakehouse {argv[0]}") and err.count("\n") == 1, err
+    assert said.format(**paths) in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["docs", "--port", "99999"], ["docs", "--port", "-1"], ["quarantine", "show", "--reason", "x", "--limit", "-1"],
+    ["generate", "--customers", "-3"], ["generate", "--orders-per-customer", "-1"], ["generate", "--seed", "x"],
+    ["dbt", "build", "--reprocess-from", "yesterday", "--reprocess-to", "2026-11-02"],
+    ["dbt", "build", "--reprocess-from", "2026-11-03", "--reprocess-to", "2026-11-02"],
+    ["dbt", "build", "--reprocess-from", "2026-11-03"],
+])
+def test_a_bad_argument_is_refused_without_a_traceback(tmp_path, capsys, argv):
+    try:
+        code = main([*argv, "--data-dir", str(tmp_path)])
+    except SystemExit as exit_info:  # argparse's own usage error
+        code = exit_info.code
+
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert err.strip(), "the refusal says why"

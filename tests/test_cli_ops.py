@@ -17,7 +17,7 @@ import pytest
 
 from streaming.cli import main
 from streaming.io.layout import DataLayout
-from streaming.operations.demo import DEMO_MARKER, run_demo
+from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.stream_loop import checked_interval
 from streaming.samples.generator import CUSTOMERS, generate_cdc
@@ -48,6 +48,44 @@ def test_demo_refuses_a_data_dir_it_did_not_create(tmp_path, monkeypatch, capsys
     assert f"{real} is not empty and was not made by `lakehouse demo`" in err
     assert all(path.read_bytes() == b"production data" for path in kept)
     assert not (real / DEMO_MARKER).exists() and not (real / "landing").exists()
+
+
+def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(tmp_path, capsys):
+    demo_dir = tmp_path / "demo"
+    assert prepare_demo_dir(demo_dir) == "created"
+    demo_written = [demo_dir / "landing" / "2026" / "11" / "01" / "00" / "cdc-000001.jsonl",
+                    demo_dir / "raw" / "customers_changes" / "_ingest_hour=2026-11-01-00" / "_batch_id=0" / "p.parquet",
+                    demo_dir / "secrets" / "pii_key"]
+    for path in demo_written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("written by the demo")
+    record_demo_output(demo_dir)  # what the demo does when it ends
+    # Later: real data moved in, and the demo's PII key replaced by the team's.
+    real = [demo_dir / "landing" / "2026" / "11" / "24" / "09" / "ddb-cdc-1-2026-11-24-09-00-00-0b3c",
+            demo_dir / "backfills" / "01793498400000-0dbdece3.json", demo_dir / "replays" / "0001-0123456789ab.json"]
+    for path in real:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("real data")
+    (demo_dir / "secrets" / "pii_key").write_text("the team's key, 64 hex characters long .........................")
+    # dbt rebuilds its own outputs from raw: a `lakehouse dbt build` after the demo blocks nothing.
+    (demo_dir / "dbt" / "logs").mkdir(parents=True)
+    (demo_dir / "dbt" / "logs" / "dbt.log").write_text("a later dbt run")
+    (demo_dir / "lakehouse.duckdb").write_text("rebuilt by a later dbt run")
+
+    assert main(["demo", "--skip-dbt", "--data-dir", str(demo_dir)]) == 2
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "holds files the demo did not write (or that changed since): backfills/01793498400000-0dbdece3.json, " \
+           "landing/2026/11/24/09/ddb-cdc-1-2026-11-24-09-00-00-0b3c, replays/0001-0123456789ab.json, " \
+           "secrets/pii_key. The demo clears only its own files" in err
+    assert all(path.read_text() == "real data" for path in real)
+    assert (demo_dir / "secrets" / "pii_key").read_text().startswith("the team's key")
+
+    for path in [*real, demo_dir / "secrets" / "pii_key"]:
+        path.unlink()
+    assert prepare_demo_dir(demo_dir) == "cleared"
+    assert sorted(path.name for path in demo_dir.iterdir()) == [DEMO_MARKER, ".lakehouse.lock"]
 
 
 @pytest.mark.parametrize("interval", ["soon", "100", "10 parsecs", "1 month", "-5 seconds", ""])
@@ -126,6 +164,20 @@ def test_a_failing_dbt_command_shows_dbts_own_error(tmp_path, monkeypatch, capsy
     assert main(["dbt", "build", "--data-dir", str(tmp_path / "missing")]) == 2
     assert f"data directory {tmp_path / 'missing'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "missing").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.dbt
+@pytest.mark.parametrize(("dbt_args", "said"), [(["debug"], "All checks passed"),
+                                                (["deps"], "No packages were found in packages.yml")])
+def test_dbt_commands_without_a_target_path_run(tmp_path, monkeypatch, capsys, dbt_args, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lake").mkdir()
+
+    assert main(["dbt", *dbt_args, "--data-dir", str(tmp_path / "lake")]) == 0
+
+    captured = capsys.readouterr()
+    assert said in captured.out + captured.err
+    assert not (tmp_path / "target").exists() and not (tmp_path / "logs").exists(), "dbt wrote into the data dir"
 
 
 @pytest.mark.spark

@@ -146,6 +146,20 @@ def test_a_path_that_cannot_hold_the_lock_file_is_a_clear_error(tmp_path):
             pytest.fail("must not run without the lock")
 
 
+def test_a_symbolic_link_in_place_of_the_lock_file_is_refused(tmp_path):
+    victim = tmp_path / "precious.txt"
+    victim.write_text("not a lock file")
+    data = tmp_path / "data"
+    data.mkdir()
+    lock_path(data).symlink_to(victim)
+
+    with pytest.raises(DataDirLocked, match=r"the lock file .*\.lakehouse\.lock is a symbolic link"):
+        with hold_data_dir(data, "stream"):
+            pytest.fail("must not run through a link")
+
+    assert victim.read_text() == "not a lock file"
+
+
 def test_a_command_that_wrote_nothing_leaves_no_directory_behind(tmp_path):
     with hold_data_dir(tmp_path / "new", "switch"):
         assert lock_path(tmp_path / "new").is_file()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.model import load_contracts
+from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
 from streaming.operations.reprocess import (
@@ -70,6 +70,43 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
     assert read_pointer(live.root).data_root == live.root.resolve()
     assert read_pointer(live.root).previous == target.resolve()
     assert status(live).change_rows == {t: n for t, n in _rows(live.raw).items()}
+
+
+INVENTORY_CONTRACT = """
+table: inventory
+raw_table: inventory
+description: Stock per SKU; no change has arrived for it yet.
+key:
+  partition_key: sku
+attributes:
+  sku: {column: sku, type: S}
+  quantity: {column: quantity, type: N, cast: bigint}
+partitioning:
+  column: sku_suffix
+  expression: "substring(sku, -1, 1)"
+"""
+
+
+@pytest.mark.spark
+def test_a_table_without_rows_on_either_side_reconciles_and_switches(spark, tmp_path, capsys):
+    contracts_dir = tmp_path / "contracts"
+    contracts_dir.mkdir()
+    for packaged in PACKAGED_CONTRACTS_DIR.glob("*.yml"):
+        (contracts_dir / packaged.name).write_text(packaged.read_text())
+    (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
+    layout = DataLayout(tmp_path / "data")
+    write_landing_files(layout.landing, seed=61, customers=3, orders_per_customer=1, records_per_file=40)
+    stream(layout, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    target = tmp_path / "v2"
+    reprocess(layout, target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    capsys.readouterr()
+
+    assert main(["reconcile", "--source", str(layout.raw), "--target", str(target / "raw"),
+                 "--contracts-dir", str(contracts_dir)]) == 0
+    assert "inventory: OK  rows source=0 target=0" in capsys.readouterr().out
+    assert main(["switch", "--data-dir", str(layout.root), "--to", str(target),
+                 "--contracts-dir", str(contracts_dir)]) == 0
+    assert read_pointer(layout.root).data_root == target.resolve()
 
 
 def _rows(raw: Path) -> dict[str, int]:

@@ -130,6 +130,51 @@ def test_raw_deleted_under_a_live_checkpoint_is_refused(streamed, tmp_path, caps
     assert "committed batches 0" in err and "raw was deleted or replaced" in err
 
 
+@pytest.mark.spark
+def test_one_change_log_deleted_under_a_live_checkpoint_is_refused(streamed, tmp_path, capsys):
+    layout = streamed
+    orders = layout.raw / "orders_changes"
+    shutil.move(orders, tmp_path / "orders-aside")
+    try:
+        err = refusal(["stream", "--data-dir", str(layout.root)], capsys)
+    finally:
+        shutil.move(tmp_path / "orders-aside", orders)
+    assert f"these change logs held and no longer hold: {orders} (batch 0)" in err
+    assert "lakehouse reprocess" in err
+
+
+def stream_batch_folder(root: Path, table: str, batch_id: int) -> Path:
+    folder = root / "raw" / f"{table}_changes" / "_ingest_hour=2026-11-23-10" / f"_batch_id={batch_id}"
+    folder.mkdir(parents=True)
+    (folder / "part-0.parquet").write_bytes(b"")
+    return folder
+
+
+def committed(checkpoint: Path, *batch_ids: int) -> None:
+    (checkpoint / "commits").mkdir(parents=True, exist_ok=True)
+    for batch_id in batch_ids:
+        (checkpoint / "commits" / str(batch_id)).write_text("v1\n{}")
+
+
+def test_a_table_that_never_had_a_batch_does_not_block_a_start_but_a_lost_one_does(tmp_path):
+    checkpoint, landing, contracts = tmp_path / "cp", tmp_path / "landing", load_contracts()
+    stream_id = claim_stream_identity(tmp_path, checkpoint, landing, contracts)
+    stream_batch_folder(tmp_path, "customers", 0)
+    committed(checkpoint, 0)
+    # Orders has had no change yet: a quiet table, not a deleted one.
+    assert claim_stream_identity(tmp_path, checkpoint, landing, contracts) == stream_id
+    orders = stream_batch_folder(tmp_path, "orders", 1)
+    committed(checkpoint, 1)
+    assert claim_stream_identity(tmp_path, checkpoint, landing, contracts) == stream_id
+    assert json.loads((tmp_path / "raw" / IDENTITY_FILE).read_text())["table_batches"] == {
+        "customers_changes": 0, "orders_changes": 1}
+
+    shutil.rmtree(orders.parent.parent)
+
+    with pytest.raises(StreamIdentityError, match=r"no longer hold: .*orders_changes \(batch 1\)"):
+        claim_stream_identity(tmp_path, checkpoint, landing, contracts)
+
+
 def test_raw_batches_without_any_record_or_checkpoint_are_refused(tmp_path):
     """Raw written by an earlier version (no identity record), whose checkpoint is gone."""
     folder = tmp_path / "raw" / "customers_changes" / "_ingest_hour=2026-11-23-10" / "_batch_id=0"

@@ -19,6 +19,22 @@
   select 1
 {% endmacro %}
 
+{# `text` as a DuckDB string literal. #}
+{% macro duckdb__sql_string(text) %}
+  {{ return("'" ~ text | replace("'", "''") ~ "'") }}
+{% endmacro %}
+
+{#
+  `path` as a DuckDB glob matching exactly that path: DuckDB's file readers expand `*`,
+  `?` and `[...]` in every path they get, a list of file names included, so a data
+  directory named `da[t]a` would read `data`. Each of them goes into a character class
+  of its own (`[` first, as the others' classes add more); braces are literal to DuckDB.
+  streaming/io/duckdb_files.py does the same for the Python readers.
+#}
+{% macro duckdb__glob_literal(path) %}
+  {{ return(path | replace('[', '[[]') | replace('*', '[*]') | replace('?', '[?]')) }}
+{% endmacro %}
+
 {#
   The read_parquet call of a change log's files. DuckDB reads the Parquet footer of
   every file that union_by_name must merge each time a query binds the view: the
@@ -33,7 +49,7 @@
 #}
 {% macro duckdb__raw_change_log_relation(table, pattern) %}
   {%- set hive_options = "hive_partitioning = true, hive_types = {'_batch_id': 'BIGINT', '_ingest_hour': 'VARCHAR'}" -%}
-  {%- set listing = "read_blob('" ~ pattern ~ "')" -%}
+  {%- set listing = "read_blob(" ~ duckdb__sql_string(pattern) ~ ")" -%}
   {%- do run_query(
       "create table if not exists raw.parquet_file_schemas (table_name varchar, path varchar, size bigint,"
       ~ " last_modified timestamptz, schema_signature varchar);"
@@ -45,7 +61,11 @@
       ~ " as recorded where recorded.table_name = '" ~ table ~ "' and recorded.path = listed.filename)"
       ).columns[0].values() | list -%}
   {%- if unrecorded -%}
-    {%- set files = "['" ~ unrecorded | join("', '") ~ "']" -%}
+    {%- set literals = [] -%}
+    {%- for path in unrecorded -%}
+      {%- do literals.append(duckdb__sql_string(duckdb__glob_literal(path))) -%}
+    {%- endfor -%}
+    {%- set files = "[" ~ literals | join(", ") ~ "]" -%}
     {%- do run_query(
         "insert into raw.parquet_file_schemas select '" ~ table ~ "', listed.filename, listed.size, listed.last_modified,"
         ~ " footer.schema_signature from read_blob(" ~ files ~ ") as listed inner join ("
@@ -57,7 +77,7 @@
   {%- set schemas = run_query("select count(distinct schema_signature) from raw.parquet_file_schemas where table_name = '"
         ~ table ~ "'").columns[0].values()[0] -%}
   {%- set union_option = '' if schemas == 1 else ', union_by_name = true' -%}
-  {{ return("read_parquet('" ~ pattern ~ "', " ~ hive_options ~ union_option ~ ")") }}
+  {{ return("read_parquet(" ~ duckdb__sql_string(pattern) ~ ", " ~ hive_options ~ union_option ~ ")") }}
 {% endmacro %}
 
 {% macro duckdb__register_raw_sources() %}
@@ -73,8 +93,8 @@
     {% if var('raw_format') == 'hudi' %}
       {% set relation = 'raw_hudi.' ~ table %}
     {% else %}
-      {% set pattern = raw_dir ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
-      {% set file_count = run_query("select count(*) from glob('" ~ pattern ~ "')").columns[0].values()[0] %}
+      {% set pattern = duckdb__glob_literal(raw_dir) ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
+      {% set file_count = run_query("select count(*) from glob(" ~ duckdb__sql_string(pattern) ~ ")").columns[0].values()[0] %}
       {% set relation = duckdb__raw_change_log_relation(table, pattern) if file_count > 0 else none %}
     {% endif %}
     {#

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from streaming.cli import data, dbt, quarantine, raw
-from streaming.cli.exit_codes import exit_code_of
+from streaming.cli.exit_codes import exit_code_of, message_of
 from streaming.cli.options import add_project_options
 from streaming.io.layout import DataLayout, default_data_dir
+from streaming.runtime.data_lock import PRIVATE_UMASK
 
 COMMAND_GROUPS = (data, raw, quarantine, dbt)
 DESCRIPTION = ("DynamoDB change data into a local or AWS lakehouse: generate sample CDC, stream it to raw, "
@@ -40,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Everything a command creates (data directory, landing files, dbt's DuckDB file and
+    # logs) may hold clear PII: private to the owner, whatever the shell's umask.
+    os.umask(PRIVATE_UMASK)
     args = build_parser().parse_args(argv)
     if getattr(args, "takes_project_options_from_rest", False):
         dbt.take_project_options(args)
@@ -53,6 +58,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exit_code_of(exc)
         if code is None:
             raise
-        print(f"lakehouse {args.command}: {exc}", file=sys.stderr)
+        print(f"lakehouse {args.command}: {message_of(exc)}", file=sys.stderr)
         return code
     return 0

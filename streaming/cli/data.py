@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from streaming.cli.options import SINKS, add_batch_size_options, add_sink_option, interval_argument
+from streaming.cli.options import SINKS, add_batch_size_options, add_sink_option, interval_argument, positive_int
 from streaming.io.layout import DataLayout
 from streaming.runtime.spark_session import DEFAULT_MASTER
 from streaming.samples.generator import LANDING_LAYOUTS, RECORD_FORMATS
@@ -12,8 +12,8 @@ from streaming.samples.generator import LANDING_LAYOUTS, RECORD_FORMATS
 def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     gen = commands.add_parser("generate", parents=[common], help="land sample DynamoDB CDC as JSON lines")
     gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--customers", type=int, default=200)
-    gen.add_argument("--orders-per-customer", type=int, default=3)
+    gen.add_argument("--customers", type=positive_int, default=200)
+    gen.add_argument("--orders-per-customer", type=positive_int, default=3)
     gen.add_argument("--records-per-file", type=int, default=500)
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
@@ -42,7 +42,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     demo.add_argument("--skip-dbt", action="store_true", help="stop after the raw layer")
     demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--customers", type=int, default=200)
+    demo.add_argument("--customers", type=positive_int, default=200)
     demo.add_argument("--sink", choices=SINKS, default="auto")
     demo.set_defaults(run=demo_run)
 

@@ -19,4 +19,15 @@ def exit_code_of(exc: BaseException) -> int | None:
     # The PII key helpers run inside dbt's image, without `streaming`: their error is plain.
     if isinstance(exc, (OperatorError, PiiKeyError)):
         return REFUSED
+    # A file-system error on a named path (missing, a file where a folder belongs, no
+    # permission) is the operator's to fix, whichever command met it.
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return REFUSED
     return None
+
+
+def message_of(exc: BaseException) -> str:
+    """The one line the operator sees for an error that has an exit code."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

@@ -1,6 +1,6 @@
 """The data directory's layout: the one place that names its folders, files, environment
 variables and the stream's query name. Paths only: no Spark, and no I/O beyond reading
-and writing the active-raw pointer.
+and writing the active-raw pointer and checking that a data directory can be read.
 
 ```
 <data dir>/landing/...                          landing files, as Firehose names them
@@ -11,6 +11,7 @@ and writing the active-raw pointer.
 <data root>/quarantine/_batch_id=<n>/*.parquet  rejected records with their reason
 <data root>/checkpoints/landing_to_raw/         the stream's Structured Streaming checkpoint
 <data dir>/dbt/{target,logs}/                   dbt's output for this data directory
+<data dir>/lakehouse.duckdb                     the local dbt target's database (profiles.yml names it too)
 ```
 
 The data root is the data directory itself until `lakehouse switch` points readers at a
@@ -44,6 +45,7 @@ RAW_FOLDER = "raw"
 QUARANTINE_FOLDER = "quarantine"
 CHECKPOINTS_FOLDER = "checkpoints"
 DBT_FOLDER = "dbt"
+DUCKDB_FILE = "lakehouse.duckdb"
 # Inside raw/: hidden from every reader, since no glob below starts inside them.
 TEMPORARY_FOLDER = "_tmp"
 LEDGER_FOLDER = "_landing"
@@ -57,8 +59,23 @@ class PointerError(OperatorError):
     """The active-raw pointer cannot be read."""
 
 
+class DataDirUnusable(OperatorError):
+    """The data directory a command reads is missing, not a folder, or not readable."""
+
+
 def default_data_dir() -> Path:
     return Path(os.environ.get(DATA_DIR_ENV) or "data")
+
+
+def require_data_dir(data_dir: Path) -> None:
+    """Refuse a data directory that a reading command would take as empty: a mistyped
+    path would otherwise report no rows, or have dbt build empty marts."""
+    if not data_dir.exists():
+        raise DataDirUnusable(f"data directory {data_dir} does not exist; give --data-dir, or run `lakehouse demo`")
+    if not data_dir.is_dir():
+        raise DataDirUnusable(f"data directory {data_dir} is not a folder; give --data-dir")
+    if not os.access(data_dir, os.R_OK | os.X_OK):
+        raise DataDirUnusable(f"data directory {data_dir} cannot be read (permission denied)")
 
 
 def uri(root: str, *parts: str) -> str:
@@ -95,6 +112,10 @@ class DataLayout:
     @property
     def dbt_logs(self) -> Path:
         return self.root / DBT_FOLDER / "logs"
+
+    @property
+    def dbt_database(self) -> Path:
+        return self.root / DUCKDB_FILE
 
     def checkpoint(self, query_name: str = QUERY_NAME) -> Path:
         return self.root / CHECKPOINTS_FOLDER / query_name

@@ -18,6 +18,7 @@ from pyspark.sql.streaming import DataStreamReader
 
 from streaming.io.firehose_error_output import ERROR_OUTPUT_PATTERN, is_error_output
 from streaming.io.landing_ledger import LandedFile, record_batch
+from streaming.io.storage import hadoop_glob_literal
 from streaming.pipeline.envelope import SOURCE_ERROR
 
 ENVELOPE_COLUMNS = ("payload", "kinesis_sequence_number", "source_ref")
@@ -129,8 +130,12 @@ def _landing_listing(reader: DataStreamReader | DataFrameReader) -> DataStreamRe
     return reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
 
 
-def _landing_files(listing: DataFrame) -> DataFrame:
-    """The listed objects without Firehose's error output (streaming/io/firehose_error_output.py)."""
+def _load_landing(reader: DataStreamReader | DataFrameReader, path: str) -> DataFrame:
+    """The landing objects below `path`, without Firehose's error output
+    (streaming/io/firehose_error_output.py). The file sources glob the path they load
+    (DataSource.checkAndGlobPathIfNecessary, FileStreamSource), so it is escaped: a
+    folder named `da[t]a` must not read the landing files of `data`."""
+    listing = _landing_listing(reader).load(hadoop_glob_literal(path))
     return listing.where(~F.col("path").rlike(ERROR_OUTPUT_PATTERN))
 
 
@@ -204,7 +209,7 @@ def _landing_size(spark: SparkSession, landing_dir: str) -> tuple[int, int]:
     """(files, bytes) below `landing_dir` as the stream will list them; (0, 0) when the
     folder does not exist yet. One listing job; no file is read."""
     try:
-        row = _landing_files(_landing_listing(spark.read).load(landing_dir)).agg(
+        row = _load_landing(spark.read, landing_dir).agg(
             F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")
         ).first()
     except AnalysisException as exc:
@@ -229,17 +234,17 @@ def landing_files_stream(
     if trigger_size is None:
         trigger_size = files_per_trigger(spark, landing_dir, max_files_per_trigger)
     reader = (
-        _landing_listing(spark.readStream)
+        spark.readStream
         .option("maxFileAge", NEVER_TOO_OLD)
         .option("maxFilesPerTrigger", str(trigger_size.files))
     )
-    files = _landing_files(reader.load(landing_dir)).select("path", "length", "modificationTime")
+    files = _load_landing(reader, landing_dir).select("path", "length", "modificationTime")
     return LandingStream(files, ledger_dir)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:
     """The same envelope as a one-off batch read (backfills, replays of landed files)."""
-    return files_envelope(spark, _listed(_landing_files(_landing_listing(spark.read).load(path))))
+    return files_envelope(spark, _listed(_load_landing(spark.read, path)))
 
 
 def _glue_data_column(df: DataFrame) -> Column:

@@ -21,6 +21,13 @@ def jvm_class_loadable(spark: SparkSession, class_name: str) -> bool:
 _GLOB_SPECIAL = re.compile(r"([\\\[\]{}*?])")
 
 
+def hadoop_glob_literal(path: str) -> str:
+    """`path` as a Hadoop glob that matches exactly that path. Spark's file sources glob
+    the path they load (a data directory named `run[2]` would be read as `run2`), and so
+    does `globStatus`."""
+    return _GLOB_SPECIAL.sub(r"\\\1", path)
+
+
 class HadoopFiles:
     """Hadoop FileSystem calls for the session's configuration (credentials, S3 settings)."""
 
@@ -51,8 +58,7 @@ class HadoopFiles:
     def glob_in(self, folder: str, pattern: str) -> list[str]:
         """Paths matching the glob `pattern` below `folder`, whose own name is taken
         literally: a data directory named e.g. `run[2]` is not a character class."""
-        escaped = _GLOB_SPECIAL.sub(r"\\\1", folder.rstrip("/"))
-        hadoop_path, filesystem = self._path_and_fs(f"{escaped}/{pattern}")
+        hadoop_path, filesystem = self._path_and_fs(f"{hadoop_glob_literal(folder.rstrip('/'))}/{pattern}")
         return sorted(status.getPath().toString() for status in filesystem.globStatus(hadoop_path) or [])
 
     def delete(self, path: str) -> None:

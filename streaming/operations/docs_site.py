@@ -13,7 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from streaming.errors import OperatorError
-from streaming.io.layout import DataLayout
+from streaming.io.layout import DataLayout, require_data_dir
 from streaming.runtime.dbt_runner import run_dbt
 
 LOOPBACK = "127.0.0.1"
@@ -62,7 +62,8 @@ def serve_docs(data_dir: Path, port: int = DEFAULT_PORT, *, out: Callable[[str],
     interrupted (Ctrl-C)."""
     if not 0 <= port <= 65535:
         raise DocsSiteError(f"--port must be between 0 and 65535, not {port}")
-    if not (Path(data_dir) / "lakehouse.duckdb").exists():
+    require_data_dir(data_dir)
+    if not DataLayout(Path(data_dir)).dbt_database.exists():
         # The catalog (column types, row counts) comes from the built tables.
         out(f"no built tables in {data_dir}: the site will list models without their columns' types; "
             "run `lakehouse demo` or `lakehouse dbt build` first for the full catalog")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import duckdb
 
+from streaming.io.layout import DataLayout
+
 MARTS_SCHEMA = "lakehouse_marts"
 # Customers whose versions the summary shows: those with the most versions, so a demo
 # shows changes, a delete and its end.
@@ -32,7 +34,7 @@ def _table(headers: list[str], rows: list[tuple]) -> str:
 def summarize_marts(data_dir: Path | str) -> str:
     """Row counts of every mart, revenue per status, customer activity per day, the
     versions of a few customers and how current each mart is."""
-    database = Path(data_dir) / "lakehouse.duckdb"
+    database = DataLayout(Path(data_dir)).dbt_database
     with duckdb.connect(str(database), read_only=True) as con:
         counts = [
             (mart, con.sql(f"select count(*) from {MARTS_SCHEMA}.{mart}").fetchall()[0][0])

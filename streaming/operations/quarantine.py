@@ -46,7 +46,7 @@ from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
 from streaming.atomic_files import write_json_atomically, write_text_atomically
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.errors import OperatorError
-from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout
+from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout, require_data_dir
 from streaming.io.sinks import QuarantineWriter, SinkName
 from streaming.operations.backfill import operation_batch_id
 from streaming.pipeline import reasons
@@ -557,6 +557,7 @@ def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRec
 
 def quarantine_summary(layout: DataLayout, *, out: Printer = print) -> QuarantineSummary:
     """`lakehouse quarantine summary`: open rows of the active data root by table, reason and day."""
+    require_data_dir(layout.root)
     summary = summarize(layout.active().root)
     for line in summary.lines():
         out(line)
@@ -577,6 +578,7 @@ def quarantine_show(
     marts' pseudonyms under the data directory's PII key, or masked without one)."""
     if reason is None:
         raise QuarantineError("show needs --reason (see `lakehouse quarantine summary`)")
+    require_data_dir(layout.root)
     contracts = load_checked_contracts(contracts_dir)
     key = key_of_data_dir(layout.root)
     rows = select_records(open_records(layout.active().root), reason=reason, table=table, batches=batches)
@@ -599,6 +601,7 @@ def quarantine_replay(
 ) -> ReplayResult | None:
     """`lakehouse quarantine replay`: open quarantined records through the pipeline again,
     exactly once; None when nothing is open."""
+    require_data_dir(layout.root)
     contracts = load_checked_contracts(contracts_dir)
     target = layout.active()
     # Planned under the lock too: a replay running elsewhere could change what is open.

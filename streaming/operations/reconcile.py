@@ -33,6 +33,7 @@ from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
 from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
+from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
 from streaming.io.dynamodb_export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
 from streaming.runtime.startup import load_checked_contracts
 
@@ -171,7 +172,7 @@ def _export_side(con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Ma
     contract = contracts.get(manifest.table_name)
     if contract is None:
         raise ReconcileError(f"{export_dir}: no table contract for table {manifest.table_name!r}")
-    files = ", ".join(_quote(str(data_file.path)) for data_file in manifest.data_files)
+    files = ", ".join(sql_string(duckdb_glob_literal(data_file.path)) for data_file in manifest.data_files)
     columns = [f"{_export_value(spec, _json_member('Item', spec.name))} as {_ident(spec.column)}"
                for spec in contract.attributes]
     body = "select " + ", ".join(columns) + (
@@ -223,7 +224,7 @@ def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: 
     files = raw_layout.change_log_files(table_dir)
     if not files:
         return None
-    listed = ", ".join(_quote(str(path)) for path in files)
+    listed = ", ".join(sql_string(duckdb_glob_literal(path)) for path in files)
     # The column is inside the files too, so the folder names are not parsed again.
     return _latest_per_key(f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)", contract)
 
@@ -235,7 +236,7 @@ def _duckdb_side(
     if name not in by_raw:
         raise ReconcileError(f"{table}: no contract has raw_table {name!r}; name the table after its raw table")
     catalog = f"{alias}_db"
-    con.execute(f"attach {_quote(str(database))} as {catalog} (read_only)")
+    con.execute(f"attach {sql_string(str(database))} as {catalog} (read_only)")
     relation = f"{catalog}.{table}"
     try:
         columns = {row[0] for row in con.execute(f"describe {relation}").fetchall()}
@@ -325,7 +326,7 @@ def _compare(
                           for spec in contract.attributes) or "false"
     changed_from = f"from source as s join target as t on {join} where {differs}"
     which = "list_filter([" + ", ".join(
-        f"case when s.{_ident(spec.column)} is distinct from t.{_ident(spec.column)} then {_quote(spec.column)} end"
+        f"case when s.{_ident(spec.column)} is distinct from t.{_ident(spec.column)} then {sql_string(spec.column)} end"
         for spec in contract.attributes
     ) + "], lambda c: c is not null)"
     changed = scalar(f"select count(*) {changed_from}")
@@ -375,15 +376,17 @@ def _materialise(con: duckdb.DuckDBPyConnection, contract: TableContract, state:
     """Table `name`: canonical business columns, `_partition` and `_row_hash`.
 
     Returns the business columns the side lacks (compared as nulls, so they show up
-    as changed rows too).
+    as changed rows too). A side without the table has no rows and so lacks no column:
+    its rows missing on the other side tell the difference.
     """
+    specs = contract.attributes
     if state is None:
         present: set[str] = set()
+        missing = []
         state = "select 1 where false"
     else:
         present = {row[0] for row in con.execute(f"describe {state}").fetchall()}
-    specs = contract.attributes
-    missing = [spec.column for spec in specs if spec.column not in present]
+        missing = [spec.column for spec in specs if spec.column not in present]
     values = [
         f"cast({_canonical(spec, _ident(spec.column)) if spec.column in present else 'null'} "
         f"as {_duck_type(spec)}) as {_ident(spec.column)}"
@@ -453,15 +456,11 @@ def _duck_type(spec: AttributeSpec) -> str:
 
 def _json_member(json_value: str, name: str) -> str:
     path = '$."' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return f"json_extract({json_value}, {_quote(path)})"
+    return f"json_extract({json_value}, {sql_string(path)})"
 
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _shown_key(contract: TableContract, key: Mapping[str, Any], pii_key: bytes | None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,15 @@ from streaming.atomic_files import write_json_atomically
 from streaming.errors import OperatorError
 from streaming.io.dynamodb_export import ExportValidationError
 from streaming.io.hudi_options import hudi_table_path
-from streaming.io.layout import POINTER_FILE, RAW_DIR_ENV, ActiveRaw, DataLayout, read_pointer, write_pointer
+from streaming.io.layout import (
+    POINTER_FILE,
+    RAW_DIR_ENV,
+    ActiveRaw,
+    DataLayout,
+    change_log_dir,
+    read_pointer,
+    write_pointer,
+)
 from streaming.io.sinks import SinkName
 from streaming.io.sources import local_landing_files
 from streaming.runtime.data_lock import hold_data_dir
@@ -36,6 +45,7 @@ from streaming.runtime.startup import (
     local_pipeline,
     start_landing_stream,
 )
+from streaming.runtime.stream_identity import record_table_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -173,6 +183,10 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
                 f"--to {target} is inside {what} {protected}; choose a location outside it, "
                 f"e.g. {protected.parent / (protected.name + '-reprocessed')}"
             )
+    if target.exists() and not target.is_dir():
+        raise SwitchError(f"--to {target} is not a folder; choose a new location")
+    if target.exists() and not os.access(target, os.R_OK | os.W_OK | os.X_OK):
+        raise SwitchError(f"--to {target} cannot be read or written (permission denied); choose a new location")
     marker = target / REPROCESS_MARKER
     if target.exists() and any(target.iterdir()) and not marker.is_file():
         raise SwitchError(f"{target} exists and was not made by `lakehouse reprocess`; choose a new location")
@@ -221,10 +235,15 @@ def run_reprocess(
         run_backfill(spark, backfill, pipeline, out=out)
     out(f"{len(plan.landing_files)} landing files into {target.raw} (available-now)")
     start_landing_stream(spark, pipeline, target, plan.landing, options, out)
+    record_table_batches(plan.target, contracts)
     # After the stream: a replay repeats only what the new root quarantined as well.
     read_by_target = [*plan.landing_files, *(Path(run["export_dir"]) for run in plan.backfills)]
     repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, pipeline.contracts, pipeline.sink,
                    read_by_target, out=out)
+    # A table without rows has no change-log folder, and `switch` accepts only a root
+    # with every contracted table: an empty folder says the rebuild found none.
+    for contract in contracts.values():
+        change_log_dir(target.raw, contract).mkdir(parents=True, exist_ok=True)
     # `switch` accepts only a finished reprocess.
     marker["finished_at"] = datetime.now(timezone.utc).isoformat()
     write_json_atomically(plan.target / REPROCESS_MARKER, marker)

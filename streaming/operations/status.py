@@ -8,9 +8,10 @@ from pathlib import Path
 
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
+from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
-from streaming.io.layout import DataLayout, is_switched
+from streaming.io.layout import DataLayout, is_switched, require_data_dir
 from streaming.runtime.startup import load_checked_contracts
 
 
@@ -48,6 +49,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     """Row counts of the local raw change logs, their current state and the quarantine."""
     import duckdb
 
+    require_data_dir(layout.root)
     contracts = load_checked_contracts(contracts_dir)
     data_dir = layout.root
     layout = layout.active()
@@ -69,7 +71,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
         if quarantine_files:
             rows = connection.execute(
                 "select reason, count(*) from read_parquet(?) group by reason",
-                [[str(path) for path in quarantine_files]],
+                [[duckdb_glob_literal(path) for path in quarantine_files]],
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
     changes = tuple(changed.warning() for changed in changed_files(layout.landing_ledger))
@@ -91,7 +93,7 @@ def _naming_unreadable_parquet(layout: DataLayout) -> Iterator[None]:
         with duckdb.connect() as probe:
             for path in sorted([*layout.raw.rglob("*.parquet"), *layout.quarantine.rglob("*.parquet")]):
                 try:
-                    probe.execute("select count(*) from parquet_metadata(?)", [str(path)]).fetchall()
+                    probe.execute("select count(*) from parquet_metadata(?)", [duckdb_glob_literal(path)]).fetchall()
                 except duckdb.Error as problem:
                     unreadable.append(f"  {path}: {str(problem).splitlines()[0]}")
         if not unreadable:
@@ -108,6 +110,6 @@ def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Seq
         return 0, 0
     keys = ", ".join(f'"{column}"' for column in key_columns)
     rows, distinct_keys = connection.execute(  # type: ignore[attr-defined]
-        f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[str(path) for path in files]]
+        f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[duckdb_glob_literal(path) for path in files]]
     ).fetchone()
     return int(rows), int(distinct_keys)

@@ -13,6 +13,7 @@ from streaming.io.sources import local_landing_files
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import StreamOptions, claim_local_stream, load_checked_contracts, start_stream
+from streaming.runtime.stream_identity import record_table_batches
 from streaming.runtime.stream_loop import DEFAULT_INTERVAL, Trigger, deferred_stop_signals, stop_between_batches
 
 if TYPE_CHECKING:
@@ -65,4 +66,6 @@ def stream(
                 raise OperatorError(
                     f"the stream stopped on an error (nothing past the failed batch was committed): {exc}"
                 ) from exc
+        # What the change logs hold now, so that the next start notices one deleted.
+        record_table_batches(target.root, contracts)
     out(f"stream finished in {time.monotonic() - started:.1f}s")

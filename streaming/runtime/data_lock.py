@@ -39,6 +39,11 @@ from pathlib import Path
 from streaming.errors import OperatorError
 
 LOCK_FILE = ".lakehouse.lock"
+# A data directory holds clear PII (landing payloads, raw tables, the quarantine, the PII
+# key): what a writer creates in it is for its owner alone, folders 0700 and files 0600.
+# The CLI sets this umask for its whole process; Spark writes through Hadoop, which takes
+# its permissions from `fs.permissions.umask-mode` instead (streaming/runtime/spark_session.py).
+PRIVATE_UMASK = 0o077
 
 # Data directories this process holds, with how many nested `hold_data_dir` calls hold
 # each: the demo holds its directory and calls generate and stream, which hold it too.
@@ -111,7 +116,8 @@ def hold_data_dir(
     Raises DataDirLocked at once, without waiting, when another process holds it or when
     a record left by a process on another host may still be valid. Nested calls in one
     process for the same directory share the lock. A directory created here for the lock
-    and still empty at the end is removed again.
+    and still empty at the end is removed again. While the lock is held, the process's
+    umask is PRIVATE_UMASK (the previous one is restored afterwards).
     """
     root = Path(data_dir).resolve()
     with _held_guard:
@@ -130,10 +136,19 @@ def hold_data_dir(
 
     path = lock_path(root)
     created = not root.exists()
+    previous_umask = os.umask(PRIVATE_UMASK)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # O_NOFOLLOW: a symbolic link in the lock file's place would have this command
+        # truncate and write whatever file it points to.
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
+        os.umask(previous_umask)
+        if exc.errno == errno.ELOOP:
+            raise DataDirLocked(
+                f"the lock file {path} is a symbolic link; it must be a plain file of the data directory: "
+                "delete the link and run again"
+            ) from exc
         raise DataDirLocked(f"cannot open the lock file {path}: {exc.strerror}") from exc
     try:
         try:
@@ -171,6 +186,7 @@ def hold_data_dir(
     finally:
         # Closing the descriptor releases the flock.
         os.close(handle)
+        os.umask(previous_umask)
 
 
 def _remove_if_only_the_lock(root: Path) -> None:

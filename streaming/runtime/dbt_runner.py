@@ -13,7 +13,7 @@ from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
 from streaming.errors import OperatorError
-from streaming.io.layout import DataLayout, dbt_env
+from streaming.io.layout import DataLayout, dbt_env, require_data_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -50,12 +50,20 @@ def run_dbt(
     only a key that exists already, as a plain `dbt` command does.
     """
     data_path = Path(data_dir).resolve()
+    if target == "local":
+        check_database_folder(data_path)
     data_path.mkdir(parents=True, exist_ok=True)
     if create_local_pii_key and target == "local" and KEY_ENV not in {**os.environ, **(extra_env or {})}:
         ensure_local_key(data_path)
     env = {
         "LAKEHOUSE_DBT_TARGET": target,
+        # As environment variables, not options: a command without one of these options
+        # (`dbt deps` and `dbt debug` take no --target-path) ignores the variable, where
+        # it would refuse the option. An option given in `args` still wins.
+        "DBT_PROJECT_DIR": str(PROJECT_DIR),
         "DBT_PROFILES_DIR": str(PROJECT_DIR),
+        "DBT_TARGET_PATH": str(DataLayout(data_path).dbt_target),
+        "DBT_LOG_PATH": str(DataLayout(data_path).dbt_logs),
         # The data directory, and its active raw location (it follows `lakehouse switch`).
         **dbt_env(data_path),
         **(extra_env or {}),
@@ -63,15 +71,7 @@ def run_dbt(
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     try:
-        return dbtRunner().invoke(
-            [
-                *args,
-                "--project-dir", str(PROJECT_DIR),
-                "--profiles-dir", str(PROJECT_DIR),
-                "--target-path", str(DataLayout(data_path).dbt_target),
-                "--log-path", str(DataLayout(data_path).dbt_logs),
-            ]
-        )
+        return dbtRunner().invoke(list(args))
     finally:
         _close_duckdb_environment()
         for name, value in saved.items():
@@ -79,6 +79,19 @@ def run_dbt(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def check_database_folder(data_path: Path) -> None:
+    """Refuse a data directory the local target's DuckDB file cannot live in. DuckDB 2.0
+    reads what follows a `?` in a database path as options: it resolves the path and
+    puts the write-ahead log beside the part before the `?`, in a folder that does not
+    exist, so every write fails. dbt-duckdb reads the path as a URL too, and cuts it at
+    a `?` or a `#`."""
+    if {"?", "#"} & set(str(data_path)):
+        raise DbtFailed(
+            f"DuckDB cannot keep dbt's database in {data_path}: it reads a `?` or `#` in the path as the start of "
+            "options. Rename the data directory without them (the stream and `status` work there as they are)"
+        )
 
 
 def failure_summary(result: dbtRunnerResult, *, most: int = 10) -> str:
@@ -127,9 +140,8 @@ def run_dbt_command(data_dir: Path, dbt_args: Sequence[str]) -> None:
     """
     if not dbt_args:
         raise DbtFailed("name a dbt command, e.g. `lakehouse dbt build`")
-    if not data_dir.is_dir():
-        # dbt would create it empty and build nothing from it; a mistyped path is the likely cause.
-        raise DbtFailed(f"data directory {data_dir} does not exist; give --data-dir, or run `lakehouse demo`")
+    # dbt would create a missing one empty and build nothing from it.
+    require_data_dir(data_dir)
     result = run_dbt(list(dbt_args), data_dir)
     if not result.success:
         log_file = DataLayout(data_dir).dbt_logs / "dbt.log"

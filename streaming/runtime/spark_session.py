@@ -14,6 +14,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
+from streaming.runtime.data_lock import PRIVATE_UMASK
 from streaming.runtime.package_zip import build_package_zip
 
 HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
@@ -116,6 +117,9 @@ def local_session(
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         # DuckDB, Athena and hudi-rs all read INT64 micros; Spark's default is INT96.
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        # Hadoop's local file system sets each file's and folder's permissions itself from
+        # this setting (022 by default: world-readable), whatever the process's umask is.
+        .config("spark.hadoop.fs.permissions.umask-mode", f"{PRIVATE_UMASK:03o}")
     )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

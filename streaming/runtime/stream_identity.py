@@ -11,12 +11,18 @@ folders already in raw (rows lost where landing files have expired) or beside th
 and the absolute checkpoint and landing paths; every later start must match them. A
 checkpoint that committed batches beside a raw folder without that record (deleted with
 it) is refused too.
+
+One table's change log deleted (or its newest batches) while the record survives is
+caught by the record's `table_batches`: per change log, the newest stream batch it held
+when the stream last started or finished. A later start is refused when the checkpoint
+has committed that batch but the change log no longer holds it. A table whose first
+batches were written since then (and deleted before the next start) is not covered.
 """
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -43,6 +49,9 @@ class StreamIdentity:
     checkpoint: str
     landing: str
     recorded_at: str
+    # Change log -> the newest stream batch it held when last seen; records written
+    # before this field existed have none.
+    table_batches: dict[str, int] = field(default_factory=dict)
 
 
 def query_id_in_metadata(text: str) -> str:
@@ -72,16 +81,23 @@ def committed_batch_ids(checkpoint_dir: Path) -> set[int]:
     return {int(path.name) for path in commits.iterdir() if path.name.isdigit()} if commits.is_dir() else set()
 
 
+def table_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> dict[str, set[int]]:
+    """Per change log, the stream batch ids (not backfills or replays, which are negative)
+    with a folder in it."""
+    raw = DataLayout(data_root).raw
+    return {
+        contract.changes_table: {
+            batch_id for batch_id in raw_layout.batch_ids(raw_layout.change_log_dir(raw, contract)) if batch_id >= 0
+        }
+        for contract in contracts.values()
+    }
+
+
 def written_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> set[int]:
     """Stream batch ids (not backfills, which are negative) with folders in raw or quarantine."""
-    raw = DataLayout(data_root).raw
-    ids = {
-        batch_id
-        for contract in contracts.values()
-        for batch_id in raw_layout.batch_ids(raw_layout.change_log_dir(raw, contract))
-    }
-    ids |= {int(folder.name.split("=", 1)[1]) for folder in DataLayout(data_root).quarantine.glob("_batch_id=*")}
-    return {batch_id for batch_id in ids if batch_id >= 0}
+    ids = set().union(*table_batch_ids(data_root, contracts).values())
+    quarantined = {int(folder.name.split("=", 1)[1]) for folder in DataLayout(data_root).quarantine.glob("_batch_id=*")}
+    return ids | {batch_id for batch_id in quarantined if batch_id >= 0}
 
 
 def read_identity(data_root: Path) -> StreamIdentity | None:
@@ -105,6 +121,7 @@ def claim_stream_identity(
     written = written_batch_ids(data_root, contracts)
     if recorded is not None:
         _check_same_stream(recorded, checkpoint_id, checkpoint, landing, data_root)
+        _check_table_batches(recorded, checkpoint_dir, table_batch_ids(data_root, contracts), data_root)
     elif written and checkpoint_id is None:
         raise StreamIdentityError(
             f"{data_root / 'raw'} holds stream batches {_ids(written)} but there is no checkpoint at "
@@ -126,10 +143,49 @@ def claim_stream_identity(
                 f"`lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
             )
     if recorded is not None:
+        record_table_batches(data_root, contracts)
         return recorded.stream_id
     stream_id = checkpoint_id or _new_checkpoint_identity(checkpoint_dir)
-    _write_identity(data_root, StreamIdentity(stream_id, checkpoint, landing, datetime.now(timezone.utc).isoformat()))
+    _write_identity(data_root, StreamIdentity(stream_id, checkpoint, landing, datetime.now(timezone.utc).isoformat(),
+                                              _newest_batches(table_batch_ids(data_root, contracts))))
     return stream_id
+
+
+def record_table_batches(data_root: Path, contracts: dict[str, TableContract]) -> None:
+    """Note in the stream identity record the newest batch each change log holds now
+    (the stream calls this when it starts and when it finishes); a change log that holds
+    none keeps what was noted before."""
+    recorded = read_identity(data_root)
+    if recorded is None:
+        return
+    newest = {**recorded.table_batches, **_newest_batches(table_batch_ids(data_root, contracts))}
+    # Rewritten only on a change: an idle restart leaves the record as it was.
+    if newest != recorded.table_batches:
+        _write_identity(data_root, replace(recorded, table_batches=newest))
+
+
+def _newest_batches(batches: dict[str, set[int]]) -> dict[str, int]:
+    return {table: max(ids) for table, ids in batches.items() if ids}
+
+
+def _check_table_batches(
+    recorded: StreamIdentity, checkpoint_dir: Path, held: dict[str, set[int]], data_root: Path
+) -> None:
+    """Refuse when a contracted table's change log lost a batch the checkpoint committed
+    and the record saw there. Spark keeps only its newest commit files, so a batch up to
+    the newest commit counts as committed."""
+    newest_commit = max(committed_batch_ids(checkpoint_dir), default=-1)
+    lost = {table: batch_id for table, batch_id in recorded.table_batches.items()
+            if table in held and batch_id <= newest_commit and batch_id not in held[table]}
+    if lost:
+        raw = DataLayout(data_root).raw
+        gone = ", ".join(f"{raw / table} (batch {batch_id})" for table, batch_id in sorted(lost.items()))
+        raise StreamIdentityError(
+            f"the checkpoint {checkpoint_dir.resolve()} committed batches that these change logs held and no "
+            f"longer hold: {gone}; raw folders were deleted under a live checkpoint, and the stream would not "
+            f"write those batches again. Restore them, or rebuild with `lakehouse reprocess --to <new data root>` "
+            f"and `lakehouse switch`; or, {_START_OVER}"
+        )
 
 
 def _check_same_stream(

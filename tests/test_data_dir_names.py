@@ -1,0 +1,74 @@
+"""A data directory's path is a literal everywhere: glob characters and a quote in its
+name neither break a reader nor make one read another directory's files."""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from streaming.cli import main
+from streaming.io.layout import DataLayout
+from streaming.operations.demo import run_demo
+from streaming.operations.marts_summary import MARTS_SCHEMA
+from streaming.samples.generator import CUSTOMERS, generate_cdc, write_landing_files
+from streaming.samples.raw_fixtures import write_raw_batch
+
+SEED, CUSTOMER_COUNT = 9, 5
+
+
+def land_strangers(sibling: Path) -> None:
+    """Landing files and a raw batch in a folder the data directory's name matches as a glob."""
+    write_landing_files(DataLayout(sibling).landing, seed=31, customers=12, records_per_file=40)
+    ingested = datetime(2026, 11, 1, 1, tzinfo=timezone.utc)
+    stranger = {"id": "stranger", "cust_name": "Not Ours", "email": "stranger@example.com", "_event_ts": ingested,
+                "sequence": 1}
+    write_raw_batch(sibling, "customers", 0, [stranger], ingested)
+
+
+def assert_counts_are_its_own(result) -> None:
+    truth = generate_cdc(seed=SEED, customers=CUSTOMER_COUNT, record_format="streams")
+    assert result.status.change_rows == {table: sum(names.values()) for table, names in truth.event_counts.items()}
+    assert result.status.current_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+
+
+@pytest.mark.spark
+def test_a_data_dir_named_with_every_glob_character_streams_and_counts_only_its_own_files(spark, tmp_path, capsys):
+    # As globs, the name matches `dataZZx'q` for Hadoop (which expands {x} to x) and
+    # `dataZZ{x}'q` for DuckDB (braces are literal to it).
+    for sibling in ("dataZZx'q", "dataZZ{x}'q"):
+        land_strangers(tmp_path / sibling)
+    layout = DataLayout(tmp_path / "da[t]a*?{x}'q")
+
+    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, record_format="streams", sink="local",
+                      spark=spark, build_marts=False, out=lambda _: None)
+
+    assert_counts_are_its_own(result)
+    assert main(["status", "--data-dir", str(layout.root)]) == 0
+    assert not (tmp_path / "dataZZx'q" / "raw" / "orders_changes").exists(), "nothing was written beside it"
+    # DuckDB itself cannot keep a database file there: dbt is refused in one line.
+    capsys.readouterr()
+    assert main(["dbt", "build", "--data-dir", str(layout.root)]) == 2
+    err = capsys.readouterr().err
+    assert "DuckDB cannot keep dbt's database in" in err and err.count("\n") == 1
+    assert not layout.dbt_database.exists()
+
+
+@pytest.mark.spark
+@pytest.mark.dbt
+def test_dbt_builds_the_marts_of_a_data_dir_named_with_glob_characters_and_a_quote(spark, tmp_path):
+    land_strangers(tmp_path / "dataZZ{x}'q")  # what `da[t]a*{x}'q` matches as a DuckDB glob
+    layout = DataLayout(tmp_path / "da[t]a*{x}'q")
+
+    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, record_format="streams", sink="local",
+                      spark=spark, out=lambda _: None)
+
+    assert_counts_are_its_own(result)
+    truth = generate_cdc(seed=SEED, customers=CUSTOMER_COUNT, record_format="streams")
+    live_ids = Counter(key[0] for key, item in truth.expected_state[CUSTOMERS].items() if item is not None)
+    with duckdb.connect(str(layout.dbt_database), read_only=True) as con:
+        dim_ids = Counter(customer_id for (customer_id,) in con.execute(
+            f"select customer_id from {MARTS_SCHEMA}.dim_customers").fetchall())
+    assert dim_ids == live_ids and live_ids, "dbt read this directory's raw tables, and only them"
