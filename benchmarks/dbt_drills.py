@@ -90,14 +90,28 @@ def _share_pii_key(source: Path, twin: Path) -> None:
     shutil.copy2(ensure_local_key(source), twin_key)
 
 
+# Columns that say when a build ran, not what it computed: two builds of the same
+# data differ there by design (mart_freshness.built_at).
+BUILD_TIME_COLUMNS = ("built_at",)
+
+
 def relations(data_dir: Path) -> dict[str, Counter[tuple[Any, ...]]]:
-    """Rows of every model relation (staging, intermediate, marts) as multisets."""
+    """Rows of every model relation (staging, intermediate, marts) as multisets,
+    without the build-time columns."""
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
         names = con.execute(
             "select table_schema, table_name from information_schema.tables where table_schema in ?", [list(SCHEMAS)]
         ).fetchall()
-        return {f"{schema}.{name}": Counter(tuple(repr(value) for value in row)
-                                              for row in con.execute(f'select * from {schema}."{name}"').fetchall())
+        excluded = ", ".join(f'"{column}"' for column in BUILD_TIME_COLUMNS)
+
+        def rows(schema: str, name: str) -> list[tuple[Any, ...]]:
+            columns = {column for (column,) in con.execute(
+                "select column_name from information_schema.columns where table_schema = ? and table_name = ?",
+                [schema, name]).fetchall()}
+            kept = f"* exclude ({excluded})" if columns & set(BUILD_TIME_COLUMNS) else "*"
+            return con.execute(f'select {kept} from {schema}."{name}"').fetchall()
+
+        return {f"{schema}.{name}": Counter(tuple(repr(value) for value in row) for row in rows(schema, name))
                 for schema, name in sorted(names)}
 
 
