@@ -346,3 +346,13 @@ def test_s3_objects_are_streamed_with_boto3(mocked_aws):
             (0, b'{"a":1}', None), (7, b'{"a":2} xyz', "trailing_garbage")]
     (missing,) = landing_reader._records_of("s3://landing/cdc/gone")
     assert missing.reason == "unreadable_file" and b"NoSuchKey" in missing.payload
+
+
+def test_broken_bytes_that_are_not_utf8_are_quarantined_as_invalid_utf8_as_the_decoder_would():
+    # A record whose opening brace was replaced by a UTF-16 byte-order mark: neither JSON
+    # nor UTF-8; the decoder checks UTF-8 first, and so does the splitter.
+    records = split(b'\xff\xfe"eventID":"e1"}\n{"eventID":"e2"}\n')
+    assert [(payload, reason) for _, payload, reason in records] == [
+        (b'\xff\xfe"eventID":"e1"}', "invalid_utf8"),
+        (b'{"eventID":"e2"}', None),
+    ]

@@ -238,6 +238,9 @@ class _Splitter:
         if reason is not None:
             # A broken record cut at a newline keeps the line's `\r` otherwise (CRLF files).
             kept = kept.rstrip(b" \t\r\n")
+        if reason == reasons.INVALID_JSON and not _is_utf8(kept):
+            # The decoder's precedence: bytes that are not UTF-8 say so before they fail as JSON.
+            reason = reasons.INVALID_UTF8
         record = LandingRecord(self.offset, kept, reason)
         self.offset += size
         return record
@@ -527,3 +530,11 @@ def _ship_by_value() -> None:
 
 
 _ship_by_value()
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
