@@ -17,6 +17,7 @@ from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
 from streaming.contracts.model import load_contracts
 from streaming.io import layout as raw_layout
+from streaming.io.landing_reader import is_utf8
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import ENVELOPE_COLUMNS, landing_files_batch
@@ -39,14 +40,6 @@ def _text_column_bytes(folder: Path, name: str, pattern: str) -> list[bytes | No
     for _, path in batch_files(folder, pattern):
         values += pq.read_table(path, columns=[name]).column(name).cast(pa.binary()).to_pylist()
     return values
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, batches: int, seed: int = 5) -> dict[str, Any]:
@@ -75,7 +68,7 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
     unmarked_quarantined = 0
     empty_reasons = 0
     payloads = _text_column_bytes(quarantine, "payload", QUARANTINE_FILE_GLOB)
-    invalid_utf8_payloads = sum(1 for payload in payloads if payload is not None and not _is_utf8(payload))
+    invalid_utf8_payloads = sum(1 for payload in payloads if payload is not None and not is_utf8(payload))
     for payload, reason in zip(payloads, _column(quarantine, "reason", QUARANTINE_FILE_GLOB)):
         if not reason:
             empty_reasons += 1

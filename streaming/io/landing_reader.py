@@ -238,7 +238,7 @@ class _Splitter:
         if reason is not None:
             # A broken record cut at a newline keeps the line's `\r` otherwise (CRLF files).
             kept = kept.rstrip(b" \t\r\n")
-        if reason == reasons.INVALID_JSON and not _is_utf8(kept):
+        if reason == reasons.INVALID_JSON and not is_utf8(kept):
             # The decoder's precedence: bytes that are not UTF-8 say so before they fail as JSON.
             reason = reasons.INVALID_UTF8
         record = LandingRecord(self.offset, kept, reason)
@@ -519,6 +519,14 @@ def split_landing_files(batches: Iterable["pyarrow.RecordBatch"]) -> Iterator["p
         yield _arrow_batch(payloads, refs, errors)
 
 
+def is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _ship_by_value() -> None:
     """Let Spark pickle this module's functions by value: Python workers on other machines
     (a standalone cluster, Glue) then need only the standard library and pyarrow."""
@@ -531,10 +539,3 @@ def _ship_by_value() -> None:
 
 _ship_by_value()
 
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
