@@ -21,11 +21,11 @@ from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, generate_cdc
 
 REPO = Path(__file__).resolve().parents[1]
-# Holds the lock of argv[1] as `lakehouse stream` would, until killed.
+# Holds the lock of argv[1] as `lakehouse <argv[2]>` would, until killed.
 HOLDER_PROGRAM = """
 import sys, time
 from streaming.runtime.data_lock import hold_data_dir
-with hold_data_dir(sys.argv[1], "stream"):
+with hold_data_dir(sys.argv[1], sys.argv[2]):
     print("held", flush=True)
     time.sleep(600)
 """
@@ -38,9 +38,11 @@ def checkout_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def holder(tmp_path) -> Iterator[subprocess.Popen[str]]:
-    """Another process holding the lock of tmp_path/data."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER_PROGRAM, str(tmp_path / "data")],
+def holder(tmp_path, request) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the lock of tmp_path/data, as `lakehouse stream` unless the
+    test is parametrized indirectly with another command."""
+    command = getattr(request, "param", "stream")
+    process = subprocess.Popen([sys.executable, "-c", HOLDER_PROGRAM, str(tmp_path / "data"), command],
                                stdout=subprocess.PIPE, text=True, env=checkout_env(), cwd=tmp_path)
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "held"
@@ -65,6 +67,8 @@ def test_a_second_stream_process_is_refused_at_once_naming_the_holder(tmp_path, 
     assert f"`lakehouse stream` (pid {holder.pid} on host {socket.gethostname()}, since " in second.stderr
     since = second.stderr.split("since ", 1)[1].split(")", 1)[0]
     assert abs(datetime.fromisoformat(since) - datetime.now(timezone.utc)).total_seconds() < 120
+    assert f"it is already streaming; to restart it, stop it with `kill {holder.pid}` and start it again" \
+        in second.stderr
     assert "starting Spark" not in second.stdout and "Traceback" not in second.stderr
     # Refused before a JVM could start (a Spark start alone takes longer here).
     assert time.monotonic() - started < 60
@@ -88,9 +92,27 @@ def test_every_command_that_writes_the_data_dir_is_refused_while_another_process
     }
     for name, argv in commands.items():
         assert main([*argv, "--data-dir", str(data)]) == 2, name
-        assert f"pid {holder.pid} on host" in capsys.readouterr().err, name
+        refusal = capsys.readouterr().err
+        assert f"pid {holder.pid} on host" in refusal, name
+        if name != "stream":
+            # A stream never finishes by itself: the refusal says how to stop it and what then.
+            assert f"stop the stream with `kill {holder.pid}`" in refusal, name
+            assert f"run `lakehouse {name}` again, then start the stream again" in refusal, name
     assert not (tmp_path / "rebuilt").exists()
     assert not (data / "raw").exists(), "nothing was written"
+
+
+@pytest.mark.parametrize("holder", ["backfill"], indirect=True)
+def test_a_command_that_finishes_by_itself_is_waited_for_not_stopped(tmp_path, holder, capsys):
+    land_sample(tmp_path / "data")
+    capsys.readouterr()
+
+    assert main(["stream", "--data-dir", str(tmp_path / "data")]) == 2
+
+    refusal = capsys.readouterr().err
+    assert f"`lakehouse backfill` (pid {holder.pid} on host" in refusal
+    assert refusal.rstrip().endswith("wait for it to finish, then run `lakehouse stream` again")
+    assert "kill" not in refusal
 
 
 def test_a_lock_left_by_a_killed_holder_is_taken_over_with_a_message(tmp_path, holder):

@@ -103,6 +103,29 @@ def _pid_running(pid: int) -> bool:
     return True
 
 
+def _way_on(holder: LockHolder | None, command: str, host: str) -> str:
+    """What the refused `command` can do about `holder`, as commands to type.
+
+    A stream runs until stopped, so waiting for it is no answer: it is stopped (SIGTERM,
+    which a processing-time stream takes as "stop after the current batch"), the command
+    runs, and the stream is started again, continuing from its checkpoint. Any other
+    holder finishes by itself.
+    """
+    again = f"`lakehouse {command}`"
+    if holder is None:
+        return f"run {again} again in a moment"
+    if holder.command != "stream":
+        return f"wait for it to finish, then run {again} again"
+    stop = f"`kill {holder.pid}`" + ("" if holder.host == host else f" on host {holder.host}")
+    if command == "stream":
+        return f"it is already streaming; to restart it, stop it with {stop} and start it again"
+    return (
+        f"stop the stream with {stop} (or Ctrl-C in its terminal; a processing-time stream finishes its "
+        f"current batch first), run {again} again, then start the stream again with the options it had: "
+        "it continues from its checkpoint, and the landing files keep what arrives meanwhile"
+    )
+
+
 def _utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -160,7 +183,7 @@ def hold_data_dir(
             who = holder.describe() if holder else "another process (it is starting up)"
             raise DataDirLocked(
                 f"{root} is being written by {who}; one writer per data directory: "
-                "wait for it to finish or stop it (Ctrl-C stops a stream after its current batch)"
+                f"{_way_on(holder, command, socket.gethostname())}"
             ) from None
         host = socket.gethostname()
         left = _read_holder(handle)
