@@ -2,18 +2,13 @@
 a typo in --interval, a truncated Parquet file, options in the natural order."""
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
 from collections import Counter
 from datetime import datetime, timezone
-from pathlib import Path
 
 import duckdb
 import pytest
+from cli_processes import LakehouseProcess
 
 from streaming.cli import main
 from streaming.io.layout import DataLayout
@@ -22,14 +17,6 @@ from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.stream_loop import checked_interval
 from streaming.samples.generator import CUSTOMERS, generate_cdc
 from streaming.samples.raw_fixtures import write_raw_batch
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def checkout_env() -> dict[str, str]:
-    """This checkout first on PYTHONPATH: the shared venv's editable install is another one."""
-    paths = [str(REPO), str(REPO / "dbt_project"), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 def test_demo_refuses_a_data_dir_it_did_not_create(tmp_path, monkeypatch, capsys):
@@ -203,35 +190,17 @@ def test_the_interval_check_agrees_with_spark(spark):
 def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
     data = tmp_path / "data"
     assert main(["generate", "--data-dir", str(data), "--customers", "3", "--records-per-file", "40"]) == 0
-    # A terminal sends Ctrl-C to the whole foreground process group: its own session here.
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data), "--sink", "local",
-         "--trigger", "processing-time", "--interval", "1 hour", "--max-bytes-per-trigger", "64m"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=checkout_env(), cwd=tmp_path,
-        start_new_session=True,
-    )
-    stdout: list[str] = []
-    stderr: list[str] = []
-    readers = [threading.Thread(target=lambda pipe=pipe, into=into: into.extend(pipe), daemon=True)
-               for pipe, into in ((process.stdout, stdout), (process.stderr, stderr))]
-    for reader in readers:
-        reader.start()
+    stream = LakehouseProcess(["stream", "--data-dir", str(data), "--sink", "local", "--trigger", "processing-time",
+                               "--interval", "1 hour", "--max-bytes-per-trigger", "64m"], cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 400
-        while not any(line.startswith("running:") for line in stdout):
-            assert process.poll() is None, "".join(stderr)
-            assert time.monotonic() < deadline, "the stream did not start"
-            time.sleep(0.2)
-        # Batch 0 starts as the query does: the interrupt lands while it runs or just after.
-        os.killpg(process.pid, signal.SIGINT)
-        code = process.wait(timeout=300)
+        stream.wait_until(lambda: "\nrunning:" in "\n" + stream.out, "the stream's start")
+        # A terminal sends Ctrl-C to the whole foreground process group. Batch 0 starts as
+        # the query does: the interrupt lands while it runs or just after.
+        stream.signal_group(signal.SIGINT)
+        code = stream.wait(timeout=300)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    for reader in readers:
-        reader.join(timeout=10)
-    out, err = "".join(stdout), "".join(stderr)
+        stream.stop()
+    out, err = stream.out, stream.err
 
     assert code == 0, err
     # The start line says how the byte budget became a file count.

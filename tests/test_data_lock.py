@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from cli_processes import checkout_env
 
 from streaming.cli import main
 from streaming.runtime.data_lock import DataDirLocked, hold_data_dir, lock_path
 from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, generate_cdc
 
-REPO = Path(__file__).resolve().parents[1]
 # Holds the lock of argv[1] as `lakehouse <argv[2]>` would, until killed.
 HOLDER_PROGRAM = """
 import sys, time
@@ -29,12 +29,6 @@ with hold_data_dir(sys.argv[1], sys.argv[2]):
     print("held", flush=True)
     time.sleep(600)
 """
-
-
-def checkout_env() -> dict[str, str]:
-    """This checkout first on PYTHONPATH: the shared venv's editable install is another one."""
-    paths = [str(REPO), str(REPO / "dbt_project"), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 @pytest.fixture

@@ -270,3 +270,16 @@ def test_key_generator_by_key_shape(keys, generator, extractor):
 
 def test_table_path():
     assert hudi_table_path("s3://b/raw/", "orders") == "s3://b/raw/orders"
+
+
+def test_the_raw_tables_have_one_writer(contracts):
+    """No concurrency control: Hudi's single-writer mode, in which the default
+    hoodie.cleaner.policy.failed.writes=EAGER rolls back failed writes "eagerly before every
+    writer starts (only supported for single writer)"; a second writer needs
+    hoodie.write.concurrency.mode=optimistic_concurrency_control with a lock provider
+    (hudi-client/hudi-client-common/src/main/java/org/apache/hudi/config/HoodieCleanConfig.java;
+    https://hudi.apache.org/docs/concurrency_control). docs/deploy-aws.md ("Initial load on
+    AWS") stops the job for a backfill because of this; a change here must change that page."""
+    for options in both_tables(contracts["orders"]):
+        assert not [key for key in options if key.startswith(("hoodie.write.concurrency", "hoodie.write.lock"))]
+        assert "hoodie.cleaner.policy.failed.writes" not in options
