@@ -16,6 +16,11 @@ are checked, then made. A failed run is recorded as "failed" and leaves live raw
 
 Each run is recorded in `<data root>/backfills/<export-id>.json`; `reprocess` replays
 the recorded backfills into a new location, so a rebuilt raw table keeps its bootstrap.
+
+A backfill never writes beside a stream: both hold the data directory's lock while they
+run, so a running stream is stopped for a backfill and started again after it
+(docs/operations.md, "Initial load"). Which wrote first does not change the current
+state: the ordering value decides it.
 """
 from __future__ import annotations
 
