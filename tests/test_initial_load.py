@@ -137,7 +137,10 @@ def test_the_runbooks_initial_load_runs_as_documented(tmp_path):
         killed.signal_group(signal.SIGKILL)
         killed.wait()
         assert json.loads(run_log_path(tmp_path / "data", export.name).read_text())["status"] == "running"
+        staging = tmp_path / "data" / "backfills" / "_staging" / export.name
+        assert staging.is_dir(), "it died midway, its staged batch left behind"
         finished = operator.run(backfill)
+        assert not staging.exists()
         assert "taking over the lock" in finished.out
         assert f"landed={len(exported)} quarantined=0" in finished.out
         backfilled = backfilled_rows(tmp_path, batch)
