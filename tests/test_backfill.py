@@ -30,6 +30,7 @@ from streaming.operations.backfill import (
 from streaming.operations.reconcile import reconcile
 from streaming.operations.stream import stream
 from streaming.pipeline.batch import Pipeline
+from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 
@@ -337,3 +338,42 @@ def test_a_sink_without_folders_gets_the_writes_only_after_the_counts_passed(spa
     assert sorted(sink.writes) == [(CUSTOMERS, plan.batch_id), (ORDERS, plan.batch_id)]
     (folder,) = (root / "raw" / "orders_changes").glob(f"*/_batch_id={plan.batch_id}")
     assert len(batch_rows(folder)) == result.landed == plan.manifest.item_count
+
+
+def _marts(data_dir: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(DataLayout(data_dir).dbt_database), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_the_marts_read_backfilled_rows_as_snapshots_not_events(lakes):
+    """Issue 21 item 16, end to end: a full export backfilled under an overlapping stream
+    adds no registrations and no history version that repeats the one before it, and
+    the current versions equal those of the stream alone."""
+    pii_key = {"LAKEHOUSE_PII_KEY": "backfill-snapshot-test-key-" + "0123456789" * 4}
+    window = ["--event-time-start", "2026-10-31", "--event-time-end", "2026-11-03"]
+    for lake in ("bootstrap", "cdc_only"):
+        result = run_dbt(["build", *window],
+                         lakes[lake].root, extra_env=pii_key)
+        assert result.success, result.exception
+    bootstrap, cdc_only = lakes["bootstrap"].root, lakes["cdc_only"].root
+    ((snapshots, stream_inserts),) = _marts(
+        bootstrap,
+        "select count(distinct _event_id) filter (where _event_id like 'export:%'), "
+        "count(distinct _event_id) filter (where _event_id not like 'export:%' and _event_name = 'INSERT') "
+        "from raw.customers_changes")
+    ((registrations,),) = _marts(bootstrap, "select sum(registrations) from lakehouse_marts.agg_daily_customer_activity")
+    assert snapshots > 0
+    assert registrations == stream_inserts
+
+    repeated = _marts(bootstrap, """
+        select version_event_id from (
+            select *, lag(email) over (partition by customer_key order by version_number) as previous_email,
+                lag(registration_date) over (partition by customer_key order by version_number) as previous_date,
+                lag(is_deleted) over (partition by customer_key order by version_number) as previous_deleted
+            from lakehouse_marts.dim_customers_history)
+        where version_event_name = 'SNAPSHOT' and version_number > 1 and not previous_deleted
+            and email is not distinct from previous_email and registration_date is not distinct from previous_date""")
+    assert repeated == []
+    current = "select customer_key, email, registration_date from lakehouse_marts.dim_customers_history " \
+              "where is_current order by 1"
+    assert _marts(bootstrap, current) == _marts(cdc_only, current)

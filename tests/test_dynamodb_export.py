@@ -19,6 +19,7 @@ from streaming.io.dynamodb_export import (
     export_to_change_records,
     read_export_manifest,
     refused_export_lines,
+    snapshot_ordering,
 )
 from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import generate_cdc
@@ -147,7 +148,7 @@ def test_a_missing_manifest_is_reported(full_export, name):
         read_export_manifest(export_dir)
 
 
-def test_full_export_lines_become_inserts_at_the_export_time(full_export):
+def test_full_export_lines_become_inserts_placed_by_the_export_time(full_export):
     export_dir, items = full_export
     records = [json.loads(line) for line in export_to_change_records(export_dir, CONTRACTS["orders"])]
     assert len(records) == len(items)
@@ -158,9 +159,10 @@ def test_full_export_lines_become_inserts_at_the_export_time(full_export):
         assert record["eventName"] == "INSERT" and record["tableName"] == "orders"
         assert record["recordFormat"] == "application/json" and record["eventSource"] == "aws:dynamodb"
         dynamodb = record["dynamodb"]
-        assert dynamodb["ApproximateCreationDateTime"] == export_us
+        placed_us, sequence_number = snapshot_ordering(export_us)
+        assert dynamodb["ApproximateCreationDateTime"] == placed_us
         assert dynamodb["ApproximateCreationDateTimePrecision"] == "MICROSECOND"
-        assert dynamodb["SequenceNumber"] == "0"
+        assert dynamodb["SequenceNumber"] == sequence_number == str(export_us)
         key = (dynamodb["Keys"]["customerId"]["S"], dynamodb["Keys"]["orderId"]["S"])
         assert set(dynamodb["Keys"]) == {"customerId", "orderId"}
         assert dynamodb["NewImage"] == items[key] and "OldImage" not in dynamodb
@@ -212,7 +214,8 @@ def test_incremental_export_layout_and_replay(tmp_path: Path, cdc):
         dynamodb = record["dynamodb"]
         names.add(record["eventName"])
         key = (dynamodb["Keys"]["customerId"]["S"], dynamodb["Keys"]["orderId"]["S"])
-        assert window_start.timestamp() * 1e6 <= dynamodb["ApproximateCreationDateTime"] < window_end.timestamp() * 1e6
+        # The exact write time travels as the sequence number (snapshot_ordering).
+        assert window_start.timestamp() * 1e6 <= int(dynamodb["SequenceNumber"]) < window_end.timestamp() * 1e6
         if record["eventName"] == "REMOVE":
             assert "NewImage" not in dynamodb and dynamodb["OldImage"] == state.pop(key)
         else:
@@ -222,14 +225,15 @@ def test_incremental_export_layout_and_replay(tmp_path: Path, cdc):
     assert state == cdc.state_at("orders", window_end - timedelta(microseconds=1))
 
 
-def test_a_backfill_plus_overlapping_cdc_converges_to_the_true_state(tmp_path: Path, cdc):
+@pytest.mark.parametrize("export_time", [EXPORT_TIME, EXPORT_TIME.replace(microsecond=0)],
+                         ids=["export-in-mid-second", "export-on-a-whole-second"])
+def test_a_backfill_plus_overlapping_cdc_converges_to_the_true_state(tmp_path: Path, cdc, export_time):
     """Winner per key = greatest (event time, sequence number), as the pipeline orders.
 
-    The export time is a whole second: DynamoDB Streams records carry whole seconds, so a
-    change made later within the export's own second must tie with the export (and win
-    on its sequence number) rather than sort before it.
+    DynamoDB Streams records carry whole seconds, so a change made later within the
+    export's own second is stamped before the export time: snapshot_ordering places
+    the export's rows before that second, wherever in it the export was taken.
     """
-    export_time = EXPORT_TIME.replace(microsecond=0)
     export_dir = write_full_export(tmp_path, "orders", cdc.state_at("orders", export_time).values(), export_time)
     winners: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
     for line in [*export_to_change_records(export_dir, CONTRACTS["orders"]), *cdc.records]:

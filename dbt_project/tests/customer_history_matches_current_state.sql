@@ -2,7 +2,10 @@
   dim_customers_history against the current-state staging model: a key is live in
   stg_dynamodb__customers exactly when it has a current version, and that version
   starts with the change staging keeps (same event; an event belongs to one key, so
-  the event ids are compared, without hashing every staged key); every closed version
+  the event ids are compared, without hashing every staged key). When staging keeps a
+  backfilled snapshot that repeated the version before it (the history adds no version
+  for it, macros/staging/backfill_snapshots.sql), the key's current version is matched
+  by key instead. Every closed version
   ends where the key's next version starts or at a delete, never later, so versions
   of a key never overlap.
 
@@ -28,10 +31,19 @@ with history as (
 live_staged as (
     select _event_id
     from {{ ref('stg_dynamodb__customers') }}
-    where not is_deleted
+    where not is_deleted and not {{ is_backfilled_snapshot('_event_id') }}
     {%- if narrowed %}
         and _ingested_at > {{ staging_cutoff }}
     {%- endif %}
+),
+
+live_staged_snapshots as (
+    select
+        _event_id,
+        _ingested_at,
+        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key
+    from {{ ref('stg_dynamodb__customers') }}
+    where not is_deleted and {{ is_backfilled_snapshot('_event_id') }}
 ),
 
 staged_without_current_version as (
@@ -45,6 +57,20 @@ staged_without_current_version as (
         from {{ ref('dim_customers_history') }} as versions
         where versions.is_current and versions.version_event_id = live_staged._event_id
     )
+    union all
+    select
+        live_staged_snapshots._event_id as event_id,
+        live_staged_snapshots.customer_key,
+        'live staged snapshot has no current version' as problem
+    from live_staged_snapshots
+    where not exists (
+        select 1
+        from {{ ref('dim_customers_history') }} as versions
+        where versions.is_current and versions.customer_key = live_staged_snapshots.customer_key
+    )
+    {%- if narrowed %}
+        and live_staged_snapshots._ingested_at > {{ staging_cutoff }}
+    {%- endif %}
 ),
 
 current_version_not_staged as (
@@ -58,6 +84,11 @@ current_version_not_staged as (
             select 1
             from {{ ref('stg_dynamodb__customers') }} as staged
             where not staged.is_deleted and staged._event_id = history.version_event_id
+        )
+        and not exists (
+            select 1
+            from live_staged_snapshots
+            where live_staged_snapshots.customer_key = history.customer_key
         )
 ),
 

@@ -7,7 +7,7 @@
     view while a table has no files yet.
     raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw.
   Current state (sources with meta.change_log): a view keeping, per meta.key_columns,
-  the change with the greatest _ordering_value (ties: greatest _event_id), tombstones
+  the change latest_change_first() puts first (the greatest _ordering_value), tombstones
   included: the rows the production Hudi upsert table holds, derived instead of stored.
   On Athena the sources are the Glue tables themselves: nothing to do.
 #}
@@ -127,7 +127,7 @@
     {% do statements.append(
         'create or replace view raw.' ~ source_node.name ~ ' as select * exclude (_ingest_hour) from raw.'
         ~ source_node.meta.change_log ~ ' qualify row_number() over (partition by ' ~ keys
-        ~ ' order by _ordering_value desc, _event_id desc) = 1') %}
+        ~ ' order by ' ~ latest_change_first() ~ ') = 1') %}
   {% endfor %}
   {{ return(statements | join(';\n')) }}
 {% endmacro %}

@@ -42,18 +42,21 @@
 
 {#
   The order of a key's changes with the winner first, for row_number() over the
-  changes of a key: the greatest _ordering_value. Ties go to the earliest ingested,
-  then the lowest _event_id, so that the result does not depend on how the rows
-  happen to be read. `newest_first=false` is the exact reverse (the winner last), for
+  changes of a key: the greatest _ordering_value. The streaming job makes it unequal
+  for any two distinct changes (it ends in the eventID), so this is the rule Hudi's
+  upsert and the Spark job apply too; equal values are copies of one change,
+  redelivered in a later batch, and the first delivery is kept, so that an
+  incremental run (which keeps the stored row on a tie) and a full build agree. The
+  raw current-state view (register_raw_sources) orders by this same macro. `newest_first=false` is the exact reverse (the winner last), for
   dim_customers_history, whose last version must be the change staging keeps.
   alias: the relation the columns are read from (none: unqualified).
 #}
 {% macro latest_change_first(alias=none, newest_first=true) -%}
   {%- set prefix = alias ~ '.' if alias else '' -%}
   {%- if newest_first -%}
-    {{ prefix }}_ordering_value desc, {{ prefix }}_ingested_at asc, {{ prefix }}_event_id asc
+    {{ prefix }}_ordering_value desc, {{ prefix }}_ingested_at asc
   {%- else -%}
-    {{ prefix }}_ordering_value asc, {{ prefix }}_ingested_at desc, {{ prefix }}_event_id desc
+    {{ prefix }}_ordering_value asc, {{ prefix }}_ingested_at desc
   {%- endif -%}
 {%- endmacro %}
 

@@ -15,7 +15,8 @@ A full export line is `{"Item": {...}}`; an incremental export line is
 
 A backfill is "export -> change records -> the same pipeline": every export line becomes
 one change record in the Kinesis-Data-Streams-for-DynamoDB format the decoder reads, so
-an export and a CDC stream that overlaps it converge to the same state.
+an export and a CDC stream that overlaps it converge to the same state. Each record is
+the item's snapshot at one time, not an event (snapshot_ordering says where it sorts).
 """
 from __future__ import annotations
 
@@ -42,9 +43,10 @@ OUTPUT_FORMAT = "DYNAMODB_JSON"
 # Placeholder account and region for generated ARNs (the account id AWS uses in its docs).
 # The region a replayed change record names (the decoder does not read it).
 SAMPLE_REGION = "us-east-1"
-# An export line replays with this sequence number so that a real CDC event written at
-# the same instant sorts after it and wins.
-EXPORT_SEQUENCE_NUMBER = "0"
+# The eventID of every replayed export line starts with this: the marts tell an item's
+# snapshot from a change event by it (macros/staging/backfill_snapshots.sql).
+SNAPSHOT_EVENT_ID_PREFIX = "export:"
+MICROS_PER_SECOND = 1_000_000
 
 DynamoItem = dict[str, dict[str, Any]]
 
@@ -223,11 +225,13 @@ class RefusedLines:
 def export_to_change_records(export_dir: Path | str, contract: TableContract) -> Iterator[str]:
     """Replay a validated export as Kinesis-Data-Streams-for-DynamoDB change records (JSON lines).
 
-    Full export lines become INSERTs at the export time; incremental lines become
-    INSERT / MODIFY / REMOVE at their write timestamp. Event ids are derived from the
-    export id, data file and line so a re-run produces identical records. The first
-    line that cannot be replayed raises its ExportLineError (`refused_export_lines`
-    lists them all beforehand).
+    Full export lines become INSERTs of the item's state at the export time; incremental
+    lines INSERT / MODIFY / REMOVE of its state at their write timestamp (with the
+    NEW_IMAGE view an update has no OldImage and comes out as an INSERT: the marts read
+    these rows as snapshots, not events, so the name does not count). Each is placed by
+    snapshot_ordering. Event ids are derived from the export id, data file and line so
+    a re-run produces identical records. The first line that cannot be replayed raises
+    its ExportLineError (`refused_export_lines` lists them all beforehand).
     """
     for replayed in _replay(read_export_manifest(export_dir), contract):
         if isinstance(replayed, ExportLineError):
@@ -261,7 +265,7 @@ def _replay(manifest: ExportManifest, contract: TableContract) -> Iterator[str |
             for line_no, raw_line in enumerate(lines, start=1):
                 if not raw_line.strip():
                     continue
-                event_id = f"export:{manifest.export_id}:{file_stem}:{line_no}"
+                event_id = f"{SNAPSHOT_EVENT_ID_PREFIX}{manifest.export_id}:{file_stem}:{line_no}"
                 where = f"{data_file.path} line {line_no}"
                 try:
                     row = _parse_export_line(raw_line, where)
@@ -337,20 +341,38 @@ def _write_timestamp_us(metadata: Any, where: str) -> int:
         raise ExportLineError(where, BAD_WRITE_TIME) from exc
 
 
+def snapshot_ordering(taken_us: int) -> tuple[int, str]:
+    """(ApproximateCreationDateTime in µs, SequenceNumber) of an item's snapshot taken at
+    epoch microsecond `taken_us`: where it sorts among the item's stream changes.
+
+    DynamoDB Streams stamps a change with its second, rounded down (API reference,
+    StreamRecord.ApproximateCreationDateTime), so a change stamped with the snapshot's
+    own second may have been written after the snapshot was taken. The snapshot is
+    therefore placed at the last microsecond before that second: every change stamped
+    with that second or later wins over it, and every change stamped earlier is
+    contained in it and loses. When the stream holds such a change, it also holds every
+    later one, so the state converges to the newest write either way. Its sequence
+    number is the exact time taken, which orders two snapshots of one second (a full
+    export and an incremental one) by when they were taken.
+    """
+    return taken_us - taken_us % MICROS_PER_SECOND - 1, str(taken_us)
+
+
 def _change_record(
     table_name: str,
     event_id: str,
     event_name: str,
-    time_us: int,
+    taken_us: int,
     keys: DynamoItem,
     new_image: DynamoItem | None,
     old_image: DynamoItem | None,
 ) -> str:
+    placed_us, sequence_number = snapshot_ordering(taken_us)
     dynamodb: dict[str, Any] = {
-        "ApproximateCreationDateTime": time_us,
+        "ApproximateCreationDateTime": placed_us,
         "ApproximateCreationDateTimePrecision": "MICROSECOND",
         "Keys": keys,
-        "SequenceNumber": EXPORT_SEQUENCE_NUMBER,
+        "SequenceNumber": sequence_number,
     }
     if new_image is not None:
         dynamodb["NewImage"] = new_image

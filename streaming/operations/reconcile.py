@@ -4,7 +4,7 @@ Both sides become the current state of each table, in the raw column types:
 
 * a DynamoDB full export: its items, parsed from DynamoDB JSON in SQL;
 * a raw change log (local Parquet sink) or a Hudi raw table: the latest row per key
-  by `_ordering_value` (ties by `_event_id`, as the pipeline decides), tombstones
+  by `_ordering_value` (never equal for two distinct changes), tombstones
   dropped;
 * a DuckDB table (`<file>.duckdb:<schema>.<table>`): the same when it carries the
   raw metadata columns, otherwise taken as current state.
@@ -243,7 +243,7 @@ def _duckdb_side(
     except duckdb.Error as exc:
         raise ReconcileError(f"{database}: cannot read table {table}: {exc}") from exc
     contract = by_raw[name]
-    if {"_ordering_value", "_is_deleted", "_event_id"} <= columns:
+    if {"_ordering_value", "_is_deleted"} <= columns:
         state = _latest_per_key(relation, contract)
     else:
         state = f"select * from {relation}"
@@ -257,7 +257,7 @@ def _latest_per_key(relation: str, contract: TableContract) -> str:
     keys = ", ".join(_ident(column) for column in contract.key_columns)
     return (
         f"select * from (select * from {relation} qualify row_number() over "
-        f"(partition by {keys} order by _ordering_value desc, _event_id desc) = 1) "
+        f"(partition by {keys} order by _ordering_value desc) = 1) "
         "where not coalesce(_is_deleted, false)"
     )
 

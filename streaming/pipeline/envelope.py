@@ -144,7 +144,9 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         is_ttl_delete.alias("_is_ttl_delete"),
         F.timestamp_micros(micros).alias("_event_ts"),
         sequence_number.alias("_sequence_number"),
-        F.concat(_utc_digits(micros), sequence_number).alias("_ordering_value"),
+        F.concat(_utc_digits(micros), sequence_number, _tie_breaker(record["eventID"], F.col("payload"))).alias(
+            "_ordering_value"
+        ),
         record["eventID"].alias("_event_id"),
         F.when(is_deleted, F.coalesce(stream["Keys"], stream["OldImage"]))
         .otherwise(stream["NewImage"])
@@ -177,6 +179,22 @@ def _padded_sequence_number(sequence_number: Column) -> Column:
     """Digits left-padded to a fixed width so that text order is numeric order."""
     fits = sequence_number.rlike(f"^[0-9]{{1,{SEQUENCE_NUMBER_DIGITS}}}$")
     return F.when(fits, F.lpad(sequence_number, SEQUENCE_NUMBER_DIGITS, "0"))
+
+
+def _tie_breaker(event_id: Column, payload: Column) -> Column:
+    """The end of `_ordering_value` that makes it differ between any two distinct changes.
+
+    Records without a sequence number (Kinesis Data Streams for DynamoDB) tie on time
+    when two writes to an item share a microsecond (a millisecond, at the default
+    precision). Hudi compares one field and lets the incoming row win a tie, so the tie
+    is broken inside the value itself, and every reader (Spark, Hudi, DuckDB, Athena)
+    then needs only "greatest `_ordering_value` wins". The eventID goes in as the hex
+    of its UTF-8 bytes: hex text sorts exactly as the bytes do, whichever string
+    comparison a reader uses (UTF-8 bytes or UTF-16 code units). A record without an
+    eventID is broken by the hash of its payload, after "~" so it stays apart from
+    every hex eventID; two such records that still tie are the same bytes.
+    """
+    return F.coalesce(F.hex(event_id), F.concat(F.lit("~"), F.sha2(payload, 256)))
 
 
 def _utc_digits(micros: Column) -> Column:

@@ -2,7 +2,9 @@
 
 Kinesis Data Streams for DynamoDB may deliver a change twice and out of order, so
 the winner per key is decided by `_ordering_value` (event time, then the padded
-sequence number), never by arrival order.
+sequence number, then the eventID), never by arrival order. Two distinct changes never
+have equal ordering values (envelope._tie_breaker), so "the greatest wins" is the whole
+rule, the same in Spark, Hudi, DuckDB and Athena.
 """
 from __future__ import annotations
 
@@ -40,12 +42,17 @@ def drop_duplicate_events(df: DataFrame, contract: TableContract) -> DataFrame:
 
 
 def latest_per_key(df: DataFrame, contract: TableContract) -> DataFrame:
-    """One row per primary key: the greatest `_ordering_value`, ties by `_event_id`.
+    """One row per primary key: the one with the greatest `_ordering_value`.
+
+    Rows with equal values are copies of one change (drop_duplicate_events leaves one).
 
     An aggregation rather than a `row_number()` window: both sort, both cut rows down
     before the shuffle (partial `max_by` / Spark 3.5's WindowGroupLimit), and the
     aggregation measured about 20% faster locally (400k events, 20k keys).
     """
     keys = list(contract.key_columns)
-    winner = F.struct(F.col("_ordering_value"), F.col("_event_id"))
-    return df.groupBy(*keys).agg(F.max_by(F.struct(*df.columns), winner).alias(_ROW)).select(f"{_ROW}.*")
+    return (
+        df.groupBy(*keys)
+        .agg(F.max_by(F.struct(*df.columns), F.col("_ordering_value")).alias(_ROW))
+        .select(f"{_ROW}.*")
+    )

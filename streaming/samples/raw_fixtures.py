@@ -22,9 +22,10 @@ from streaming.samples.raw_schema import load_contract, raw_schema
 SEQUENCE_DIGITS = 64
 
 
-def ordering_value(event_ts: datetime, sequence_number: str) -> str:
-    """`yyyyMMddHHmmssSSSSSS` of the event time followed by the padded sequence number."""
-    return event_ts.astimezone(timezone.utc).strftime("%Y%m%d%H%M%S%f") + sequence_number
+def ordering_value(event_ts: datetime, sequence_number: str, event_id: str) -> str:
+    """`yyyyMMddHHmmssSSSSSS` of the event time, the padded sequence number, and the
+    eventID's UTF-8 bytes in hex, as the decoder builds it (pipeline/envelope.py)."""
+    return event_ts.astimezone(timezone.utc).strftime("%Y%m%d%H%M%S%f") + sequence_number + event_id.encode().hex().upper()
 
 
 def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: datetime) -> dict[str, Any]:
@@ -35,11 +36,12 @@ def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: 
     full.setdefault("_is_ttl_delete", False)
     event_ts: datetime = full["_event_ts"]
     full.setdefault("_sequence_number", str(full.pop("sequence", 0)).zfill(SEQUENCE_DIGITS))
-    full.setdefault("_ordering_value", ordering_value(event_ts, full["_sequence_number"]))
     key = "-".join(str(full[column]) for column in contract.key_columns)
     # Opaque, like DynamoDB's eventIDs: a key column may be PII (cust_name), and the
     # event id reaches the marts (dim_customers_history.version_event_id).
-    full.setdefault("_event_id", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{contract.table}/{key}/{full['_ordering_value']}")))
+    time_and_sequence = ordering_value(event_ts, full["_sequence_number"], event_id="")
+    full.setdefault("_event_id", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{contract.table}/{key}/{time_and_sequence}")))
+    full.setdefault("_ordering_value", ordering_value(event_ts, full["_sequence_number"], full["_event_id"]))
     full.setdefault("_source_table", contract.table)
     full.setdefault("_ingested_at", ingested_at)
     full.setdefault("_contract_version", contract_version(contract))

@@ -4,9 +4,11 @@
   once, at its first delivery) in event order (_ordering_value), so every INSERT and
   MODIFY is a version, also those between two dbt runs, and a late older event lands
   in its place. A version lasts until the key's next event; a version ended by a
-  REMOVE is marked is_deleted. Ties of ordering value are broken so that the key's
-  last version is the change the current-state staging model keeps (the reverse of
-  its order, latest_change_first in macros/staging/current_state.sql).
+  REMOVE is marked is_deleted. Events are ordered as the current-state staging model
+  orders them, reversed (latest_change_first in macros/staging/current_state.sql), so
+  the key's last version is the change that model keeps. A snapshot from a backfilled
+  export is a version (version_event_name SNAPSHOT) only where it shows something the
+  events did not (the `telling` step).
 
   Incremental: a run recomputes the whole history of the keys with an event stored
   since the table's newest _ingested_at minus raw_lookback_hours (on a reprocess run
@@ -75,6 +77,7 @@ events as (
         _event_ts as event_ts,
         _ordering_value,
         _event_id,
+        {{ is_backfilled_snapshot('_event_id') }} as is_snapshot,
         cast(key_ingested_at as {{ type_timestamp() }}) as key_ingested_at,
         row_number() over (
             partition by id, cust_name
@@ -83,13 +86,44 @@ events as (
     from key_events
 ),
 
+compared as (
+    select
+        *,
+        lag(event_name) over (partition by id, cust_name order by event_position) as previous_event_name,
+        lag(email) over (partition by id, cust_name order by event_position) as previous_email,
+        lag(registration_date) over (
+            partition by id, cust_name order by event_position
+        ) as previous_registration_date
+    from events
+),
+
+telling as (
+    -- A backfilled snapshot (macros/staging/backfill_snapshots.sql) is kept only where
+    -- it tells what the events did not: the key's first known state, the item back
+    -- after a REMOVE, values the events missed, or a delete they missed. Any other
+    -- snapshot repeats the state before it, whose version simply goes on.
+    select * from compared
+    where
+        not is_snapshot
+        or (event_name = 'REMOVE' and previous_event_name is distinct from 'REMOVE')
+        or (
+            event_name <> 'REMOVE'
+            and (
+                previous_event_name is null
+                or previous_event_name = 'REMOVE'
+                or email is distinct from previous_email
+                or registration_date is distinct from previous_registration_date
+            )
+        )
+),
+
 sequenced as (
     select
         *,
         lead(event_name) over (partition by id, cust_name order by event_position) as next_event_name,
         lead(is_ttl_delete) over (partition by id, cust_name order by event_position) as next_is_ttl_delete,
         lead(event_ts) over (partition by id, cust_name order by event_position) as next_event_ts
-    from events
+    from telling
 ),
 
 key_versions as (
@@ -98,7 +132,7 @@ key_versions as (
         {{ from_contract('customers', 'id', 'id') }} as customer_id,
         row_number() over (partition by id, cust_name order by event_position) as version_number,
         _event_id as version_event_id,
-        event_name as version_event_name,
+        case when is_snapshot then 'SNAPSHOT' else event_name end as version_event_name,
         {{ from_contract('customers', 'cust_name', 'customer_name') }} as customer_name,
         {{ from_contract('customers', 'email', 'email') }} as email,
         -- A personal or company domain can name its owner: protected like the e-mail.
