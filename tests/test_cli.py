@@ -236,3 +236,28 @@ def test_a_bad_argument_is_refused_without_a_traceback(tmp_path, capsys, argv):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     assert err.strip(), "the refusal says why"
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--data-dir", "s3://bucket/lake"],
+    ["reprocess", "--to", "s3://bucket/rebuilt"],
+])
+def test_a_url_is_refused_as_a_data_directory(tmp_path, monkeypatch, capsys, argv):
+    # Taken as a path, s3://bucket/lake would quietly become a local folder named "s3:".
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "is a URL; a data directory is a local folder" in err, err
+    assert not (tmp_path / "s3:").exists()
+
+
+def test_a_url_in_the_data_dir_variable_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", "s3://bucket/lake")
+
+    code = main(["status"])
+
+    assert code == 2 and "is a URL" in capsys.readouterr().err
+    assert not (tmp_path / "s3:").exists()

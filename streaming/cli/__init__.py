@@ -51,9 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Our batch lines at INFO; py4j's callback chatter stays below WARNING.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("streaming").setLevel(logging.INFO)
-    layout = DataLayout(args.data_dir or default_data_dir())
     try:
-        args.run(args, layout)
+        args.run(args, DataLayout(args.data_dir or default_data_dir()))
     except Exception as exc:
         code = exit_code_of(exc)
         if code is None:

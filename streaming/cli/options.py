@@ -5,7 +5,7 @@ import argparse
 import re
 from pathlib import Path
 
-from streaming.io.layout import DATA_DIR_ENV
+from streaming.io.layout import DATA_DIR_ENV, DataDirUnusable, local_data_dir
 
 SINKS = ("auto", "local", "hudi")
 _SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
@@ -13,7 +13,8 @@ _SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
 
 def add_project_options(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument(
-        "--data-dir", type=Path, default=default, help=f"data directory (default ${DATA_DIR_ENV} or ./data)"
+        "--data-dir", type=data_dir_argument, default=default,
+        help=f"data directory, a local folder (default ${DATA_DIR_ENV} or ./data)"
     )
     parser.add_argument("--contracts-dir", default=default, help="table contracts folder (default: packaged)")
 
@@ -29,6 +30,13 @@ def add_batch_size_options(parser: argparse.ArgumentParser) -> None:
                              "count from the mean landing file size when the stream starts)")
     parser.add_argument("--max-files-per-trigger", type=positive_int, default=None,
                         help="landing files per micro-batch (caps the count the byte budget gives)")
+
+
+def data_dir_argument(text: str) -> Path:
+    try:
+        return local_data_dir(text)
+    except DataDirUnusable as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def byte_size(text: str) -> int:

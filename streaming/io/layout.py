@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -63,8 +64,22 @@ class DataDirUnusable(OperatorError):
     """The data directory a command reads is missing, not a folder, or not readable."""
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def local_data_dir(text: str) -> Path:
+    """A data directory given as text: a local folder, never a URL. Taken as a path,
+    `s3://bucket/x` would quietly become a local folder named `s3:`."""
+    if _URL.match(text):
+        raise DataDirUnusable(
+            f"data directory {text!r} is a URL; a data directory is a local folder. On AWS the Glue job "
+            "writes the S3 tables (docs/deploy-aws.md); `lakehouse` commands work on a local data directory"
+        )
+    return Path(text)
+
+
 def default_data_dir() -> Path:
-    return Path(os.environ.get(DATA_DIR_ENV) or "data")
+    return local_data_dir(os.environ.get(DATA_DIR_ENV) or "data")
 
 
 def require_data_dir(data_dir: Path) -> None:
