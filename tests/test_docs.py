@@ -297,7 +297,7 @@ lakehouse stream --trigger never
 python -m streaming.no_such_module
 spark-submit --master yarn --conf a=b streaming/gone.py stream
 lakehouse dbt build --select <model name> --vars '{a: 1}'   # dbt's arguments pass through
-lakehouse reprocess --to s3://<bucket>/raw_v2 \\
+lakehouse reprocess --to <new data root>/raw_v2 \\
   --dry-run
 ```
 
@@ -314,7 +314,7 @@ def test_the_checks_find_what_is_wrong() -> None:
     probe = REPO / "docs" / "_probe.md"
     commands = list(shell_commands(probe, _PROBE))
     assert [command.line for command in commands] == [4, 5, 6, 7, 8, 9, 10]
-    assert commands[-1].text == "lakehouse reprocess --to s3://<bucket>/raw_v2 --dry-run"
+    assert commands[-1].text == "lakehouse reprocess --to <new data root>/raw_v2 --dry-run"
     assert commands[0].where() == "docs/_probe.md:4"
 
     targets = makefile_targets()

@@ -18,7 +18,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
 
     again = commands.add_parser("reprocess", parents=[common],
                                 help="rebuild the raw tables in a new location (live tables untouched)")
-    again.add_argument("--to", type=data_dir_argument, required=True, help="new data root (gets raw/, quarantine/, checkpoints/)")
+    again.add_argument("--to", type=data_dir_argument, required=True,
+                       help="new data root, a local folder (gets raw/, quarantine/, checkpoints/)")
     again.add_argument("--from-landing", type=Path, default=None, help="landing folder (default <data dir>/landing)")
     again.add_argument("--dry-run", action="store_true", help="describe, write nothing")
     add_sink_option(again)
