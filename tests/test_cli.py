@@ -1,6 +1,7 @@
 """The `lakehouse` console script: commands, friendly errors, the demo flow."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -66,6 +67,26 @@ def test_status_of_an_empty_data_dir(tmp_path, capsys):
     assert main(["status", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "customers" in out and "orders" in out and "quarantine: 0 rows" in out
+
+
+def test_status_warns_of_a_backfill_that_did_not_finish(tmp_path, capsys):
+    runs = tmp_path / "backfills"
+    runs.mkdir()
+    identity = {"export_dir": "/exports/AWSDynamoDB/01-a", "table": "orders", "raw_table": "orders", "batch_id": -5}
+    (runs / "01-a.json").write_text(json.dumps({**identity, "export_id": "01-a", "status": "running"}))
+    (runs / "01-b.json").write_text(json.dumps({**identity, "export_id": "01-b", "status": "failed"}))
+    (runs / "01-c.json").write_text(json.dumps({**identity, "export_id": "01-c", "status": "succeeded"}))
+
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
+    assert warnings == [
+        "WARNING: backfill of export 01-a into orders is recorded as running (still running, or stopped before "
+        "it finished); raw holds none of it. Run it again: lakehouse backfill --export /exports/AWSDynamoDB/01-a "
+        "--table orders",
+        "WARNING: backfill of export 01-b into orders is recorded as failed; raw holds none of it. Run it again: "
+        "lakehouse backfill --export /exports/AWSDynamoDB/01-a --table orders",
+    ]
 
 
 @pytest.mark.spark

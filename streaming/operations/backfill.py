@@ -162,15 +162,31 @@ def run_log_path(data_root: Path, export_id: str) -> Path:
     return data_root / BACKFILLS_FOLDER / f"{export_id}.json"
 
 
+def _run_records(data_root: Path) -> list[dict[str, Any]]:
+    folder = data_root / BACKFILLS_FOLDER
+    return [json.loads(path.read_text(encoding="utf-8"))
+            for path in (sorted(folder.glob("*.json")) if folder.is_dir() else [])]
+
+
 def recorded_backfills(data_root: Path) -> list[dict[str, Any]]:
     """Succeeded backfills recorded under `data_root`, oldest first."""
-    folder = data_root / BACKFILLS_FOLDER
-    runs = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if record.get("status") == "succeeded":
-            runs.append(record)
+    runs = [record for record in _run_records(data_root) if record.get("status") == "succeeded"]
     return sorted(runs, key=lambda record: record["started_at"])
+
+
+def unfinished_backfills(data_root: Path) -> list[str]:
+    """One warning per recorded backfill that has not succeeded: failed, or recorded as
+    running (still running, or killed before it finished). Nothing of such a run is
+    visible to readers, so its export is missing from raw until it is run again."""
+    return [
+        f"backfill of export {record.get('export_id')} into {record.get('table')} is recorded as "
+        f"{record.get('status')}"
+        + (" (still running, or stopped before it finished)" if record.get("status") == "running" else "")
+        + f"; raw holds none of it. Run it again: lakehouse backfill --export {record.get('export_dir')} "
+        f"--table {record.get('table')}"
+        for record in _run_records(data_root)
+        if record.get("status") != "succeeded"
+    ]
 
 
 def plan_backfill(

@@ -12,6 +12,7 @@ from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, require_data_dir
+from streaming.operations.backfill import unfinished_backfills
 from streaming.runtime.startup import load_checked_contracts
 
 
@@ -29,6 +30,8 @@ class StatusReport:
     landing_changes: tuple[str, ...] = ()
     # Warnings for Firehose error output below the landing folder, which the stream skips.
     error_output: tuple[str, ...] = ()
+    # Warnings for backfills that failed or were stopped before they finished.
+    unfinished_backfills: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -41,7 +44,8 @@ class StatusReport:
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
-        out += [f"WARNING: {warning}" for warning in (*self.landing_changes, *self.error_output)]
+        out += [f"WARNING: {warning}"
+                for warning in (*self.landing_changes, *self.error_output, *self.unfinished_backfills)]
         return out
 
 
@@ -77,7 +81,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     changes = tuple(changed.warning() for changed in changed_files(layout.landing_ledger))
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
                         str(layout.root) if is_switched(data_dir) else None, changes,
-                        tuple(error_output_warnings(DataLayout(data_dir).landing)))
+                        tuple(error_output_warnings(DataLayout(data_dir).landing)),
+                        tuple(unfinished_backfills(layout.root)))
 
 
 @contextmanager
