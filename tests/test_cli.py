@@ -82,10 +82,10 @@ def test_status_warns_of_a_backfill_that_did_not_finish(tmp_path, capsys):
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
     assert warnings == [
         "WARNING: backfill of export 01-a into orders is recorded as running (still running, or stopped before "
-        "it finished); raw holds none of it. Run it again: lakehouse backfill --export /exports/AWSDynamoDB/01-a "
-        "--table orders",
-        "WARNING: backfill of export 01-b into orders is recorded as failed; raw holds none of it. Run it again: "
-        "lakehouse backfill --export /exports/AWSDynamoDB/01-a --table orders",
+        "it finished); raw may hold none or part of it. Run it again: lakehouse backfill --export "
+        "/exports/AWSDynamoDB/01-a --table orders",
+        "WARNING: backfill of export 01-b into orders is recorded as failed; raw may hold none or part of it. "
+        "Run it again: lakehouse backfill --export /exports/AWSDynamoDB/01-a --table orders",
     ]
 
 

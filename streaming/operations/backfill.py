@@ -176,13 +176,13 @@ def recorded_backfills(data_root: Path) -> list[dict[str, Any]]:
 
 def unfinished_backfills(data_root: Path) -> list[str]:
     """One warning per recorded backfill that has not succeeded: failed, or recorded as
-    running (still running, or killed before it finished). Nothing of such a run is
-    visible to readers, so its export is missing from raw until it is run again."""
+    running (still running, or killed before it finished). Such a run published none or
+    part of its batch, so its export is incomplete in raw until it is run again."""
     return [
         f"backfill of export {record.get('export_id')} into {record.get('table')} is recorded as "
         f"{record.get('status')}"
         + (" (still running, or stopped before it finished)" if record.get("status") == "running" else "")
-        + f"; raw holds none of it. Run it again: lakehouse backfill --export {record.get('export_dir')} "
+        + f"; raw may hold none or part of it. Run it again: lakehouse backfill --export {record.get('export_dir')} "
         f"--table {record.get('table')}"
         for record in _run_records(data_root)
         if record.get("status") != "succeeded"
