@@ -61,7 +61,7 @@ current_lines as (
         (unit_price is not null or unit_price_text is null) as is_unit_price_valid,
         _ingested_at,
         cast(cast(quantity as decimal(19, 0)) * unit_price as {{ line_total_type }}) as line_total,
-        order_key || '#' || cast(line_number as varchar) as order_line_key
+        {{ composite_key(['customer_id', 'order_id', 'cast(line_number as varchar)']) }} as order_line_key
     from order_lines
 )
 

@@ -35,7 +35,7 @@ cleaned as (
     select
         customer_id,
         order_id,
-        customer_id || '#' || order_id as order_key,
+        {{ composite_key(['customer_id', 'order_id']) }} as order_key,
         created_at as created_at_text,
         {{ typed_by_contract('orders', 'created_at') }} as created_at,
         upper(trim(status)) as status,
