@@ -245,6 +245,11 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
         assert re.search(r'from "\w+"\."lakehouse_\w+"\."\w+" as stored\s+inner join changed_orders', compiled_sql[base + model])
     # fct_order_lines reads only the recent rows of the upstream marts.
     assert "and _ingested_at >" in compiled_sql[base + "marts/fct_order_lines.sql"]
+    # The business rules flag rows with Trino's regexp_like and concat_ws, which skips
+    # nulls as DuckDB's does (https://trino.io/docs/current/functions/string.html).
+    orders = compiled_sql[base + "staging/stg_dynamodb__orders.sql"]
+    assert "nullif(concat_ws(','," in orders
+    assert "case when not regexp_like(cleaned.currency, '^[A-Z]{3}$') then 'currency_invalid' end" in orders
 
 
 SWAPPED_MODELS = {"stg_dynamodb__customers": "lakehouse_staging", "dim_customers": "lakehouse_marts"}
