@@ -35,16 +35,12 @@
 {% endmacro %}
 
 {#
-  A people's surrogate key from key columns: their keyed pseudonym, so it neither
-  repeats a clear value nor can be recomputed from one. Each part is escaped so that
-  ('a|b', 'c') and ('a', 'b|c') give different texts.
+  A people's surrogate key from key columns: the keyed pseudonym of their composite key
+  (macros/keys/composite_key.sql), so it neither repeats a clear value nor can be
+  recomputed from one, and ('a|b', 'c') and ('a', 'b|c') give different keys.
 #}
 {% macro keyed_surrogate_key(columns, label) -%}
-  {%- set parts = [] -%}
-  {%- for column in columns -%}
-    {%- do parts.append("replace(replace(" ~ column ~ ", '\\', '\\\\'), '|', '\\|')") -%}
-  {%- endfor -%}
-  {{ pseudonymize(parts | join(" || '|' || "), label) }}
+  {{ pseudonymize(composite_key(columns), label) }}
 {%- endmacro %}
 
 {#

@@ -16,10 +16,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pytest
 import sqlglot
 import yaml
+from composite_key_cases import ORDER_KEYS, composite_key
 from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluate, mismatches, random_number_texts
 from trino_sql_validator import validate
 
@@ -243,6 +245,11 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
         assert re.search(r'from "\w+"\."lakehouse_\w+"\."\w+" as stored\s+inner join changed_orders', compiled_sql[base + model])
     # fct_order_lines reads only the recent rows of the upstream marts.
     assert "and _ingested_at >" in compiled_sql[base + "marts/fct_order_lines.sql"]
+    # The business rules flag rows with Trino's regexp_like and concat_ws, which skips
+    # nulls as DuckDB's does (https://trino.io/docs/current/functions/string.html).
+    orders = compiled_sql[base + "staging/stg_dynamodb__orders.sql"]
+    assert "nullif(concat_ws(','," in orders
+    assert "case when not regexp_like(cleaned.currency, '^[A-Z]{3}$') then 'currency_invalid' end" in orders
 
 
 SWAPPED_MODELS = {"stg_dynamodb__customers": "lakehouse_staging", "dim_customers": "lakehouse_marts"}
@@ -351,6 +358,40 @@ def test_exact_number_casts_for_athena_validate_and_mean_what_the_oracle_says(
     as_duckdb = sqlglot.transpile(number_sql, read="trino", write="duckdb")[0]
     rows = evaluate(as_duckdb, [*EDGE_TEXTS, *random_number_texts(1000, seed=5)])
     assert mismatches(rows) == []
+
+
+def _escaped_part(expr: str) -> str:
+    """One part of composite_key()'s SQL (macros/keys/composite_key.sql)."""
+    return f"replace(replace({expr}, '\\', '\\\\'), '|', '\\|')"
+
+
+def test_composite_keys_are_the_same_text_on_athena_and_duckdb(compiled_sql: dict[str, str], tmp_path: Path) -> None:
+    """The Athena SQL builds order_key and order_line_key with composite_key(), as the
+    local SQL does; that SQL, translated from Trino to DuckDB by sqlglot and run there,
+    gives for keys that a plain join mixes up the same texts as the local target's SQL
+    and the Python oracle. No Trino runs here: Trino's replace(string, search, replace)
+    replaces every instance (https://trino.io/docs/current/functions/string.html), and
+    a backslash is no escape in a Trino string literal, as in DuckDB's."""
+    base = "dynamodb_lakehouse/dbt_project/models/"
+    order_key = f"{_escaped_part('customer_id')} || '|' || {_escaped_part('order_id')}"
+    assert f"{order_key} as order_key" in compiled_sql[base + "staging/stg_dynamodb__orders.sql"]
+    line_key = f"{order_key} || '|' || {_escaped_part('cast(line_number as varchar)')} as order_line_key"
+    assert line_key in compiled_sql[base + "intermediate/int_orders__lines_unnested.sql"]
+
+    select = "select a, b, {{ composite_key(['a', 'b']) }} as k from key_pairs"
+    athena_sql = compile_inline(select, tmp_path / "athena", target="athena")
+    result = validate(athena_sql, dialect="trino")
+    assert result.valid, result.error
+    local_sql = compile_inline(select, tmp_path / "local")
+    results = {}
+    for target, sql in (("athena", sqlglot.transpile(athena_sql, read="trino", write="duckdb")[0]), ("local", local_sql)):
+        with duckdb.connect() as connection:
+            connection.execute("create table key_pairs (a varchar, b varchar)")
+            connection.executemany("insert into key_pairs values (?, ?)", list(ORDER_KEYS))
+            results[target] = sorted(connection.execute(sql).fetchall())
+    expected = sorted((a, b, composite_key(a, b)) for a, b in ORDER_KEYS)
+    assert results == {"athena": expected, "local": expected}
+    assert len({key for _, _, key in expected}) == len(ORDER_KEYS)
 
 
 DOCUMENTED_MARTS = ("agg_daily_revenue_by_status", "mart_freshness")

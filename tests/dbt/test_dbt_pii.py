@@ -244,7 +244,7 @@ def test_a_column_flagged_pii_is_protected_in_the_marts_without_sql_edits(sample
     assert result.success, console[-3000:]
     built = sorted(_query(data_dir, f"select order_key, status, currency from {MARTS_SCHEMA}.fct_orders"))
     expected = sorted(
-        (f"{o['customer_id']}#{o['order_id']}", _oracle("status", o["status"].strip().upper()), _oracle("currency", o["currency"].strip().upper()))
+        (f"{_escaped(o['customer_id'])}|{_escaped(o['order_id'])}", _oracle("status", o["status"].strip().upper()), _oracle("currency", o["currency"].strip().upper()))
         for o in sample.orders
     )
     assert built == expected

@@ -1,7 +1,8 @@
 {#
   One row per line item of every current, non-deleted order; quantity and unit price
   typed as the orders contract says, exact or null and flagged (typed_by_contract),
-  so line_total is never computed from a rounded number.
+  so line_total is never computed from a rounded number. A line that breaks a business
+  rule is kept and flagged in quality_issues (macros/quality/quality_issues.sql).
   Incremental (macros/marts/incremental_marts.sql): a run unnests only the orders whose
   staged row changed, and deletes the stored lines such an order no longer has (the
   order was deleted or its list got shorter); on DuckDB by deleting all stored lines
@@ -59,9 +60,10 @@ current_lines as (
         unit_price_text,
         (quantity is not null or quantity_text is null) as is_quantity_valid,
         (unit_price is not null or unit_price_text is null) as is_unit_price_valid,
+        {{ order_line_quality_issues() }} as quality_issues,
         _ingested_at,
         cast(cast(quantity as decimal(19, 0)) * unit_price as {{ line_total_type }}) as line_total,
-        order_key || '#' || cast(line_number as varchar) as order_line_key
+        {{ composite_key(['customer_id', 'order_id', 'cast(line_number as varchar)']) }} as order_line_key
     from order_lines
 )
 
@@ -80,6 +82,7 @@ select * from current_lines
     ['unit_price_text', 'varchar'],
     ['is_quantity_valid', 'boolean'],
     ['is_unit_price_valid', 'boolean'],
+    ['quality_issues', 'varchar'],
     ['_ingested_at', type_timestamp()],
     ['line_total', line_total_type],
     ['order_line_key', 'varchar']

@@ -7,6 +7,7 @@ select
     currency,
     counts_as_revenue,
     count(*) as order_count,
+    count(quality_issues) as flagged_order_count,
     sum(amount) as total_amount,
     sum(line_count) as line_count
 from {{ ref('fct_orders') }}

@@ -31,6 +31,7 @@ select
         'customers', 'registration_date', 'cast(customers.registration_date as date)'
     ) }} as registration_day,
     customers._event_ts as last_changed_at,
+    customers.quality_issues,
     {{ ingested_at_unless_deleted('customers') }} as _ingested_at
 from customers
 left join free_mail_domains

@@ -50,6 +50,9 @@ current_lines as (
         order_header.order_date,
         order_header.status,
         order_header.currency,
+        -- The line's own problems, then its order's (a line of an order without a
+        -- currency has none either).
+        {{ quality_issues(['order_lines.quality_issues', 'order_header.quality_issues']) }} as quality_issues,
         order_lines._ingested_at
     from order_lines
     inner join order_header
@@ -74,5 +77,6 @@ select * from current_lines
     ['order_date', 'date'],
     ['status', 'varchar'],
     ['currency', 'varchar'],
+    ['quality_issues', 'varchar'],
     ['_ingested_at', type_timestamp()]
 ]) }}

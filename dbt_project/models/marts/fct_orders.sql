@@ -51,6 +51,7 @@ select
     coalesce(orders.is_gift, false) as is_gift,
     coalesce(line_totals.line_count, 0) as line_count,
     coalesce(orders.amount = line_totals.lines_total, false) as amount_matches_lines,
+    orders.quality_issues,
     {{ ingested_at_unless_deleted('orders') }} as _ingested_at
 from orders
 left join statuses

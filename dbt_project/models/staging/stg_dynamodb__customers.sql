@@ -4,6 +4,8 @@
   only the recent raw changes and writes a key only when its winner is newer than the
   stored row; the shared rules (which raw rows a run reads, which change wins, when it
   replaces the stored row) are in macros/staging/current_state.sql.
+  A live customer whose e-mail or registration date breaks a rule is kept and flagged
+  in quality_issues (macros/quality/quality_issues.sql).
   On Athena, Iceberg buckets on the partition key keep a merge's writes under
   Athena's 100-partition limit.
 #}
@@ -57,7 +59,9 @@ select
     end as email_domain,
     cleaned.registration_date,
     cleaned.registration_date_text,
-    {{ change_metadata_columns_of('cleaned') }}
+    {{ change_metadata_columns_of('cleaned') }},
+    -- A deleted customer has no business fields left to check.
+    case when not cleaned.is_deleted then {{ customer_quality_issues('cleaned') }} end as quality_issues
 from cleaned
 {%- if is_incremental() %}
 left join {{ this }} as existing

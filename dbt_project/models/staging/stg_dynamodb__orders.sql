@@ -2,7 +2,9 @@
   Current state per order key (customer_id, order_id) from the raw change log; the
   same CTE chain and rules as stg_dynamodb__customers (macros/staging/current_state.sql).
   Typed columns are cast as the contract says (typed_by_contract); a value that does
-  not fit exactly becomes null and is flagged.
+  not fit exactly becomes null and is flagged. A live order that breaks a business rule
+  is kept and flagged in quality_issues (macros/quality/quality_issues.sql); the status
+  codes it knows are seed order_statuses'.
 #}
 {{ config(
     unique_key=['customer_id', 'order_id'],
@@ -31,11 +33,15 @@ latest as (
     where change_rank = 1
 ),
 
+status_codes as (
+    select code from {{ ref('order_statuses') }}
+),
+
 cleaned as (
     select
         customer_id,
         order_id,
-        customer_id || '#' || order_id as order_key,
+        {{ composite_key(['customer_id', 'order_id']) }} as order_key,
         created_at as created_at_text,
         {{ typed_by_contract('orders', 'created_at') }} as created_at,
         upper(trim(status)) as status,
@@ -71,8 +77,14 @@ select
     cleaned.line_items,
     cleaned.shipping_address,
     {{ change_metadata_columns_of('cleaned') }},
-    (cleaned.amount is not null or cleaned.amount_text is null) as is_amount_valid
+    (cleaned.amount is not null or cleaned.amount_text is null) as is_amount_valid,
+    -- A deleted order has no business fields left to check.
+    case
+        when not cleaned.is_deleted then {{ order_quality_issues('cleaned', 'status_codes') }}
+    end as quality_issues
 from cleaned
+left join status_codes
+    on cleaned.status = status_codes.code
 {%- if is_incremental() %}
 left join {{ this }} as existing
     on cleaned.customer_id = existing.customer_id and cleaned.order_id = existing.order_id
