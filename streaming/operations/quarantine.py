@@ -65,9 +65,17 @@ log = logging.getLogger(__name__)
 Printer = Callable[[str], None]
 
 REPLAYS_FOLDER = "replays"
-# The decoder stores such a payload with each bad byte sequence replaced by U+FFFD:
-# replaying that text would land the replacement characters as if they were data.
-NOT_REPLAYABLE_REASONS = (reasons.INVALID_UTF8,)
+# Reasons whose quarantine row does not hold the record as it arrived, so a replay could
+# only land something else or fail again: what to do instead, per reason.
+NOT_REPLAYABLE_REASONS = {
+    reasons.INVALID_UTF8: "the payload was stored with its bad bytes replaced; land the record again from its source",
+    reasons.UNREADABLE_FILE: "the row holds the read error, not a record; land the object again, complete "
+                             "(GZIP or uncompressed), as a new landing file",
+    reasons.UNSUPPORTED_COMPRESSION: "the row holds the object's compression, not a record; land the object again "
+                                     "as GZIP or uncompressed, as a new landing file",
+    reasons.RECORD_TOO_LARGE: "the row keeps only the record's first bytes; no DynamoDB change record is that "
+                              "large, so check the source that wrote it",
+}
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
@@ -349,7 +357,7 @@ class ReplayPlan:
     records: tuple[QuarantinedRecord, ...]
     selection: Mapping[str, Any]
     resumed: bool = False
-    # Selected but left out: a payload the quarantine could not store faithfully.
+    # Selected but left out: rows that do not hold their record as it arrived.
     not_replayable: tuple[QuarantinedRecord, ...] = ()
 
     @property
@@ -375,10 +383,8 @@ class ReplayPlan:
             f"as batch {self.batch_id}",
             f"      run log {self.run_log}",
         ]
-        if self.not_replayable:
-            lines.append(f"      left out {len(self.not_replayable)} record(s) with reason "
-                         f"{'/'.join(NOT_REPLAYABLE_REASONS)}: their payload was stored with bad bytes replaced; "
-                         "land them again from their source")
+        for reason, count in sorted(Counter(row.reason for row in self.not_replayable).items()):
+            lines.append(f"      left out {count} record(s) with reason {reason}: {NOT_REPLAYABLE_REASONS[reason]}")
         return lines
 
 
