@@ -453,7 +453,10 @@ def run_replay(
     write_json_atomically(plan.run_log, {**identity, "status": "running", "landed": []})
     _store_records(plan)
     try:
-        pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)))
+        # A record of a KEYS_ONLY or OLD_IMAGE stream quarantined before such streams were
+        # refused fails again as missing_new_image, instead of failing every later replay.
+        pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)),
+                            refuse_unusable_view_types=False)
         envelope = spark.createDataFrame(
             [(row.payload, None, row.source_ref) for row in plan.records], _ENVELOPE_SCHEMA
         )

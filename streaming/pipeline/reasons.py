@@ -17,6 +17,7 @@ UNREADABLE_FILE = "unreadable_file"
 UNSUPPORTED_COMPRESSION = "unsupported_compression"
 # Found by the decoder, in this order of precedence (the first that applies is kept).
 INVALID_UTF8 = "invalid_utf8"
+NO_TABLE_NAME = "no_table_name"
 UNKNOWN_TABLE = "unknown_table"
 UNKNOWN_EVENT_NAME = "unknown_event_name"
 MISSING_EVENT_TIME = "missing_event_time"
