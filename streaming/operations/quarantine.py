@@ -176,7 +176,12 @@ class QuarantineSummary:
             out.append(f"open: {total} rows")
         if self.replays:
             out.append(f"landed by {self.replays} replay(s): {self.resolved_rows} rows (not counted above)")
-        return out
+        return out + what_to_do({reason for _, reason, _ in self.open_rows})
+
+
+def what_to_do(found: Iterable[str]) -> list[str]:
+    """A line for each of `found` (reasons) that `reasons.WHAT_TO_DO` advises on."""
+    return [f"{reason}: {reasons.WHAT_TO_DO[reason]}" for reason in sorted(set(found)) if reason in reasons.WHAT_TO_DO]
 
 
 def summarize(data_root: Path) -> QuarantineSummary:
@@ -594,6 +599,8 @@ def quarantine_show(
     for line in show_lines(rows[:limit], PiiMasker(pii_labels(contracts), key)):
         out(line)
     out(f"shown {min(limit, len(rows))} of {len(rows)} open records with reason {reason}")
+    for line in what_to_do(row.reason for row in rows):
+        out(line)
     return rows[:limit]
 
 

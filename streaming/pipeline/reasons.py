@@ -28,6 +28,15 @@ TYPE_MISMATCH = "type_mismatch"
 INVALID_NUMBER = "invalid_number"
 
 
+# What to do about a reason that neither a contract change nor a replay resolves; `lakehouse
+# quarantine summary` and `show` print it under the rows.
+WHAT_TO_DO = {
+    NO_TABLE_NAME: "the record names no table: it has no tableName and no table ARN in eventSourceARN, as "
+                   "DynamoDB Streams GetRecords output; land such records with the eventSourceARN of the stream "
+                   "they were read from (docs/architecture.md, \"Accepted change records\")",
+}
+
+
 def missing_key(attribute: str) -> str:
     return f"{MISSING_KEY}:{attribute}"
 
