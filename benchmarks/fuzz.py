@@ -103,7 +103,7 @@ KINDS: list[tuple[str, str, Expect, str | None, Mutation]] = [
     ("invalid_utf8_structural", "customers", "quarantine", reasons.INVALID_UTF8, lambda r, g: b"\xff\xfe" + _dump(r)[1:]),
     ("invalid_utf8_in_value", "customers", "quarantine", reasons.INVALID_UTF8,
      lambda r, g: _set_attribute(r, "email", {"S": "PLACEHOLDER"}).replace(b"PLACEHOLDER", b"bad\xc3\x28mail")),
-    ("no_table", "customers", "quarantine", reasons.UNKNOWN_TABLE,
+    ("no_table", "customers", "quarantine", reasons.NO_TABLE_NAME,
      lambda r, g: _dump({k: v for k, v in r.items() if k != "eventSourceARN"})),
     ("unknown_table", "orders", "quarantine", reasons.UNKNOWN_TABLE,
      lambda r, g: _dump({**r, "eventSourceARN": r["eventSourceARN"].replace("table/orders", "table/inventory")})),

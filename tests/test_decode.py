@@ -856,8 +856,9 @@ RECORD_PROBLEMS = [
             ('"INSERT"', "invalid_json"),
             (with_value(customer(), "oops", "dynamodb"), "invalid_json"),
             (customer(fmt="kinesis") | {"tableName": "inventory"}, "unknown_table"),
-            (without(customer(fmt="kinesis"), "tableName"), "unknown_table"),
-            (with_value(customer(fmt="streams"), OTHER_ARN, "eventSourceARN"), "unknown_table"),  # not a table
+            (without(customer(fmt="kinesis"), "tableName"), "no_table_name"),
+            (without(customer(fmt="streams"), "eventSourceARN"), "no_table_name"),
+            (with_value(customer(fmt="streams"), OTHER_ARN, "eventSourceARN"), "no_table_name"),  # not a table
             (customer() | {"eventName": "UPSERT"}, "unknown_event_name"),
             (without(customer(), "eventName"), "unknown_event_name"),
             (without(customer(), "dynamodb", "ApproximateCreationDateTime"), "missing_event_time"),
@@ -1033,3 +1034,132 @@ def test_records_too_deep_or_too_long_to_parse_are_quarantined_from_kinesis(spar
     assert [row["id"] for row in tables["customers"].collect()] == ["cust-good"]
     assert sorted((row["source_ref"], row["reason"]) for row in quarantine.collect()) == [
         ("test:0", "invalid_json"), ("test:1", "invalid_json")]
+
+
+# -- real AWS samples ------------------------------------------------------------------------
+# Byte-exact copies under tests/fixtures/aws/, one per accepted record shape
+# (docs/architecture.md, "Accepted change records"):
+# - lambda_dynamodb_update_event.json: the Lambda test event `sam local generate-event dynamodb
+#   update` writes (aws/aws-sam-cli samcli/lib/generated_sample_events/events/dynamodb/
+#   DynamoDBUpdate.json, its placeholders filled with the defaults of event-mapping.json);
+# - kds_record_insert.json: the data of a Kinesis Data Streams for DynamoDB record, as Firehose
+#   writes it to S3 (aws-powertools/powertools-lambda-typescript packages/parser/tests/events/
+#   kinesis/dynamodb-stream.json, first record's `data`, base64-decoded);
+# - getrecords_cli_output.json: DynamoDB Streams GetRecords output (aws/aws-cli
+#   awscli/examples/dynamodbstreams/get-records.rst), which names no table;
+# - getrecords_api_example_output.json: the GetRecords example of the API reference
+#   (boto/botocore botocore/data/dynamodbstreams/2012-08-10/examples-1.json), a KEYS_ONLY
+#   stream; tests/test_pipeline.py refuses it.
+
+AWS_SAMPLES = Path(__file__).parent / "fixtures" / "aws"
+MUSIC_STREAM_ARN = "arn:aws:dynamodb:us-west-1:123456789012:table/Music/stream/2019-10-22T18:02:01.576"
+KDS_SAMPLE_TABLE = "PowertoolsEventsStack-DynamoDBTable59784FC0-8NKAMTERTAXY"
+SAMPLE_TABLE_CONTRACTS: dict[str, dict[str, Any]] = {
+    "ExampleTableWithStream": {
+        "table": "ExampleTableWithStream",
+        "raw_table": "example_table_with_stream",
+        "key": {"partition_key": "Id"},
+        "attributes": {"Id": {"type": "N"}, "Message": {"type": "S"}},
+        "partitioning": {"column": "id_suffix", "expression": "substring(id, -1, 1)"},
+    },
+    "Music": {
+        "table": "Music",
+        "raw_table": "music",
+        "key": {"partition_key": "Artist", "sort_key": "SongTitle"},
+        "attributes": {"Artist": {"type": "S"}, "SongTitle": {"type": "S"}, "AlbumTitle": {"type": "S"},
+                       "Awards": {"type": "N"}},
+        "partitioning": {"column": "artist_initial", "expression": "substring(artist, 1, 1)"},
+    },
+    KDS_SAMPLE_TABLE: {
+        "table": KDS_SAMPLE_TABLE,
+        "raw_table": "powertools_events",
+        "key": {"partition_key": "id"},
+        "attributes": {"id": {"type": "S"}, "data": {"type": "S"}},
+        "partitioning": {"column": "id_suffix", "expression": "substring(id, -1, 1)"},
+    },
+}
+
+
+def aws_sample(name: str) -> Any:
+    return json.loads((AWS_SAMPLES / name).read_text(encoding="utf-8"))
+
+
+def ttl_delete(record: dict[str, Any], identity: dict[str, str] | None, event_id: str) -> dict[str, Any]:
+    """`record` (an INSERT) turned into the REMOVE of its item, with `identity` as its userIdentity."""
+    removed = json.loads(json.dumps(record))
+    removed["eventID"], removed["eventName"] = event_id, "REMOVE"
+    removed["dynamodb"]["OldImage"] = removed["dynamodb"].pop("NewImage")
+    if identity is not None:
+        removed["userIdentity"] = identity
+    return removed
+
+
+@pytest.fixture(scope="module")
+def sample_outcomes(spark, tmp_path_factory) -> dict[str, Outcome]:
+    directory = tmp_path_factory.mktemp("sample_contracts")
+    for name, document in SAMPLE_TABLE_CONTRACTS.items():
+        (directory / f"{name}.yml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    getrecords = aws_sample("getrecords_cli_output.json")["Records"]
+    # The fix docs/architecture.md gives for GetRecords output: each record gets the ARN of
+    # the stream it was read from (here the one in the example's shard iterator).
+    with_arn = [record | {"eventID": f"arn-{record['eventID']}", "eventSourceARN": MUSIC_STREAM_ARN}
+                for record in getrecords]
+    # A TTL delete carries userIdentity; its members are `PrincipalId` and `Type` in the
+    # GetRecords API (shape Identity, botocore/data/dynamodbstreams/2012-08-10/service-2.json;
+    # https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_Identity.html)
+    # and `principalId` and `type` as Lambda and Kinesis Data Streams deliver them (the
+    # spelling of https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_Record.html).
+    ttl = {"getrecords": {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"},
+           "lambda": {"principalId": "dynamodb.amazonaws.com", "type": "Service"},
+           "user": None}
+    lambda_event = aws_sample("lambda_dynamodb_update_event.json")
+    cases = {
+        **{f"lambda-{n}": record for n, record in enumerate(lambda_event["Records"])},
+        "kds": aws_sample("kds_record_insert.json"),
+        **{f"getrecords-{n}": record for n, record in enumerate(getrecords)},
+        **{f"getrecords-with-arn-{n}": record for n, record in enumerate(with_arn)},
+        **{f"remove-{who}": ttl_delete(with_arn[1], identity, f"remove-{who}") for who, identity in ttl.items()},
+    }
+    rows = [(json.dumps(record), None, name) for name, record in cases.items()]
+    tables, quarantine = decode_batch(spark.createDataFrame(rows, ENVELOPE_SCHEMA), load_contracts(directory))
+    names = {record["eventID"]: name for name, record in cases.items()}
+    found = [(names[row["_event_id"]], Outcome(table, row.asDict(recursive=True)))
+             for table, frame in tables.items() for row in frame.collect()]
+    found += [(row["source_ref"], Outcome(None, row.asDict())) for row in quarantine.collect()]
+    assert sorted(name for name, _ in found) == sorted(cases)
+    return dict(found)
+
+
+def test_the_lambda_test_event_lands_insert_modify_and_remove(sample_outcomes):
+    rows = [decoded(sample_outcomes, f"lambda-{n}", "ExampleTableWithStream") for n in range(3)]
+    assert [(row["_event_name"], row["id"], row["message"], row["_is_ttl_delete"]) for row in rows] == [
+        ("INSERT", "101", "New item!", False), ("MODIFY", "101", "This item has changed", False),
+        ("REMOVE", "101", None, False)]
+    assert {row["_event_ts"] for row in rows} == {utc(2015, 4, 9, 0, 0, 0)}
+    assert rows[2]["_sequence_number"] == "4421584500000000017450439093".rjust(64, "0")
+
+
+def test_a_kinesis_data_streams_record_lands_by_its_table_name(sample_outcomes):
+    row = decoded(sample_outcomes, "kds", KDS_SAMPLE_TABLE)
+    assert (row["id"], row["data"], row["_event_name"]) == ("record-1qit2y819gi", "data-x6aq7ckdpgk", "INSERT")
+    assert row["_event_ts"] == utc(2024, 11, 18, 10, 9, 15, 370000)  # epoch milliseconds
+    assert row["_is_ttl_delete"] is False  # "userIdentity": null
+
+
+def test_getrecords_output_names_no_table_and_is_quarantined_saying_so(sample_outcomes):
+    assert [reason(sample_outcomes, f"getrecords-{n}") for n in range(3)] == ["no_table_name"] * 3
+
+
+def test_getrecords_output_with_its_stream_arn_lands(sample_outcomes):
+    rows = [decoded(sample_outcomes, f"getrecords-with-arn-{n}", "Music") for n in range(3)]
+    assert [(row["artist"], row["song_title"], row["album_title"], row["awards"]) for row in rows] == [
+        ("No One You Know", "Call Me Today", "Somewhat Famous", "1"),
+        ("Acme Band", "Happy Day", "Songs About Life", "10"),
+        ("Acme Band", "Happy Day", "Updated Album Title", "10")]
+    assert rows[0]["_event_ts"] == utc(2019, 10, 23, 16, 43, 48)
+
+
+@pytest.mark.parametrize(("who", "expected"), [("getrecords", True), ("lambda", True), ("user", False)])
+def test_a_ttl_delete_is_flagged_in_either_spelling_of_its_identity(sample_outcomes, who, expected):
+    row = decoded(sample_outcomes, f"remove-{who}", "Music")
+    assert (row["_is_deleted"], row["_is_ttl_delete"]) == (True, expected)

@@ -125,3 +125,46 @@ def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_
     assert f"{target.landing / 'processing-failed'}: 1 Firehose error-output object(s) not read" in warning
     assert [row.id for row in spark.read.parquet(str(target.raw / "customers_changes")).collect()] == ["cust-1"]
     assert not list(target.quarantine.rglob("*.parquet"))
+
+
+def test_a_keys_only_stream_stops_lakehouse_stream_and_a_restart_after_moving_its_files_loses_nothing(
+        spark, tmp_path):
+    from streaming.cli.exit_codes import REFUSED, exit_code_of, message_of
+    from streaming.operations.stream import stream
+
+    contracts_dir = tmp_path / "contracts"
+    contracts_dir.mkdir()
+    for packaged in (Path(__file__).parents[1] / "streaming" / "contracts").glob("*.yml"):
+        (contracts_dir / packaged.name).write_text(packaged.read_text())
+    (contracts_dir / "forum.yml").write_text(
+        "table: Forum\nraw_table: forum\nkey: {partition_key: ForumName, sort_key: Subject}\n"
+        "attributes: {ForumName: {type: S}, Subject: {type: S}}\n"
+        'partitioning: {column: forum_initial, expression: "substring(forum_name, 1, 1)"}\n')
+    # The API reference's GetRecords example (a KEYS_ONLY stream), each record with its stream's ARN.
+    arn = "arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"
+    sample = json.loads((Path(__file__).parent / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
+    target = DataLayout(tmp_path / "data")
+    hour = target.landing / "2026" / "11" / "23" / "11"
+    hour.mkdir(parents=True)
+    keys_only = hour / "keys-only.json"
+    keys_only.write_text("".join(json.dumps(record | {"eventSourceARN": arn}) + "\n" for record in sample["Records"]))
+
+    with pytest.raises(Exception) as refused:
+        stream(target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+
+    assert exit_code_of(refused.value) == REFUSED
+    message = message_of(refused.value)
+    assert message.startswith("batch 0 refused, nothing of it was written: table Forum's stream sends "
+                              f"StreamViewType KEYS_ONLY records (3 in this batch, e.g. file:{keys_only}#0)")
+    assert "Traceback" not in message and "NEW_AND_OLD_IMAGES" in message
+    assert not target.raw.joinpath("forum_changes").exists() and not target.quarantine.exists()
+
+    # What the message says to do: the stream fixed, the refused file moved out, then a restart.
+    keys_only.rename(tmp_path / "keys-only.json")
+    fixed = sample["Records"][0] | {"eventSourceARN": arn, "eventID": "after-the-fix"}
+    fixed["dynamodb"] = fixed["dynamodb"] | {"StreamViewType": "NEW_AND_OLD_IMAGES",
+                                             "NewImage": fixed["dynamodb"]["Keys"]}
+    (hour / "new-and-old-images.json").write_text(json.dumps(fixed) + "\n")
+    stream(target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    landed = spark.read.parquet(str(target.raw / "forum_changes")).collect()
+    assert [(row._event_id, row.subject) for row in landed] == [("after-the-fix", "DynamoDB Thread 3")]

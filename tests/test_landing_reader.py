@@ -356,3 +356,21 @@ def test_broken_bytes_that_are_not_utf8_are_quarantined_as_invalid_utf8_as_the_d
         (b'\xff\xfe"eventID":"e1"}', "invalid_utf8"),
         (b'{"eventID":"e2"}', None),
     ]
+
+
+@pytest.mark.parametrize("separator", [b"", b"\n"])
+def test_a_record_whose_opening_brace_is_damaged_is_one_row_and_the_next_record_lands(separator):
+    # The fuzz drill's invalid_utf8_structural kind: the inner objects of the damaged
+    # record (map values, list items) must not be cut out as records of their own.
+    damaged = (b'\xff\xfe"eventID":"e1","dynamodb":{"Keys":{"id":{"S":"a"}},'
+               b'"NewImage":{"tags":{"L":[{"M":{"k":{"S":"v"}}}, {"M":{}}]}}},"eventName":"INSERT"}')
+    assert split(damaged + separator + b'{"eventID":"e2"}') == [
+        (0, damaged, "invalid_utf8"),
+        (len(damaged + separator), b'{"eventID":"e2"}', None),
+    ]
+
+
+def test_junk_still_ends_at_an_object_that_follows_it_on_its_line():
+    assert split(b'not json 0.5{"a":1}\n["x"]{"b":2}') == [
+        (0, b"not json 0.5", "invalid_json"), (12, b'{"a":1}', None),
+        (20, b'["x"]', "invalid_json"), (25, b'{"b":2}', None)]

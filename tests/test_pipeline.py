@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from streaming.contracts.model import AttributeSpec, TableContract, change_log_schema, load_contracts
+from streaming.errors import OperatorError
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch
-from streaming.pipeline.batch import Pipeline, RecordsLostError
+from streaming.pipeline.batch import Pipeline, RecordsLostError, UnusableStreamViewType
 from streaming.pipeline.ordering import latest_per_key
 from streaming.samples.generator import generate_cdc, write_landing_files
 
@@ -171,6 +172,64 @@ def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_p
     with pytest.raises(RecordsLostError, match="2 records in, but 1 decoded"):
         pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
     assert not (tmp_path / "raw").exists()
+
+
+# The GetRecords example of the DynamoDB Streams API reference, a KEYS_ONLY stream (tests/test_decode.py
+# names its source), with the stream ARN of the same examples file as Lambda would add it.
+FORUM_STREAM_ARN = "arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"
+FORUM_CONTRACT = """\
+table: Forum
+raw_table: forum
+key: {partition_key: ForumName, sort_key: Subject}
+attributes: {ForumName: {type: S}, Subject: {type: S}}
+partitioning: {column: forum_initial, expression: "substring(forum_name, 1, 1)"}
+"""
+
+
+def forum_records(view_type: str) -> list[str]:
+    sample = json.loads((Path(__file__).parent / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
+    records = [record | {"eventSourceARN": FORUM_STREAM_ARN} for record in sample["Records"]]
+    for record in records:
+        record["dynamodb"]["StreamViewType"] = view_type
+    return [json.dumps(record) for record in records]
+
+
+@pytest.mark.parametrize("view_type", ["KEYS_ONLY", "OLD_IMAGE"])
+def test_a_stream_without_new_images_is_refused_before_anything_is_written(spark, tmp_path, contracts, view_type):
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "forum.yml").write_text(FORUM_CONTRACT)
+    with_forum = {**contracts, **load_contracts(tmp_path / "contracts")}
+    lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), *forum_records(view_type)]
+
+    with pytest.raises(UnusableStreamViewType) as refused:
+        pipeline_at(tmp_path, with_forum).process_batch(envelope_of(spark, lines, ref="landing/part-0.json#0"), 7)
+
+    message = str(refused.value)
+    assert isinstance(refused.value, OperatorError)  # exit code 2, message without a traceback
+    assert f"batch 7 refused, nothing of it was written: table Forum's stream sends StreamViewType " \
+           f"{view_type} records (3 in this batch, e.g. landing/part-0.json#0)" in message
+    assert "NEW_IMAGE or NEW_AND_OLD_IMAGES" in message and "landing files stay where they are" in message
+    assert not (tmp_path / "raw").exists() and not (tmp_path / "quarantine").exists()
+
+
+def test_records_of_a_table_without_a_contract_do_not_stop_the_batch_whatever_their_view_type(spark, tmp_path,
+                                                                                               contracts):
+    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, forum_records("KEYS_ONLY")), 0)
+    assert (report.records_in, report.quarantined) == (3, 3)  # unknown_table, as any table without a contract
+
+
+def test_kinesis_data_streams_records_state_no_view_type_and_land(spark, tmp_path, contracts):
+    # "the table sends out a data record that captures ... a snapshot of the record before the
+    # modification [and] after the modification" (Kinesis Data Streams for DynamoDB has no view type:
+    # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/kds.html, "How Kinesis Data
+    # Streams works with DynamoDB"); the sample is a real record of such a stream.
+    record = json.loads((Path(__file__).parent / "fixtures" / "aws" / "kds_record_insert.json").read_text())
+    assert "StreamViewType" not in record["dynamodb"]
+    record["tableName"] = "customers"
+    record["dynamodb"]["Keys"] = {"id": {"S": "c-1"}, "custName": {"S": "Ana"}}
+    record["dynamodb"]["NewImage"] |= record["dynamodb"]["Keys"]
+    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, [json.dumps(record)]), 0)
+    assert report.landed["customers"] == 1
 
 
 # ---------------------------------------------------------------- generated CDC, end to end

@@ -303,3 +303,49 @@ def test_show_needs_a_reason_and_replay_of_an_empty_quarantine_does_nothing(tmp_
     assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
     assert "nothing to replay" in capsys.readouterr().out
     assert not (tmp_path / ops.REPLAYS_FOLDER).exists()
+
+
+def write_quarantine_rows(root: Path, rows: dict[str, str]) -> None:
+    """One quarantine batch of rows (reason -> payload), as QuarantineWriter lays them out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = DataLayout(root).quarantine / "_batch_id=0"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({
+        "_source_table": [None] * len(rows), "reason": list(rows), "payload": list(rows.values()),
+        "source_ref": [f"file:/landing/{n}.gz#0" for n in range(len(rows))],
+        "_ingested_at": pa.array([None] * len(rows), pa.timestamp("us", tz="UTC")),
+    }), folder / "part-0.parquet")
+
+
+def test_replay_leaves_out_rows_that_do_not_hold_their_record_and_says_what_to_do(tmp_path, capsys):
+    # Such rows hold a read error, a compression's name or a prefix, not the record: a replay
+    # could only quarantine them again (as invalid_json), on every run.
+    rows = {
+        "unreadable_file": "EOFError: the GZIP stream ends before its end-of-stream marker",
+        "unsupported_compression": "Firehose CompressionFormat ZIP: not read",
+        "record_too_large": '{"eventID":"e1","dynamodb":{"NewImage":{"blob":{"S":"xxxx',
+        "invalid_utf8": '{"eventID":"e2","eventName":"INSERT\ufffd"}',
+    }
+    write_quarantine_rows(tmp_path, rows)
+
+    plan = ops.plan_replay(tmp_path)
+    assert plan.records == () and sorted(row.reason for row in plan.not_replayable) == sorted(rows)
+    assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for reason, advice in ops.NOT_REPLAYABLE_REASONS.items():
+        assert f"left out 1 record(s) with reason {reason}: {advice}" in out
+    assert "nothing to replay" in out and not (tmp_path / ops.REPLAYS_FOLDER).exists()
+
+
+def test_summary_and_show_say_what_to_do_about_records_that_name_no_table(tmp_path, capsys):
+    record = {"eventID": "e1", "eventName": "INSERT", "dynamodb": {"Keys": {"id": {"S": "c-1"}}}}
+    write_quarantine_rows(tmp_path, {"no_table_name": json.dumps(record)})
+    advice = "no_table_name: the record names no table"
+
+    assert main(["quarantine", "summary", "--data-dir", str(tmp_path)]) == 0
+    assert advice in capsys.readouterr().out
+    assert main(["quarantine", "show", "--reason", "no_table_name", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert advice in out and "eventSourceARN of the stream they were read from" in out

@@ -7,7 +7,7 @@ failure; with no `ErrorOutputPrefix`, under `<Prefix><error-output-type>/yyyy/MM
 Either lands beside the change records when the two prefixes share the landing folder.
 Such an object holds Firehose's own JSON documents (`attemptsMade`, `errorCode`, the
 record base64-encoded in `rawData`), not change records: read as landing data, every one
-of them would be quarantined as `unknown_table`. So the listing skips them, and
+of them would be quarantined as `no_table_name`. So the listing skips them, and
 `lakehouse status` and the stream's start name the folders, because the records in them
 never reached the raw tables and need the operator.
 """

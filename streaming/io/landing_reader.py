@@ -10,8 +10,9 @@ model: this module reads an object as a byte stream and cuts it into JSON object
 Every non-whitespace byte of an object ends up in exactly one record: a record is valid
 (reason None) or carries the quarantine reason the splitter found:
 
-- `invalid_json`       not a JSON object (junk up to the next newline or `{`, a truncated
-                       or malformed object up to its closing brace or the next newline),
+- `invalid_json`       not a JSON object (junk up to the next newline or `{` that can start
+                       a record, see `_JunkEnd`; a truncated or malformed object up to its
+                       closing brace or the next newline),
                        or one Python cannot read: nested deeper than its recursion limit
                        (1,000; DynamoDB nests at most 32 levels) or an integer of more than
                        4,300 digits (`sys.get_int_max_str_digits`; DynamoDB numbers have 38)
@@ -67,6 +68,8 @@ HEAD_BYTES = 16
 _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
 # Junk ends where a line or the next object may start.
 _JUNK_END = re.compile(r"[\n{]")
+# What precedes a `{` that is a member or item value inside an object or array.
+_VALUE_POSITION = frozenset(":,[")
 _OUTSIDE_STRING = re.compile(r'[{}"\n]')
 _INSIDE_STRING = re.compile(r'["\\\n]')
 
@@ -153,16 +156,33 @@ class _ObjectEnd:
         return None
 
 
-def _junk_end(first: int) -> Callable[[str, int, int], int | None]:
-    """End of junk: the next newline or `{` at or after `first` (later chunks: from their start)."""
-    searched_from = [first]
+class _JunkEnd:
+    """Finds where junk ends, across chunks: at the next newline, or at the next `{` that may
+    start a record. Junk at a record's start (`headless`) is often a JSON object whose
+    opening bytes are damaged (invalid bytes where its `{` was): a `{` right after `:`, `,`
+    or `[` is then a value inside that object, and cutting there would make one damaged
+    record many quarantine rows and land its inner objects as records. After a complete
+    object (trailing garbage) the object has closed, so any `{` may start the next one."""
 
-    def find(text: str, start: int, stop: int) -> int | None:
-        match = _JUNK_END.search(text, max(start, searched_from[0]), stop)
-        searched_from[0] = 0
-        return None if match is None else match.start()
+    def __init__(self, first: int, headless: bool) -> None:
+        self.first = first  # the search starts here in the first chunk, at 0 in later ones
+        self.headless = headless
+        self.previous = ""  # the last non-whitespace character searched so far
 
-    return find
+    def find(self, text: str, start: int, stop: int) -> int | None:
+        i = max(start, self.first)
+        self.first = 0
+        while True:
+            match = _JUNK_END.search(text, i, stop)
+            before = text[i:stop if match is None else match.start()].rstrip(" \t\r")
+            if before:
+                self.previous = before[-1]
+            if match is None:
+                return None
+            if match.group() == "\n" or not (self.headless and self.previous in _VALUE_POSITION):
+                return match.start()
+            self.previous = "{"
+            i = match.end()
 
 
 class _Splitter:
@@ -258,7 +278,7 @@ class _Splitter:
             self.offset += found.start() - self.pos
             start = self.pos = found.start()
             if self.text[start] != "{":
-                yield self._emit(*self._take(start, _junk_end(start)), reasons.INVALID_JSON)
+                yield self._emit(*self._take(start, _JunkEnd(start, headless=True).find), reasons.INVALID_JSON)
                 continue
             try:
                 end = self.decode(self.text, start)[1]
@@ -280,7 +300,8 @@ class _Splitter:
                 self.pos = end
                 yield self._emit(kept, len(kept), None)
                 continue
-            yield self._emit(*self._take(start, _junk_end(after.start() + 1)), reasons.TRAILING_GARBAGE)
+            garbage_end = _JunkEnd(after.start() + 1, headless=False).find
+            yield self._emit(*self._take(start, garbage_end), reasons.TRAILING_GARBAGE)
 
 
 class _Prefixed:

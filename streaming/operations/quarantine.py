@@ -65,9 +65,17 @@ log = logging.getLogger(__name__)
 Printer = Callable[[str], None]
 
 REPLAYS_FOLDER = "replays"
-# The decoder stores such a payload with each bad byte sequence replaced by U+FFFD:
-# replaying that text would land the replacement characters as if they were data.
-NOT_REPLAYABLE_REASONS = (reasons.INVALID_UTF8,)
+# Reasons whose quarantine row does not hold the record as it arrived, so a replay could
+# only land something else or fail again: what to do instead, per reason.
+NOT_REPLAYABLE_REASONS = {
+    reasons.INVALID_UTF8: "the payload was stored with its bad bytes replaced; land the record again from its source",
+    reasons.UNREADABLE_FILE: "the row holds the read error, not a record; land the object again, complete "
+                             "(GZIP or uncompressed), as a new landing file",
+    reasons.UNSUPPORTED_COMPRESSION: "the row holds the object's compression, not a record; land the object again "
+                                     "as GZIP or uncompressed, as a new landing file",
+    reasons.RECORD_TOO_LARGE: "the row keeps only the record's first bytes; no DynamoDB change record is that "
+                              "large, so check the source that wrote it",
+}
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
@@ -168,7 +176,12 @@ class QuarantineSummary:
             out.append(f"open: {total} rows")
         if self.replays:
             out.append(f"landed by {self.replays} replay(s): {self.resolved_rows} rows (not counted above)")
-        return out
+        return out + what_to_do({reason for _, reason, _ in self.open_rows})
+
+
+def what_to_do(found: Iterable[str]) -> list[str]:
+    """A line for each of `found` (reasons) that `reasons.WHAT_TO_DO` advises on."""
+    return [f"{reason}: {reasons.WHAT_TO_DO[reason]}" for reason in sorted(set(found)) if reason in reasons.WHAT_TO_DO]
 
 
 def summarize(data_root: Path) -> QuarantineSummary:
@@ -349,7 +362,7 @@ class ReplayPlan:
     records: tuple[QuarantinedRecord, ...]
     selection: Mapping[str, Any]
     resumed: bool = False
-    # Selected but left out: a payload the quarantine could not store faithfully.
+    # Selected but left out: rows that do not hold their record as it arrived.
     not_replayable: tuple[QuarantinedRecord, ...] = ()
 
     @property
@@ -375,10 +388,8 @@ class ReplayPlan:
             f"as batch {self.batch_id}",
             f"      run log {self.run_log}",
         ]
-        if self.not_replayable:
-            lines.append(f"      left out {len(self.not_replayable)} record(s) with reason "
-                         f"{'/'.join(NOT_REPLAYABLE_REASONS)}: their payload was stored with bad bytes replaced; "
-                         "land them again from their source")
+        for reason, count in sorted(Counter(row.reason for row in self.not_replayable).items()):
+            lines.append(f"      left out {count} record(s) with reason {reason}: {NOT_REPLAYABLE_REASONS[reason]}")
         return lines
 
 
@@ -447,7 +458,10 @@ def run_replay(
     write_json_atomically(plan.run_log, {**identity, "status": "running", "landed": []})
     _store_records(plan)
     try:
-        pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)))
+        # A record of a KEYS_ONLY or OLD_IMAGE stream quarantined before such streams were
+        # refused fails again as missing_new_image, instead of failing every later replay.
+        pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)),
+                            refuse_unusable_view_types=False)
         envelope = spark.createDataFrame(
             [(row.payload, None, row.source_ref) for row in plan.records], _ENVELOPE_SCHEMA
         )
@@ -585,6 +599,8 @@ def quarantine_show(
     for line in show_lines(rows[:limit], PiiMasker(pii_labels(contracts), key)):
         out(line)
     out(f"shown {min(limit, len(rows))} of {len(rows)} open records with reason {reason}")
+    for line in what_to_do(row.reason for row in rows):
+        out(line)
     return rows[:limit]
 
 

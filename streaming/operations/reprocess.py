@@ -46,6 +46,7 @@ from streaming.runtime.startup import (
     start_landing_stream,
 )
 from streaming.runtime.stream_identity import record_table_batches
+from streaming.runtime.stream_loop import refusal_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -286,7 +287,10 @@ def reprocess(
         try:
             seconds = run_reprocess(session, plan, contracts, options, out=out)
         except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
-            raise OperatorError(f"reprocess stopped (run it again to resume from its checkpoint): {exc}") from exc
+            refusal = refusal_of(options.query_name) if isinstance(exc, StreamingQueryException) else None
+            raise OperatorError(
+                f"reprocess stopped (run it again to resume from its checkpoint): {refusal or exc}"
+            ) from exc
     rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)
     for line in rebuilt.lines():
         out(line)

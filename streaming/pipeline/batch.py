@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
+from streaming.errors import OperatorError
 from streaming.pipeline.decode import decode_records, split_by_table
 from streaming.pipeline.ordering import drop_duplicate_events
 
@@ -69,6 +70,36 @@ class NoMetricsPublisher:
 
 class RecordsLostError(RuntimeError):
     """Decode returned fewer rows than it was given: records would vanish silently."""
+
+
+class UnusableStreamViewType(OperatorError):
+    """A table's DynamoDB stream sends records without the item's values (KEYS_ONLY,
+    OLD_IMAGE): every insert and update of it would be quarantined, so the batch is refused."""
+
+
+def _unusable_view_type_error(records: DataFrame, batch_id: int) -> UnusableStreamViewType:
+    found = (
+        records.where(F.col("_unusable_view_type").isNotNull())
+        .groupBy("_source_table", "_unusable_view_type")
+        .agg(F.count(F.lit(1)).alias("rows"), F.min("source_ref").alias("example"))
+        .orderBy("_source_table", "_unusable_view_type")
+        .collect()
+    )
+    streams = "; ".join(
+        f"table {row['_source_table']}'s stream sends StreamViewType {row['_unusable_view_type']} records "
+        f"({row['rows']} in this batch, e.g. {row['example']})"
+        for row in found
+    )
+    return UnusableStreamViewType(
+        f"batch {batch_id} refused, nothing of it was written: {streams}. Such records hold no item values, "
+        "so no insert or update of the table could be landed. Fix: give the table a stream with view type "
+        "NEW_IMAGE or NEW_AND_OLD_IMAGES (a stream's view type is set when it is enabled: disable the stream "
+        "and enable it again), or use Kinesis Data Streams for DynamoDB, whose records carry both images. "
+        "The landing files stay where they are and the checkpoint has not moved past this batch, so a restart "
+        "loses nothing; these records can never be decoded, though: before restarting, move the files holding "
+        "them out of the landing folder (land any other records in them again as new files), and load the "
+        "table's items with `lakehouse backfill` from a DynamoDB export."
+    )
 
 
 def _cache(df: DataFrame, cached: list[DataFrame]) -> DataFrame:
@@ -157,11 +188,16 @@ class Pipeline:
         quarantine: QuarantineSink,
         clock: Clock = utc_now,
         metrics: BatchMetricsPublisher | None = None,
+        refuse_unusable_view_types: bool = True,
     ) -> None:
         self.contracts = dict(contracts)
         self.sink = sink
         self.quarantine = quarantine
         self.clock = clock
+        # A batch holding a contract's records from a KEYS_ONLY or OLD_IMAGE stream raises
+        # UnusableStreamViewType before anything is written; without the check, their inserts
+        # and updates are quarantined as missing_new_image.
+        self.refuse_unusable_view_types = refuse_unusable_view_types
         # Per-batch counts for alarms (CloudWatch on Glue); nothing is published locally.
         self.metrics = metrics or NoMetricsPublisher()
 
@@ -178,7 +214,11 @@ class Pipeline:
             change_rows: dict[str, DataFrame] = {}
             # The decoded frame has one row per input record, so it counts the input
             # without reading the source again.
-            stats = [_stat(records, "in"), _stat(quarantine_rows, "quarantined")]
+            stats = [
+                _stat(records, "in"),
+                _stat(quarantine_rows, "quarantined"),
+                _stat(records.where(F.col("_unusable_view_type").isNotNull()), "unusable_view_type"),
+            ]
             for table, contract in self.contracts.items():
                 frame = decoded[table]
                 changes = drop_duplicate_events(frame, contract)
@@ -199,6 +239,8 @@ class Pipeline:
             records_in = counts["in"]["rows"]
             quarantined = counts["quarantined"]["rows"]
             decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows)
+            if self.refuse_unusable_view_types and counts["unusable_view_type"]["rows"]:
+                raise _unusable_view_type_error(records, batch_id)
             # Checked before anything is written, so a decode bug stops the stream
             # instead of committing a batch that silently lost records.
             if decoded_rows + quarantined != records_in:

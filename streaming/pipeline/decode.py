@@ -43,7 +43,9 @@ first that applies in this order:
                              each bad sequence replaced by U+FFFD)
 2. `invalid_json`            payload null, not JSON, not an object, or an envelope
                              field of the wrong JSON shape (e.g. `"dynamodb": "x"`)
-3. `unknown_table`           no table name, or no contract for it
+3. `no_table_name`           neither `tableName` nor a table ARN in `eventSourceARN`
+                             (DynamoDB Streams GetRecords output names no table)
+   `unknown_table`           a table name without a contract
 4. `unknown_event_name`      eventName is not INSERT, MODIFY or REMOVE
 5. `missing_event_time`      ApproximateCreationDateTime absent, not a number, out
                              of range, or with an unknown precision
@@ -121,10 +123,11 @@ def split_by_table(
 
 def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) -> DataFrame:
     """One row per envelope row: `_source_table`, `reason` (null when the record is
-    valid), `payload` and `source_ref` (only when it is not), and for the i-th
-    contract a struct column `_table_column(i)` with the record's raw columns (null
-    unless the record belongs to that table). The partition column is added later,
-    per table, by `valid_rows`.
+    valid), `payload` (only when it is not), `_unusable_view_type` (a contract's record
+    from a KEYS_ONLY or OLD_IMAGE stream, see envelope.py), `source_ref` (when either is
+    set), and for the i-th contract a struct column `_table_column(i)` with the record's
+    raw columns (null unless the record belongs to that table). The partition column is
+    added later, per table, by `valid_rows`.
     """
     for contract in contracts.values():
         check_partition_expression(envelope.sparkSession, contract, evaluate=False)
@@ -151,6 +154,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     descriptors = typed.select(
         "_source_table",
         "_record_error",
+        "_unusable_view_type",
         "payload",
         "source_ref",
         *_SHARED_METADATA,
@@ -171,12 +175,14 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
         F.col("_record_error"),
         *[F.when(own, _table_reason(contract, index)) for index, (contract, own) in enumerate(zip(tables, owned))],
     )
+    unusable_view_type = F.col("_unusable_view_type")
     return descriptors.select(
         "_source_table",
         reason.alias("reason"),
         # Only the quarantine needs the payload; valid rows do not carry it further.
         F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
-        F.when(reason.isNotNull(), F.col("source_ref")).alias("source_ref"),
+        unusable_view_type,
+        F.when(reason.isNotNull() | unusable_view_type.isNotNull(), F.col("source_ref")).alias("source_ref"),
         *[
             F.when(own, _table_row(contract, index)).alias(_table_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))

@@ -20,6 +20,11 @@ from streaming.pipeline import reasons
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 SEQUENCE_NUMBER_DIGITS = 64
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+TTL_IDENTITY_TYPE = "Service"
+# DynamoDB Streams view types whose records hold no NewImage: an INSERT or MODIFY of such
+# a stream carries the item's key at most, never its values. Kinesis Data Streams for
+# DynamoDB records state no view type and carry both images.
+UNUSABLE_VIEW_TYPES = ("KEYS_ONLY", "OLD_IMAGE")
 MICROS_PER_SECOND = 1_000_000
 MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 # Epoch values below 1e11 are seconds, below 1e14 milliseconds, below 1e17
@@ -41,10 +46,9 @@ PAYLOAD_SCHEMA = T.StructType(
         T.StructField("eventName", T.StringType()),
         T.StructField("eventSourceARN", T.StringType()),
         T.StructField("tableName", T.StringType()),
-        T.StructField(
-            "userIdentity",
-            T.StructType([T.StructField("type", T.StringType()), T.StructField("principalId", T.StringType())]),
-        ),
+        # A map, not a struct: Spark matches JSON keys case-sensitively, and a struct holding
+        # both spellings below cannot be read by name (its fields are ambiguous).
+        T.StructField("userIdentity", T.MapType(T.StringType(), T.StringType())),
         T.StructField(
             "dynamodb",
             T.StructType(
@@ -55,6 +59,7 @@ PAYLOAD_SCHEMA = T.StructType(
                     T.StructField("ApproximateCreationDateTime", T.StringType()),
                     T.StructField("ApproximateCreationDateTimePrecision", T.StringType()),
                     T.StructField("SequenceNumber", T.StringType()),
+                    T.StructField("StreamViewType", T.StringType()),
                     # Kept as JSON text: which schema an image is read with depends on
                     # its table, known only once this parse is done.
                     *[T.StructField(image, T.StringType()) for image in IMAGES],
@@ -72,7 +77,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     `_record_error` holds the first record-level quarantine reason (null when the
     record can be routed to its table); `_image` is the JSON text of the image the
     item's attribute values are read from (NewImage, or the key attributes for a
-    REMOVE).
+    REMOVE); `_unusable_view_type` is the record's StreamViewType when it is one of
+    `UNUSABLE_VIEW_TYPES` and the record belongs to one of `table_names`.
     """
     # Spark's text source passes bytes through unchecked. Invalid UTF-8 that reached
     # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
@@ -115,10 +121,15 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     micros = F.col("_micros")
     event_name = record["eventName"]
     is_deleted = F.coalesce(event_name == "REMOVE", F.lit(False))
+    # Lambda and Kinesis Data Streams for DynamoDB spell the identity's fields `type` and
+    # `principalId`; the DynamoDB Streams GetRecords API spells them `Type` and `PrincipalId`.
     identity = record["userIdentity"]
+    identity_type = F.coalesce(identity["type"], identity["Type"])
+    principal = F.coalesce(identity["principalId"], identity["PrincipalId"])
     is_ttl_delete = is_deleted & F.coalesce(
-        (identity["type"] == "Service") & (identity["principalId"] == TTL_PRINCIPAL), F.lit(False)
+        (identity_type == TTL_IDENTITY_TYPE) & (principal == TTL_PRINCIPAL), F.lit(False)
     )
+    known_table = F.coalesce(table.isin(list(table_names)), F.lit(False))
     # Spark writes an object read as text back out as JSON, so it starts with `{`; a
     # JSON string holding such text would pass too, and is then decoded as the image.
     images_are_objects = reduce(
@@ -128,7 +139,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         F.when(F.col(SOURCE_ERROR).isNotNull(), F.col(SOURCE_ERROR))
         .when(F.col(_INVALID_UTF8), reasons.INVALID_UTF8)
         .when(record.isNull() | record[_CORRUPT].isNotNull() | ~images_are_objects, reasons.INVALID_JSON)
-        .when(~F.coalesce(table.isin(list(table_names)), F.lit(False)), reasons.UNKNOWN_TABLE)
+        .when(table.isNull(), reasons.NO_TABLE_NAME)
+        .when(~known_table, reasons.UNKNOWN_TABLE)
         .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), reasons.UNKNOWN_EVENT_NAME)
         .when(micros.isNull(), reasons.MISSING_EVENT_TIME)
         .when(sequence_number.isNull(), reasons.INVALID_SEQUENCE_NUMBER)
@@ -151,6 +163,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         F.when(is_deleted, F.coalesce(stream["Keys"], stream["OldImage"]))
         .otherwise(stream["NewImage"])
         .alias("_image"),
+        F.when(known_table & stream["StreamViewType"].isin(list(UNUSABLE_VIEW_TYPES)), stream["StreamViewType"])
+        .alias("_unusable_view_type"),
     )
     return parsed
 

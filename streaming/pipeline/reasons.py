@@ -17,6 +17,7 @@ UNREADABLE_FILE = "unreadable_file"
 UNSUPPORTED_COMPRESSION = "unsupported_compression"
 # Found by the decoder, in this order of precedence (the first that applies is kept).
 INVALID_UTF8 = "invalid_utf8"
+NO_TABLE_NAME = "no_table_name"
 UNKNOWN_TABLE = "unknown_table"
 UNKNOWN_EVENT_NAME = "unknown_event_name"
 MISSING_EVENT_TIME = "missing_event_time"
@@ -25,6 +26,15 @@ MISSING_NEW_IMAGE = "missing_new_image"
 MISSING_KEY = "missing_key"
 TYPE_MISMATCH = "type_mismatch"
 INVALID_NUMBER = "invalid_number"
+
+
+# What to do about a reason that neither a contract change nor a replay resolves; `lakehouse
+# quarantine summary` and `show` print it under the rows.
+WHAT_TO_DO = {
+    NO_TABLE_NAME: "the record names no table: it has no tableName and no table ARN in eventSourceARN, as "
+                   "DynamoDB Streams GetRecords output; land such records with the eventSourceARN of the stream "
+                   "they were read from (docs/architecture.md, \"Accepted change records\")",
+}
 
 
 def missing_key(attribute: str) -> str:

@@ -17,6 +17,7 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from streaming.errors import OperatorError
 from streaming.io.layout import QUERY_NAME
 from streaming.io.sources import LandingStream
 from streaming.pipeline.batch import Pipeline
@@ -43,6 +44,17 @@ def checked_interval(text: str) -> str:
     return text.strip()
 
 
+# The OperatorError that stopped each query, by query name. Spark reports an exception
+# raised in foreachBatch only as a StreamingQueryException whose text holds the Python
+# traceback; `refusal_of` gives the error itself, so the operator reads its message alone.
+_refusals: dict[str, OperatorError] = {}
+
+
+def refusal_of(query_name: str = QUERY_NAME) -> OperatorError | None:
+    """The OperatorError a batch of the query last started under `query_name` raised, if any."""
+    return _refusals.get(query_name)
+
+
 def run_stream(
     spark: SparkSession,
     pipeline: Pipeline,
@@ -59,15 +71,28 @@ def run_stream(
     interval).
 
     A batch that raises stops the query; with `available-now` the error is raised here
-    (StreamingQueryException), so nothing is skipped or committed past it.
+    (StreamingQueryException), so nothing is skipped or committed past it. When it was an
+    OperatorError, `refusal_of(query_name)` returns it.
     """
     if isinstance(source, LandingStream):
         source_df = source.files
 
-        def process_batch(files: DataFrame, batch_id: int) -> None:
-            pipeline.process_batch(source.batch_envelope(files, batch_id), batch_id)
+        def envelope_of(files: DataFrame, batch_id: int) -> DataFrame:
+            return source.batch_envelope(files, batch_id)
     else:
-        source_df, process_batch = source, pipeline.process_batch
+        source_df = source
+
+        def envelope_of(envelope: DataFrame, batch_id: int) -> DataFrame:
+            return envelope
+
+    _refusals.pop(query_name, None)
+
+    def process_batch(batch: DataFrame, batch_id: int) -> None:
+        try:
+            pipeline.process_batch(envelope_of(batch, batch_id), batch_id)
+        except OperatorError as exc:
+            _refusals[query_name] = exc
+            raise
     if not source_df.isStreaming:
         raise ValueError("run_stream needs a streaming DataFrame (spark.readStream...)")
     if any(active.name == query_name for active in spark.streams.active):
