@@ -321,12 +321,17 @@ def write_quarantine_rows(root: Path, rows: dict[str, str]) -> None:
 
 def test_replay_leaves_out_rows_that_do_not_hold_their_record_and_says_what_to_do(tmp_path, capsys):
     # Such rows hold a read error, a compression's name or a prefix, not the record: a replay
-    # could only quarantine them again (as invalid_json), on every run.
+    # could only quarantine them again (as invalid_json), on every run. Or they hold a
+    # record the decoder's JSON reader would accept although the splitter refused it.
     rows = {
         "unreadable_file": "EOFError: the GZIP stream ends before its end-of-stream marker",
         "unsupported_compression": "Firehose CompressionFormat ZIP: not read",
         "record_too_large": '{"eventID":"e1","dynamodb":{"NewImage":{"blob":{"S":"xxxx',
         "invalid_utf8": '{"eventID":"e2","eventName":"INSERT\ufffd"}',
+        # Spark's from_json keeps the last "eventName" and ignores the text after the
+        # object: replayed, these two would land.
+        "duplicate_key": '{"eventID":"e3","eventName":"INSERT","eventName":"REMOVE"}',
+        "trailing_garbage": '{"eventID":"e4","eventName":"INSERT"} and more',
     }
     write_quarantine_rows(tmp_path, rows)
 

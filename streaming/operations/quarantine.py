@@ -75,6 +75,12 @@ NOT_REPLAYABLE_REASONS = {
                                      "as GZIP or uncompressed, as a new landing file",
     reasons.RECORD_TOO_LARGE: "the row keeps only the record's first bytes; no DynamoDB change record is that "
                               "large, so check the source that wrote it",
+    # Spark's JSON reader, which a replay decodes with, keeps the last of two values of one
+    # name and ignores what follows a complete object: replayed, these would land as if valid.
+    reasons.DUPLICATE_KEY: "the record names one field twice and only its source knows which value is right; "
+                           "land a corrected record as a new landing file",
+    reasons.TRAILING_GARBAGE: "text follows the record's object, so the record is not known to be whole; land it "
+                              "again from its source as a new landing file",
 }
 _ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
