@@ -323,13 +323,14 @@ SEQUENCE_CASES = (
 )
 
 
-def test_sequence_number_is_padded_to_64_digits_and_ordering_value_is_utc_time_then_sequence(outcomes):
+def test_ordering_value_is_utc_time_then_sequence_padded_to_64_digits_then_event_id_in_hex(outcomes):
     short, longest = (decoded(outcomes, name) for name in SEQUENCE_CASES)
 
     assert short["_sequence_number"] == "0" * 61 + "123"
     assert longest["_sequence_number"] == "9" * 64
     for row in (short, longest):
-        assert row["_ordering_value"] == utc_digits(row["_event_ts"]) + row["_sequence_number"]
+        event_id_hex = row["_event_id"].encode("utf-8").hex().upper()
+        assert row["_ordering_value"] == utc_digits(row["_event_ts"]) + row["_sequence_number"] + event_id_hex
     assert short["_ordering_value"].startswith("20231114221320000001")
 
 
@@ -369,7 +370,7 @@ def test_record_without_any_sequence_number_orders_by_event_time_alone(spark, co
     assert quarantine.count() == 0
     (row,) = tables["customers"].select("_sequence_number", "_ordering_value").collect()
     assert row["_sequence_number"] == "0" * 64
-    assert row["_ordering_value"].endswith("0" * 64)
+    assert row["_ordering_value"][20:84] == "0" * 64
 
 
 # -- attribute types ---------------------------------------------------------------------
@@ -874,6 +875,17 @@ RECORD_PROBLEMS = [
                 "missing_key:id",
             ),
             (without(customer("REMOVE"), "dynamodb", "Keys"), "missing_key:id"),  # and no OldImage either
+            # DynamoDB refuses an empty key value, and Hudi's key generators fail a whole write on one.
+            (with_value(customer(), {"id": {"S": ""}, "custName": {"S": "Ada"}}, "dynamodb", "NewImage"),
+             "missing_key:id"),
+            (with_value(customer("REMOVE"), {"id": {"S": "c-1"}, "custName": {"S": ""}}, "dynamodb", "Keys"),
+             "missing_key:custName"),
+            # Hudi's record key of (id, cust_name) is `id:<v>,cust_name:<v>`, unescaped: ("a,cust_name:b", "c")
+            # and ("a", "b,cust_name:c") would share one, so a value holding `,<key column>:` is refused.
+            (with_value(customer(), {"id": {"S": "a,cust_name:b"}, "custName": {"S": "c"}}, "dynamodb", "NewImage"),
+             "ambiguous_key:id"),
+            (with_value(customer("REMOVE"), {"id": {"S": "a"}, "custName": {"S": "x,id:y"}}, "dynamodb", "Keys"),
+             "ambiguous_key:custName"),
             # several problems: the first in the documented order wins
             (
                 without(
@@ -903,6 +915,17 @@ def test_record_level_problems_are_quarantined_with_their_reason(outcomes, name,
     record, _ = CASES[name]
     assert outcomes[name].row["payload"] == payload_text(record)  # as received
     assert outcomes[name].row["source_ref"] == name
+
+
+# Keys of real single-table designs hold `#`, `,` and `:`; only `,<key column>:` is refused.
+case("key-with-separators", with_value(customer(), {"id": {"S": "TENANT#t1,USER#u:7"}, "custName": {"S": "a:b,c"}},
+                                       "dynamodb", "NewImage"))
+
+
+def test_a_key_with_separators_other_than_hudis_lands(outcomes):
+    row = decoded(outcomes, "key-with-separators")
+
+    assert (row["id"], row["cust_name"]) == ("TENANT#t1,USER#u:7", "a:b,c")
 
 
 # Images are read as JSON text, so one sent as a string holding an object's text is

@@ -54,8 +54,15 @@ first that applies in this order:
                              DynamoDB delivers them through Firehose, orders by event
                              time alone: its sequence number is all zeros)
 7. `missing_new_image`       INSERT/MODIFY without NewImage
-8. `missing_key:<attr>`      a key attribute absent or NULL (REMOVE: in Keys, else
-                             OldImage); partition key first
+8. `missing_key:<attr>`      a key attribute absent, NULL or empty (REMOVE: in Keys,
+                             else OldImage); partition key first. DynamoDB refuses
+                             empty key values, and Hudi's key generators fail the
+                             whole write on one (HoodieKeyException)
+   `ambiguous_key:<attr>`    a key of several attributes whose string value holds
+                             `,<key column>:`: Hudi joins such a key as
+                             `<column>:<value>,<column>:<value>` without escaping
+                             (KeyGenUtils / BuiltinKeyGenerator), so two items could
+                             get one record key and overwrite each other
 9. per attribute, in contract order:
    `type_mismatch:<path>:<type>` the descriptor is not the declared type (B also
                                  when the text is not base64)
@@ -65,6 +72,7 @@ first that applies in this order:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -215,16 +223,27 @@ def _table_reason(contract: TableContract, index: int) -> Column:
     position = {spec.name: number for number, spec in enumerate(contract.attributes)}
     missing_keys = [
         F.when(
-            is_missing(F.col(_descriptor_column(index, position[name])), contract.attribute(name)),
+            is_missing(F.col(_descriptor_column(index, position[name])), contract.attribute(name))
+            | (F.col(_descriptor_column(index, position[name]))[contract.attribute(name).type] == ""),
             reasons.missing_key(name),
         )
         for name in contract.key_attributes
+    ]
+    separators = [f",{column}:" for column in contract.key_columns] if len(contract.key_attributes) > 1 else []
+    ambiguous_keys = [
+        F.when(
+            reduce(Column.__or__, [F.col(_descriptor_column(index, position[name]))["S"].contains(separator)
+                                   for separator in separators]),
+            reasons.ambiguous_key(name),
+        )
+        for name in contract.key_attributes
+        if separators and contract.attribute(name).type == "S"
     ]
     attribute_errors = [
         attribute_error(F.col(_descriptor_column(index, number)), spec, spec.name)
         for number, spec in enumerate(contract.attributes)
     ]
-    return F.coalesce(*missing_keys, *attribute_errors)
+    return F.coalesce(*missing_keys, *ambiguous_keys, *attribute_errors)
 
 
 def _table_row(contract: TableContract, index: int) -> Column:

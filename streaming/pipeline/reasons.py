@@ -24,6 +24,7 @@ MISSING_EVENT_TIME = "missing_event_time"
 INVALID_SEQUENCE_NUMBER = "invalid_sequence_number"
 MISSING_NEW_IMAGE = "missing_new_image"
 MISSING_KEY = "missing_key"
+AMBIGUOUS_KEY = "ambiguous_key"
 TYPE_MISMATCH = "type_mismatch"
 INVALID_NUMBER = "invalid_number"
 
@@ -31,6 +32,9 @@ INVALID_NUMBER = "invalid_number"
 # What to do about a reason that neither a contract change nor a replay resolves; `lakehouse
 # quarantine summary` and `show` print it under the rows.
 WHAT_TO_DO = {
+    AMBIGUOUS_KEY: "a key value holds `,<key column>:`, the separator of Hudi's record key for a key of several "
+                   "attributes (`<column>:<value>,<column>:<value>`), so two different items could share one "
+                   "record key and overwrite each other; such a key needs a raw table keyed otherwise",
     NO_TABLE_NAME: "the record names no table: it has no tableName and no table ARN in eventSourceARN, as "
                    "DynamoDB Streams GetRecords output; land such records with the eventSourceARN of the stream "
                    "they were read from (docs/architecture.md, \"Accepted change records\")",
@@ -39,6 +43,10 @@ WHAT_TO_DO = {
 
 def missing_key(attribute: str) -> str:
     return f"{MISSING_KEY}:{attribute}"
+
+
+def ambiguous_key(attribute: str) -> str:
+    return f"{AMBIGUOUS_KEY}:{attribute}"
 
 
 def type_mismatch(path: str, expected_type: str) -> str:
