@@ -29,48 +29,37 @@ with history as (
 ),
 
 live_staged as (
-    select _event_id
+    -- A live snapshot the history may have folded into the version before it is
+    -- matched by key; its key is hashed only for such rows.
+    select
+        _event_id,
+        case
+            when {{ is_backfilled_snapshot('_event_id') }}
+                then {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }}
+        end as snapshot_customer_key
     from {{ ref('stg_dynamodb__customers') }}
-    where not is_deleted and not {{ is_backfilled_snapshot('_event_id') }}
+    where not is_deleted
     {%- if narrowed %}
         and _ingested_at > {{ staging_cutoff }}
     {%- endif %}
 ),
 
-live_staged_snapshots as (
-    select
-        _event_id,
-        _ingested_at,
-        {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key
-    from {{ ref('stg_dynamodb__customers') }}
-    where not is_deleted and {{ is_backfilled_snapshot('_event_id') }}
-),
-
 staged_without_current_version as (
     select
         live_staged._event_id as event_id,
-        cast(null as varchar) as customer_key,
+        live_staged.snapshot_customer_key as customer_key,
         'live staged change is not a current version' as problem
     from live_staged
     where not exists (
         select 1
         from {{ ref('dim_customers_history') }} as versions
-        where versions.is_current and versions.version_event_id = live_staged._event_id
+        where
+            versions.is_current
+            and (
+                versions.version_event_id = live_staged._event_id
+                or versions.customer_key = live_staged.snapshot_customer_key
+            )
     )
-    union all
-    select
-        live_staged_snapshots._event_id as event_id,
-        live_staged_snapshots.customer_key,
-        'live staged snapshot has no current version' as problem
-    from live_staged_snapshots
-    where not exists (
-        select 1
-        from {{ ref('dim_customers_history') }} as versions
-        where versions.is_current and versions.customer_key = live_staged_snapshots.customer_key
-    )
-    {%- if narrowed %}
-        and live_staged_snapshots._ingested_at > {{ staging_cutoff }}
-    {%- endif %}
 ),
 
 current_version_not_staged as (
@@ -87,8 +76,12 @@ current_version_not_staged as (
         )
         and not exists (
             select 1
-            from live_staged_snapshots
-            where live_staged_snapshots.customer_key = history.customer_key
+            from {{ ref('stg_dynamodb__customers') }} as staged
+            where
+                not staged.is_deleted
+                and {{ is_backfilled_snapshot('staged._event_id') }}
+                and {{ keyed_surrogate_key(['staged.id', 'staged.cust_name'], 'customer_key') }}
+                = history.customer_key
         )
 ),
 
