@@ -17,6 +17,7 @@ import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
+from dbt_tables import query
 
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
@@ -46,11 +47,6 @@ WARNED_TESTS = {
     "not_negative_fct_order_lines_line_total",
     "not_negative_agg_daily_revenue_by_status_total_amount",
 }
-
-
-def _query(data_dir: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
-        return con.sql(sql).fetchall()
 
 
 def _statuses(result: dbtRunnerResult) -> dict[str, str]:
@@ -85,15 +81,15 @@ def test_the_rows_are_kept_and_flagged_from_staging_to_the_marts(business_violat
     data_dir = business_violations.data_dir
     flagged = [("o20", None, "currency_missing"), ("o21", "EUR", "amount_negative,status_unknown")]
     for table in ("lakehouse_staging.stg_dynamodb__orders", "lakehouse_marts.fct_orders"):
-        rows = _query(data_dir, f"select order_id, currency, quality_issues from {table} where order_id in ('o20', 'o21') order by 1")
+        rows = query(data_dir, f"select order_id, currency, quality_issues from {table} where order_id in ('o20', 'o21') order by 1")
         assert rows == flagged, table
     # Every other live order of the scenario passes every rule, but o5, whose amount
     # 12.345 did not fit the contract's decimal(18,2).
-    others = _query(data_dir, "select order_id, quality_issues from lakehouse_marts.fct_orders "
+    others = query(data_dir, "select order_id, quality_issues from lakehouse_marts.fct_orders "
                               "where order_id not in ('o20', 'o21') and quality_issues is not null")
     assert others == [("o5", "amount_invalid")]
     # A line carries its own problems, then its order's.
-    lines = _query(data_dir, "select order_id, quality_issues from lakehouse_marts.fct_order_lines "
+    lines = query(data_dir, "select order_id, quality_issues from lakehouse_marts.fct_order_lines "
                              "where quality_issues is not null order by 1")
     assert lines == [("o20", "currency_missing"), ("o21", "unit_price_negative,amount_negative,status_unknown")]
 
@@ -102,21 +98,21 @@ def test_customers_are_flagged_in_staging_and_both_customer_marts(business_viola
     """c3 was inserted with the e-mail `not-an-email` and the registration date `March
     1st`, then corrected: only its first version breaks the customers' rules."""
     data_dir = business_violations.data_dir
-    history = _query(data_dir, "select customer_id, version_number, quality_issues from lakehouse_marts.dim_customers_history "
+    history = query(data_dir, "select customer_id, version_number, quality_issues from lakehouse_marts.dim_customers_history "
                                "where quality_issues is not null")
     assert history == [("c3", 1, "registration_date_invalid,email_invalid")]
     for table in ("lakehouse_staging.stg_dynamodb__customers", "lakehouse_marts.dim_customers"):
-        assert _query(data_dir, f"select count(*) from {table} where quality_issues is not null") == [(0,)], table
+        assert query(data_dir, f"select count(*) from {table} where quality_issues is not null") == [(0,)], table
 
 
 def test_the_revenue_marts_and_freshness_include_the_flagged_orders(business_violations: Build) -> None:
     data_dir = business_violations.data_dir
-    revenue = _query(data_dir, """select status, currency, order_count, flagged_order_count, total_amount
+    revenue = query(data_dir, """select status, currency, order_count, flagged_order_count, total_amount
                                   from lakehouse_marts.agg_daily_revenue_by_status
                                   where order_date = date '2024-03-02' order by 1, 2""")
     assert [row for row in revenue if row[3]] == [("LOST", "EUR", 1, 1, -5), ("PAID", None, 1, 1, 3), ("PLACED", "GBP", 1, 1, None)]
-    fct_orders_rows = _query(data_dir, "select count(*) from lakehouse_marts.fct_orders")[0][0]
-    freshness = _query(data_dir, "select row_count, newest_ingested_at from lakehouse_marts.mart_freshness "
+    fct_orders_rows = query(data_dir, "select count(*) from lakehouse_marts.fct_orders")[0][0]
+    freshness = query(data_dir, "select row_count, newest_ingested_at from lakehouse_marts.mart_freshness "
                                  "where curated_table = 'fct_orders'")
     assert freshness == [(fct_orders_rows, INGESTED_AT.replace(tzinfo=None))]
 
