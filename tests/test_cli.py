@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import duckdb
@@ -11,10 +12,10 @@ import pytest
 from streaming.cli import main
 from streaming.cli.options import byte_size
 from streaming.io.layout import DataLayout, default_data_dir
-from streaming.operations.demo import record_demo_output, run_demo
+from streaming.operations.demo import DEMO_MARKER, record_demo_output, run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.operations.status import status
-from streaming.samples.generator import generate_cdc, write_landing_files
+from streaming.samples.generator import CUSTOMERS, generate_cdc, write_landing_files
 
 
 def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
@@ -90,7 +91,7 @@ def test_status_warns_of_a_backfill_that_did_not_finish(tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
+def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts_clean(spark, tmp_path):
     layout = DataLayout(tmp_path / "data")
     stale = layout.raw / "customers_changes" / "_ingest_hour=2026-01-01-00" / "_batch_id=99"
     stale.mkdir(parents=True)
@@ -144,6 +145,17 @@ def test_demo_generates_streams_counts_and_builds_the_marts(spark, tmp_path):
     freshness = result.marts_summary.split("mart_freshness (the first query when numbers look stale)\n")[1]
     assert all(mart in freshness for mart in ("dim_customers", "fct_orders", "agg_daily_revenue_by_status"))
     assert any("`lakehouse docs`" in line and "http://127.0.0.1:8080/" in line for line in printed)
+
+    # A second demo with another seed starts clean: its marts hold its own customers only,
+    # nothing of the first demo's incremental tables.
+    assert (layout.root / DEMO_MARKER).is_file()
+    run_demo(layout, seed=2, customers=3, record_format="streams", sink="local", spark=spark, out=lambda _: None)
+    second = generate_cdc(seed=2, customers=3, record_format="streams")
+    live_ids = Counter(key[0] for key, item in second.expected_state[CUSTOMERS].items() if item is not None)
+    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
+        dim_ids = Counter(customer_id for (customer_id,) in con.execute(
+            f"select customer_id from {MARTS_SCHEMA}.dim_customers").fetchall())
+    assert dim_ids == live_ids
 
 
 def test_new_commands_reject_incomplete_arguments(tmp_path, capsys):

@@ -3,7 +3,6 @@ a typo in --interval, a truncated Parquet file, options in the natural order."""
 from __future__ import annotations
 
 import signal
-from collections import Counter
 from datetime import datetime, timezone
 
 import duckdb
@@ -11,11 +10,9 @@ import pytest
 from cli_processes import LakehouseProcess
 
 from streaming.cli import main
-from streaming.io.layout import DataLayout
-from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, run_demo
+from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.stream_loop import checked_interval
-from streaming.samples.generator import CUSTOMERS, generate_cdc
 from streaming.samples.raw_fixtures import write_raw_batch
 
 
@@ -210,19 +207,3 @@ def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
     assert "batch=0 " in err, "the batch in progress finished"
     assert (data / "checkpoints" / "landing_to_raw" / "commits" / "0").is_file(), "and was committed"
     assert not (data / "checkpoints" / "landing_to_raw" / "offsets" / "1").exists(), "no batch after it began"
-
-
-@pytest.mark.spark
-def test_a_second_demo_with_another_seed_starts_clean(spark, tmp_path):
-    layout = DataLayout(tmp_path / "demo")
-    run_demo(layout, seed=1, customers=4, record_format="streams", sink="local", spark=spark, out=lambda _: None)
-    assert (layout.root / DEMO_MARKER).is_file()
-
-    run_demo(layout, seed=2, customers=3, record_format="streams", sink="local", spark=spark, out=lambda _: None)
-
-    truth = generate_cdc(seed=2, customers=3, record_format="streams")
-    live_ids = Counter(key[0] for key, item in truth.expected_state[CUSTOMERS].items() if item is not None)
-    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
-        dim_ids = Counter(customer_id for (customer_id,) in con.execute(
-            f"select customer_id from {MARTS_SCHEMA}.dim_customers").fetchall())
-    assert dim_ids == live_ids

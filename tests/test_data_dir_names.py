@@ -14,7 +14,7 @@ from streaming.io.layout import DataLayout
 from streaming.operations.demo import run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.samples.generator import CUSTOMERS, generate_cdc, write_landing_files
+from streaming.samples.generator import generate_cdc, write_landing_files
 from streaming.samples.raw_fixtures import write_raw_batch
 
 SEED, CUSTOMER_COUNT = 9, 5
