@@ -39,7 +39,7 @@ $(CHECKOV_STAMP): deploy/checkov-requirements.txt
 # dbt scenario, a synthesized stack): the suite is mostly one-threaded waits, so this
 # roughly halves its time on 2 cores (docs/development.md).
 test: venv $(CHECKOV_STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not drill"
 
 # The fast tier for the edit loop: no JVM, no dbt, no stack synthesis (under a minute).
 test-fast: venv
@@ -70,6 +70,7 @@ bench: venv
 
 drills: venv
 	$(BIN)/python -m benchmarks.drills
+	$(BIN)/python -m pytest -p no:xdist -m drill
 
 clean:
 	rm -rf data results target logs .pytest_cache spark-warehouse metastore_db derby.log cdk.out

@@ -34,17 +34,8 @@ def mocked_aws(monkeypatch):
 _FOLDER_MARKS = {"dbt": "dbt", "deploy": "deploy"}
 
 
-# pytest-xdist (`make test`: -n 2 --dist loadfile) hands whole files to its workers in
-# collection order. These take a minute or more each (real processes, whole demos), so
-# they go first, longest first: started last, one would leave the other worker idle.
-_LONGEST_FILES = ("test_initial_load.py", "test_pipeline.py", "test_cli_ops.py", "test_contract_evolution_e2e.py",
-                  "test_backfill.py", "test_stream_loop.py")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests_dir = Path(__file__).parent
-    first = {name: position for position, name in enumerate(_LONGEST_FILES)}
-    items.sort(key=lambda item: first.get(Path(str(item.path)).name, len(first)))
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)

@@ -111,6 +111,9 @@ def micros(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
+# Two to three minutes of real processes: `make drills` runs it; `make test` keeps the
+# suite within its budget and still checks, above, that the runbook shows these commands.
+@pytest.mark.drill
 @pytest.mark.spark
 @pytest.mark.dbt
 def test_the_runbooks_initial_load_runs_as_documented(tmp_path):
