@@ -198,41 +198,33 @@ class LakehouseStack(Stack):
 
     def _catalog(self) -> None:
         config = self.config
-        self.raw_database = glue.CfnDatabase(
-            self,
-            "RawDatabase",
-            catalog_id=self.account,
-            database_input=glue.CfnDatabase.DatabaseInputProperty(
-                name=config.raw_database,
-                description="Raw DynamoDB change logs and current state (Hudi), written by the streaming job",
-            ),
+        self.raw_database = self._database(
+            "RawDatabase", config.raw_database,
+            "Raw DynamoDB change logs and current state (Hudi), written by the streaming job",
         )
         self.curated_databases = {
-            layer: glue.CfnDatabase(
-                self,
-                f"Curated{layer.capitalize()}Database",
-                catalog_id=self.account,
-                database_input=glue.CfnDatabase.DatabaseInputProperty(
-                    name=name, description=f"dbt {layer} models of {config.athena_schema} (Iceberg)"
-                ),
-            )
+            layer: self._database(f"Curated{layer.capitalize()}Database", name,
+                                  f"dbt {layer} models of {config.athena_schema} (Iceberg)")
             for layer, name in config.curated_schemas.items()
         }
         # dbt-athena starts every query with the target schema as its context database
         # (dbt-labs/dbt-athena, dbt-athena/src/dbt/adapters/athena/connections.py,
         # _start_execution), and the on-run-start hook keeps a view there
         # (macros/tests/changed_rows_only.sql): it must exist before the first build.
-        self.dbt_target_database = glue.CfnDatabase(
-            self,
-            "DbtTargetDatabase",
-            catalog_id=self.account,
-            database_input=glue.CfnDatabase.DatabaseInputProperty(
-                name=config.athena_schema,
-                description=f"dbt's target schema {config.athena_schema}: the context of its queries, its run-time views",
-            ),
+        self.dbt_target_database = self._database(
+            "DbtTargetDatabase", config.athena_schema,
+            f"dbt's target schema {config.athena_schema}: the context of its queries, its run-time views",
         )
         self.dbt_workgroup = self._workgroup("DbtWorkGroup", f"{config.prefix}-dbt", DBT_RESULTS_PREFIX)
         self.analyst_workgroup = self._workgroup("AnalystWorkGroup", f"{config.prefix}-analysts", ANALYST_RESULTS_PREFIX)
+
+    def _database(self, construct_id: str, name: str, description: str) -> glue.CfnDatabase:
+        return glue.CfnDatabase(
+            self,
+            construct_id,
+            catalog_id=self.account,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(name=name, description=description),
+        )
 
     def _workgroup(self, construct_id: str, name: str, results_prefix: str) -> athena.CfnWorkGroup:
         return athena.CfnWorkGroup(

@@ -221,22 +221,19 @@ def _belongs_to(contract: TableContract) -> Column:
 def _table_reason(contract: TableContract, index: int) -> Column:
     """The first attribute-level problem of a record of this table, or null."""
     position = {spec.name: number for number, spec in enumerate(contract.attributes)}
+    keys = {name: F.col(_descriptor_column(index, position[name])) for name in contract.key_attributes}
     missing_keys = [
         F.when(
-            is_missing(F.col(_descriptor_column(index, position[name])), contract.attribute(name))
-            | (F.col(_descriptor_column(index, position[name]))[contract.attribute(name).type] == ""),
+            is_missing(key, contract.attribute(name)) | (key[contract.attribute(name).type] == ""),
             reasons.missing_key(name),
         )
-        for name in contract.key_attributes
+        for name, key in keys.items()
     ]
-    separators = [f",{column}:" for column in contract.key_columns] if len(contract.key_attributes) > 1 else []
+    separators = [f",{column}:" for column in contract.key_columns] if len(keys) > 1 else []
     ambiguous_keys = [
-        F.when(
-            reduce(Column.__or__, [F.col(_descriptor_column(index, position[name]))["S"].contains(separator)
-                                   for separator in separators]),
-            reasons.ambiguous_key(name),
-        )
-        for name in contract.key_attributes
+        F.when(reduce(Column.__or__, [key["S"].contains(separator) for separator in separators]),
+               reasons.ambiguous_key(name))
+        for name, key in keys.items()
         if separators and contract.attribute(name).type == "S"
     ]
     attribute_errors = [

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pytest
+from dbt_tables import query
 
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
@@ -34,13 +34,12 @@ def _write(data_dir: Path, batch_id: int, event_id: str, email: str) -> None:
 
 
 def _winners(data_dir: Path) -> dict[str, str]:
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
-        return {
-            "raw current state": con.execute("select _event_id from raw.customers").fetchone()[0],
-            "staging": con.execute("select _event_id from lakehouse_staging.stg_dynamodb__customers").fetchone()[0],
-            "history": con.execute("select version_event_id from lakehouse_marts.dim_customers_history "
-                                   "where is_current").fetchone()[0],
-        }
+    return {
+        "raw current state": query(data_dir, "select _event_id from raw.customers"),
+        "staging": query(data_dir, "select _event_id from lakehouse_staging.stg_dynamodb__customers"),
+        "history": query(data_dir, "select version_event_id from lakehouse_marts.dim_customers_history "
+                                   "where is_current"),
+    }
 
 
 def _build(data_dir: Path) -> None:
@@ -60,6 +59,6 @@ def test_one_winner_for_two_writes_in_one_millisecond(tmp_path, greater_arrives)
         _build(batch_by_batch)
     _build(one_run)
 
-    expected = dict.fromkeys(("raw current state", "staging", "history"), GREATER_ID)
+    expected = dict.fromkeys(("raw current state", "staging", "history"), [(GREATER_ID,)])
     assert _winners(one_run) == expected
     assert _winners(batch_by_batch) == expected
