@@ -70,7 +70,7 @@ def with_attributes(**attributes: Any) -> dict[str, Any]:
 def test_packaged_contracts_load_and_describe_the_article_tables():
     contracts = load_contracts()
 
-    assert set(contracts) == {"customers", "orders"}
+    assert set(contracts) == {"customers", "orders", "app_tenants", "app_users", "app_invoices", "app_unrouted"}
     customers = contracts["customers"]
     assert customers.key_columns == ("id", "cust_name")
     assert customers.partition_column == "id_suffix"
@@ -284,7 +284,9 @@ def test_contracts_directory_comes_from_the_environment(tmp_path, monkeypatch):
     write_contract(tmp_path, VALID, "orders.yaml")
     monkeypatch.setenv("LAKEHOUSE_CONTRACTS_DIR", str(tmp_path))
 
-    assert list(load_contracts()) == ["Orders"]
+    contracts = load_contracts()
+    assert list(contracts) == ["orders"]  # keyed by raw table
+    assert contracts["orders"].table == "Orders"
 
 
 def test_directory_without_contracts_is_an_error(tmp_path):

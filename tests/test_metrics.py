@@ -28,6 +28,8 @@ def report(**changes) -> BatchReport:
         records_in=120,
         landed={"customers": 40, "orders": 70},
         quarantined=3,
+        unrouted=0,
+        moved=0,
         duplicates_dropped=7,
         max_event_ts=NOW - timedelta(seconds=42),
         lag_seconds=42.0,

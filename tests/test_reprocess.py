@@ -244,7 +244,7 @@ def glue(mocked_aws):
 
     client = boto3.client("glue", region_name="eu-west-1")
     client.create_database(DatabaseInput={"Name": "dynamodb_raw"})
-    for table in ("customers", "orders"):
+    for table in load_contracts():
         location = f"s3://lake/raw/{table}"
         client.create_table(DatabaseName="dynamodb_raw", TableInput={
             "Name": table,

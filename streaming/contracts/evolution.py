@@ -95,7 +95,7 @@ def schema_document(contract: TableContract) -> dict[str, Any]:
 
     JSON-serialisable; attributes and M fields are mappings keyed by DynamoDB name.
     """
-    return {
+    document = {
         "format": SCHEMA_FORMAT,
         "table": contract.table,
         "raw_table": contract.raw_table,
@@ -104,11 +104,16 @@ def schema_document(contract: TableContract) -> dict[str, Any]:
         "partitioning": {"column": contract.partition_column, "expression": contract.partition_expression},
         "attributes": {spec.name: _attribute_document(spec) for spec in contract.attributes},
     }
+    # Only an unrouted table has the change-record column; a plain table's document (and
+    # so its version) stays what it was before single-table designs existed.
+    if contract.unrouted:
+        document["unrouted"] = True
+    return document
 
 
 def column_document(document: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a schema document that decides raw columns: no description, pii or cast."""
-    return {
+    columns = {
         "format": document["format"],
         "table": document["table"],
         "raw_table": document["raw_table"],
@@ -116,6 +121,9 @@ def column_document(document: Mapping[str, Any]) -> dict[str, Any]:
         "partitioning": dict(document["partitioning"]),
         "attributes": {name: _column_part(spec) for name, spec in document["attributes"].items()},
     }
+    if document.get("unrouted"):
+        columns["unrouted"] = True
+    return columns
 
 
 def document_version(document: Mapping[str, Any]) -> str:
@@ -179,6 +187,7 @@ def evolution_changes(previous: Mapping[str, Any], current: TableContract) -> Ev
         ("key.sort_key", ("key", "sort_key")),
         ("partitioning.column", ("partitioning", "column")),
         ("partitioning.expression", ("partitioning", "expression")),
+        ("unrouted", ("unrouted",)),
     ):
         old, new = _at(previous, path), _at(now, path)
         if old != new:
@@ -255,7 +264,7 @@ def _describe(spec: Mapping[str, Any]) -> str:
 def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = document
     for key in path:
-        value = value[key]
+        value = value.get(key)
     return value
 
 

@@ -5,13 +5,20 @@ Loading validates it completely without Spark, so a bad contract fails at start-
 with the file and the offending field in the message, never in the middle of a batch.
 `raw_schema` is the single definition of the raw table's columns that decode, the
 sinks and dbt follow.
+
+One file describes one DynamoDB table. A plain table lands in one raw table. A
+single-table design declares `entities`: each entity has its own raw table, a match
+rule (`Route`) on the item's keys and/or an attribute, and its own attributes; items
+matching no entity land in the table's unrouted raw table. Loading expands such a file
+into one `TableContract` per raw table, so everything downstream (decode, sinks, dbt,
+operations) deals with raw tables only and `load_contracts` keys them by raw table name.
 """
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -34,7 +41,16 @@ ATTRIBUTE_TYPES = SCALAR_TYPES | {"L", "M"}
 # DynamoDB only allows these types for partition and sort keys.
 KEY_TYPES = frozenset({"S", "N", "B"})
 
-_TOP_LEVEL_KEYS = frozenset({"table", "raw_table", "description", "key", "attributes", "partitioning"})
+_TOP_LEVEL_KEYS = frozenset(
+    {"table", "raw_table", "description", "key", "attributes", "partitioning", "entities", "unrouted_table"}
+)
+_ENTITY_KEYS = frozenset({"raw_table", "description", "match", "attributes"})
+_MATCH_KEYS = frozenset({"partition_key_prefix", "sort_key_prefix", "attribute", "equals"})
+# The raw table of a single-table design's items that match no entity: `<table>_unrouted`.
+UNROUTED_SUFFIX = "_unrouted"
+# The unrouted table's one extra column: the change record as it arrived (JSON text),
+# so that its items can be routed again once the contract names their entity.
+CHANGE_RECORD_COLUMN = "_change_record"
 _KEY_KEYS = frozenset({"partition_key", "sort_key"})
 _PARTITIONING_KEYS = frozenset({"column", "expression"})
 _ATTRIBUTE_KEYS = frozenset({"column", "type", "cast", "pii", "description", "items", "fields"})
@@ -164,7 +180,44 @@ class AttributeSpec:
 
 
 @dataclass(frozen=True)
+class Route:
+    """Which items of a DynamoDB table belong to an entity: every condition given holds.
+
+    Prefixes are of the key attributes' string values (`USER#` matches `USER#u7`);
+    `attribute` = `equals` compares an S attribute of the item image (a REMOVE's OldImage).
+    """
+
+    partition_key_prefix: str | None = None
+    sort_key_prefix: str | None = None
+    attribute: str | None = None
+    equals: str | None = None
+
+    def may_overlap(self, other: Route) -> bool:
+        """Whether one item could match both routes: no condition of one excludes the other's."""
+        for mine, theirs in (
+            (self.partition_key_prefix, other.partition_key_prefix),
+            (self.sort_key_prefix, other.sort_key_prefix),
+        ):
+            if mine is not None and theirs is not None and not (mine.startswith(theirs) or theirs.startswith(mine)):
+                return False
+        return not (self.attribute is not None and self.attribute == other.attribute and self.equals != other.equals)
+
+    def describe(self) -> str:
+        conditions = [
+            f"{name} starts with {prefix!r}"
+            for name, prefix in (("partition key", self.partition_key_prefix), ("sort key", self.sort_key_prefix))
+            if prefix is not None
+        ]
+        if self.attribute is not None:
+            conditions.append(f"{self.attribute} = {self.equals!r}")
+        return " and ".join(conditions)
+
+
+@dataclass(frozen=True)
 class TableContract:
+    """One raw table: a plain DynamoDB table, one entity of a single-table design, or
+    the items of such a table that match no entity (`unrouted`)."""
+
     table: str
     raw_table: str
     description: str
@@ -173,6 +226,16 @@ class TableContract:
     attributes: tuple[AttributeSpec, ...]
     partition_column: str
     partition_expression: str
+    # The entity's name and match rule; None for a plain table and the unrouted one.
+    entity: str | None = None
+    route: Route | None = None
+    # The remainder of a single-table design: the items its entities' routes do not match.
+    unrouted: bool = False
+
+    @property
+    def is_routed(self) -> bool:
+        """Whether the DynamoDB table's items are split between several raw tables."""
+        return self.route is not None or self.unrouted
 
     @property
     def key_attributes(self) -> tuple[str, ...]:
@@ -236,7 +299,8 @@ def raw_schema(contract: TableContract) -> T.StructType:
     """
     business = [T.StructField(spec.column, spark_type(spec)) for spec in contract.attributes]
     partition = T.StructField(contract.partition_column, T.StringType())
-    return T.StructType([*business, partition, *METADATA_FIELDS])
+    record = [T.StructField(CHANGE_RECORD_COLUMN, T.StringType())] if contract.unrouted else []
+    return T.StructType([*business, partition, *record, *METADATA_FIELDS])
 
 
 def change_log_schema(contract: TableContract) -> T.StructType:
@@ -244,7 +308,9 @@ def change_log_schema(contract: TableContract) -> T.StructType:
     return T.StructType([*raw_schema(contract).fields, T.StructField(INGEST_HOUR_COLUMN, T.StringType())])
 
 
-def load_contract(path: str | Path | Traversable) -> TableContract:
+def load_contract_file(path: str | Path | Traversable) -> tuple[TableContract, ...]:
+    """The raw tables one contract file describes: one for a plain DynamoDB table; one per
+    entity plus the unrouted table for a single-table design."""
     path = path if isinstance(path, Traversable) else Path(path)
     content = path.read_bytes()
     try:
@@ -256,19 +322,34 @@ def load_contract(path: str | Path | Traversable) -> TableContract:
             f"{path}: line {line}, column {column}: byte {content[exc.start]:#04x} is not UTF-8; "
             "save the contract as UTF-8"
         ) from exc
+    loader = _UniqueKeyLoader(text)
     try:
-        document = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        document = None if node is None else loader.construct_document(node)
     except _DuplicateKey as exc:
         mark = exc.problem_mark
         raise ContractError(f"{path}: line {mark.line + 1}: {exc.problem} in one mapping ({exc.context}); "
                             "YAML keys must be unique, remove or rename one") from exc
     except yaml.YAMLError as exc:
         raise ContractError(f"{path}: not valid YAML: {exc}") from exc
-    return _parse_contract(document, str(path))
+    finally:
+        loader.dispose()
+    return _parse_contract(document, _Source(str(path), _key_lines(node)))
+
+
+def load_contract(path: str | Path | Traversable) -> TableContract:
+    """The contract of a file describing one raw table (a DynamoDB table without entities)."""
+    contracts = load_contract_file(path)
+    if len(contracts) != 1:
+        raise ContractError(
+            f"{path}: declares entities, so it describes {len(contracts)} raw tables "
+            f"({', '.join(contract.raw_table for contract in contracts)}); read it with load_contract_file"
+        )
+    return contracts[0]
 
 
 def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
-    """All contracts in a directory, keyed by DynamoDB table name."""
+    """All contracts in a directory, one per raw table, keyed by raw table name."""
     folder: Path | Traversable
     if directory is None and not os.environ.get(CONTRACTS_DIR_ENV):
         # Read as package resources: in the zip the Glue job imports this package from
@@ -284,21 +365,21 @@ def load_contracts(directory: str | Path | None = None) -> dict[str, TableContra
     if not paths:
         raise ContractError(f"{folder}: no table contracts (*.yml) found")
     contracts: dict[str, TableContract] = {}
-    origin: dict[str, Path | Traversable] = {}
+    table_origin: dict[str, Path | Traversable] = {}
     raw_origin: dict[str, Path | Traversable] = {}
     for path in paths:
-        contract = load_contract(path)
-        if contract.table in contracts:
-            raise ContractError(
-                f"{path}: table {contract.table!r} is already defined in {origin[contract.table]}"
-            )
-        if contract.raw_table in raw_origin:
-            raise ContractError(
-                f"{path}: raw_table {contract.raw_table!r} is already used by {raw_origin[contract.raw_table]}"
-            )
-        contracts[contract.table] = contract
-        origin[contract.table] = path
-        raw_origin[contract.raw_table] = path
+        described = load_contract_file(path)
+        table = described[0].table
+        if table in table_origin:
+            raise ContractError(f"{path}: table {table!r} is already defined in {table_origin[table]}")
+        table_origin[table] = path
+        for contract in described:
+            if contract.raw_table in raw_origin:
+                raise ContractError(
+                    f"{path}: raw_table {contract.raw_table!r} is already used by {raw_origin[contract.raw_table]}"
+                )
+            contracts[contract.raw_table] = contract
+            raw_origin[contract.raw_table] = path
     for contract in contracts.values():
         if contract.changes_table in raw_origin:
             raise ContractError(
@@ -306,6 +387,11 @@ def load_contracts(directory: str | Path | None = None) -> dict[str, TableContra
                 f"change log of {contract.raw_table!r} ({raw_origin[contract.raw_table]}); choose another name"
             )
     return contracts
+
+
+def contracts_of_table(contracts: Mapping[str, TableContract], table: str) -> dict[str, TableContract]:
+    """The raw tables of one DynamoDB table (one, or its entities and unrouted table)."""
+    return {name: contract for name, contract in contracts.items() if contract.table == table}
 
 
 def check_partition_expression(spark: SparkSession, contract: TableContract, *, evaluate: bool = True) -> None:
@@ -344,14 +430,58 @@ def check_partition_expression(spark: SparkSession, contract: TableContract, *, 
         ) from exc
 
 
-def _parse_contract(document: Any, source: str) -> TableContract:
+class _Source:
+    """Where a contract came from, for error messages: the file and the line of each key."""
+
+    def __init__(self, path: str, lines: Mapping[tuple[str, ...], int]) -> None:
+        self.path = path
+        self.lines = lines
+
+    def __str__(self) -> str:
+        return self.path
+
+    def at(self, field: str) -> str:
+        """`<file>: line N: <field>` (the line of the field's key, or its nearest parent's)."""
+        parts = tuple(field.split("."))
+        while parts and parts not in self.lines:
+            parts = parts[:-1]
+        line = f"line {self.lines[parts]}: " if parts else ""
+        return f"{self.path}: {line}{field}"
+
+
+def _key_lines(node: yaml.Node | None, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """The 1-based line of every mapping key of a composed YAML document, by its path."""
+    lines: dict[tuple[str, ...], int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                child = (*path, str(key_node.value))
+                lines[child] = key_node.start_mark.line + 1
+                lines.update(_key_lines(value_node, child))
+    return lines
+
+
+def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]:
     if not isinstance(document, Mapping):
         raise ContractError(f"{source}: a contract must be a YAML mapping")
     _reject_unknown(document, _TOP_LEVEL_KEYS, source, "")
     table = _required_text(document, "table", source)
-    raw_table = _required_text(document, "raw_table", source)
-    if not _COLUMN_NAME.match(raw_table):
-        raise ContractError(f"{source}: raw_table {raw_table!r} must be lower snake_case")
+    has_entities = "entities" in document
+    if has_entities:
+        if "raw_table" in document:
+            raise ContractError(
+                f"{source.at('raw_table')}: a contract with entities names a raw_table per entity "
+                "(items matching no entity land in unrouted_table); remove the top-level raw_table"
+            )
+        raw_table = document.get("unrouted_table", snake_case(table) + UNROUTED_SUFFIX)
+        raw_table_field = "unrouted_table"
+    else:
+        if "unrouted_table" in document:
+            raise ContractError(f"{source.at('unrouted_table')}: is only allowed with entities")
+        raw_table = _required_text(document, "raw_table", source)
+        raw_table_field = "raw_table"
+    if not isinstance(raw_table, str) or not _COLUMN_NAME.match(raw_table):
+        raise ContractError(f"{source}: {raw_table_field} {raw_table!r} must be lower snake_case")
 
     key = _section(document, "key", _KEY_KEYS, source, "partition_key (and optional sort_key)")
     partition_key = _required_text(key, "partition_key", source, "key.")
@@ -388,7 +518,7 @@ def _parse_contract(document: Any, source: str) -> TableContract:
     description = document.get("description") or ""
     if not isinstance(description, str):
         raise ContractError(f"{source}: description must be text")
-    return TableContract(
+    table_contract = TableContract(
         table=table,
         raw_table=raw_table,
         description=description,
@@ -397,10 +527,120 @@ def _parse_contract(document: Any, source: str) -> TableContract:
         attributes=attributes,
         partition_column=partition_column,
         partition_expression=partition_expression.strip(),
+        unrouted=has_entities,
+    )
+    if not has_entities:
+        return (table_contract,)
+    entities = _parse_entities(document["entities"], table_contract, source)
+    return (*entities, replace(
+        table_contract,
+        description=f"Items of the DynamoDB table {table} that match none of its entities "
+        f"({', '.join(entity.entity or '' for entity in entities)}); each row keeps its change record.",
+    ))
+
+
+def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -> tuple[TableContract, ...]:
+    """One contract per entity: the shared attributes (keys first) and the entity's own."""
+    if not isinstance(raw_entities, Mapping) or not raw_entities:
+        raise ContractError(f"{source.at('entities')}: must be a non-empty mapping of entity name to spec")
+    entities: list[TableContract] = []
+    raw_tables = {shared.raw_table: "unrouted_table"}
+    for name, spec in raw_entities.items():
+        where = f"entities.{name}"
+        if not isinstance(spec, Mapping):
+            raise ContractError(f"{source.at(where)}: must be a mapping with raw_table, match and attributes")
+        if not _COLUMN_NAME.match(str(name)):
+            raise ContractError(f"{source.at(where)}: entity name {name!r} must be lower snake_case")
+        _reject_unknown(spec, _ENTITY_KEYS, source, f"{where}.")
+        raw_table = spec.get("raw_table")
+        if not isinstance(raw_table, str) or not _COLUMN_NAME.match(raw_table):
+            raise ContractError(f"{source.at(where + '.raw_table')}: {raw_table!r} must be lower snake_case text")
+        if raw_table in raw_tables:
+            raise ContractError(
+                f"{source.at(where + '.raw_table')}: {raw_table!r} is already the raw table of "
+                f"{raw_tables[raw_table]}; each entity needs a raw table of its own"
+            )
+        raw_tables[raw_table] = where
+        route = _parse_route(spec.get("match"), shared, source, f"{where}.match")
+        description = spec.get("description") or ""
+        if not isinstance(description, str):
+            raise ContractError(f"{source.at(where + '.description')}: must be text")
+        own = spec.get("attributes") or {}
+        if not isinstance(own, Mapping):
+            raise ContractError(f"{source.at(where + '.attributes')}: must be a mapping of attribute name to spec")
+        attributes = {attribute.name: attribute for attribute in shared.attributes}
+        for attribute_name, attribute_spec in own.items():
+            attribute_where = f"{where}.attributes.{attribute_name}"
+            attribute = _parse_attribute(str(attribute_name), attribute_spec, source, attribute_where)
+            earlier = attributes.get(attribute.name)
+            if earlier is not None and (earlier.type, earlier.column) != (attribute.type, attribute.column):
+                what = "key attribute" if attribute.name in shared.key_attributes else "shared attribute"
+                raise ContractError(
+                    f"{source.at(attribute_where)}: redeclares the {what} {attribute.name!r} "
+                    f"(type {earlier.type}, column {earlier.column}) as type {attribute.type}, column "
+                    f"{attribute.column}; an entity may only repeat it with the same type and column"
+                )
+            attributes[attribute.name] = attribute
+        entity = replace(
+            shared,
+            raw_table=raw_table,
+            description=description,
+            attributes=tuple(attributes.values()),
+            entity=str(name),
+            route=route,
+            unrouted=False,
+        )
+        _check_columns(entity.attributes, entity.partition_column, source)
+        entities.append(entity)
+    for position, first in enumerate(entities):
+        for second in entities[position + 1:]:
+            assert first.route is not None and second.route is not None
+            if first.route.may_overlap(second.route):
+                raise ContractError(
+                    f"{source.at(f'entities.{second.entity}.match')}: an item could match both entity "
+                    f"{first.entity!r} ({first.route.describe()}; {source.at(f'entities.{first.entity}.match')}) "
+                    f"and {second.entity!r} ({second.route.describe()}); make the rules exclusive, e.g. with "
+                    "prefixes neither of which starts the other, or different values of one attribute"
+                )
+    return tuple(entities)
+
+
+def _parse_route(match: Any, shared: TableContract, source: _Source, where: str) -> Route:
+    if not isinstance(match, Mapping) or not match:
+        raise ContractError(
+            f"{source.at(where)}: every entity needs a match rule: partition_key_prefix, sort_key_prefix "
+            "and/or attribute with equals"
+        )
+    _reject_unknown(match, _MATCH_KEYS, source, f"{where}.")
+    values: dict[str, str | None] = {}
+    for field in sorted(_MATCH_KEYS):
+        value = match.get(field)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ContractError(f"{source.at(f'{where}.{field}')}: must be non-empty text")
+        values[field] = value
+    if (values["attribute"] is None) != (values["equals"] is None):
+        raise ContractError(f"{source.at(where)}: attribute and equals go together (the attribute's S value)")
+    for field, key_name in (("partition_key_prefix", shared.partition_key), ("sort_key_prefix", shared.sort_key)):
+        if values[field] is None:
+            continue
+        if key_name is None:
+            raise ContractError(f"{source.at(f'{where}.{field}')}: the table has no sort key")
+        if shared.attribute(key_name).type != "S":
+            raise ContractError(
+                f"{source.at(f'{where}.{field}')}: the key {key_name!r} has type "
+                f"{shared.attribute(key_name).type}; a prefix needs an S key"
+            )
+    if values["attribute"] in shared.key_attributes:
+        raise ContractError(f"{source.at(f'{where}.attribute')}: match a key attribute with a prefix rule")
+    return Route(
+        partition_key_prefix=values["partition_key_prefix"],
+        sort_key_prefix=values["sort_key_prefix"],
+        attribute=values["attribute"],
+        equals=values["equals"],
     )
 
 
-def _parse_attribute(name: str, spec: Any, source: str, where: str, *, is_item: bool = False) -> AttributeSpec:
+def _parse_attribute(name: str, spec: Any, source: _Source, where: str, *, is_item: bool = False) -> AttributeSpec:
     if not isinstance(spec, Mapping):
         raise ContractError(f"{source}: {where}: must be a mapping with at least a type")
     _reject_unknown(spec, _ITEM_KEYS if is_item else _ATTRIBUTE_KEYS, source, f"{where}.")
@@ -470,7 +710,7 @@ def parse_cast(cast: str) -> tuple[str, int, int] | None:
     return None
 
 
-def _check_cast(cast: Any, source: str, where: str) -> None:
+def _check_cast(cast: Any, source: _Source, where: str) -> None:
     if not isinstance(cast, str) or parse_cast(cast) is None:
         raise ContractError(
             f"{source}: {where}.cast {cast!r} is not a cast staging knows; use one of {list(CAST_TYPES)} "
@@ -478,7 +718,7 @@ def _check_cast(cast: Any, source: str, where: str) -> None:
         )
 
 
-def _refuse_nondeterministic(expression: str, columns: set[str], source: str) -> None:
+def _refuse_nondeterministic(expression: str, columns: set[str], source: _Source) -> None:
     """Refuse a partition expression calling a function of the two lists above.
 
     String literals and quoted identifiers are skipped; a bare word that is one of the
@@ -500,14 +740,14 @@ def _refuse_nondeterministic(expression: str, columns: set[str], source: str) ->
             )
 
 
-def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: str) -> None:
+def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: _Source) -> None:
     if not _COLUMN_NAME.match(partition_column):
         raise ContractError(f"{source}: partitioning.column {partition_column!r} must be lower snake_case")
     columns = [spec.column for spec in attributes]
     _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
 
 
-def _check_unique(columns: list[str], source: str, where: str) -> None:
+def _check_unique(columns: list[str], source: _Source, where: str) -> None:
     seen: set[str] = set()
     for column in columns:
         if column in seen:
@@ -516,7 +756,7 @@ def _check_unique(columns: list[str], source: str, where: str) -> None:
 
 
 def _section(
-    document: Mapping[str, Any], name: str, allowed: frozenset[str], source: str, expected: str
+    document: Mapping[str, Any], name: str, allowed: frozenset[str], source: _Source, expected: str
 ) -> Mapping[str, Any]:
     """A nested mapping of the contract (`key`, `partitioning`), with unknown keys rejected."""
     section = document.get(name)
@@ -526,13 +766,13 @@ def _section(
     return section
 
 
-def _reject_unknown(mapping: Mapping[str, Any], allowed: frozenset[str], source: str, prefix: str) -> None:
+def _reject_unknown(mapping: Mapping[str, Any], allowed: frozenset[str], source: _Source, prefix: str) -> None:
     unknown = sorted(str(key) for key in mapping if key not in allowed)
     if unknown:
         raise ContractError(f"{source}: unknown keys {[prefix + key for key in unknown]}; allowed: {sorted(allowed)}")
 
 
-def _required_text(mapping: Mapping[str, Any], key: str, source: str, prefix: str = "") -> str:
+def _required_text(mapping: Mapping[str, Any], key: str, source: _Source, prefix: str = "") -> str:
     value = mapping.get(key)
     if not isinstance(value, str) or not value.strip():
         raise ContractError(f"{source}: {prefix}{key} is required (non-empty text)")

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
 from streaming.errors import OperatorError
-from streaming.pipeline.decode import decode_records, split_by_table
+from streaming.pipeline.decode import MOVED_FROM, decode_records, split_by_table
 from streaming.pipeline.ordering import drop_duplicate_events
 
 log = logging.getLogger(__name__)
@@ -140,6 +140,10 @@ class BatchReport:
     landed: dict[str, int]
     quarantined: int
     duplicates_dropped: int
+    # Changes landed in unrouted tables (items matching no entity), and records that moved
+    # their item from one entity to another (each also lands a tombstone where it left).
+    unrouted: int
+    moved: int
     max_event_ts: datetime | None
     lag_seconds: float | None
     seconds: float
@@ -149,7 +153,7 @@ class BatchReport:
         lag = "n/a" if self.lag_seconds is None else readable_duration(self.lag_seconds)
         return (
             f"batch={self.batch_id} in={self.records_in} landed {landed} "
-            f"quarantined={self.quarantined} duplicates_dropped={self.duplicates_dropped} "
+            f"quarantined={self.quarantined} unrouted={self.unrouted} duplicates_dropped={self.duplicates_dropped} "
             f"lag={lag} took={self.seconds:.1f}s"
         )
 
@@ -218,6 +222,8 @@ class Pipeline:
                 _stat(records, "in"),
                 _stat(quarantine_rows, "quarantined"),
                 _stat(records.where(F.col("_unusable_view_type").isNotNull()), "unusable_view_type"),
+                # A record moving its item to another entity also lands a tombstone where it left.
+                _stat(records.where(F.col(MOVED_FROM).isNotNull() & F.col("reason").isNull()), "moved"),
             ]
             for table, contract in self.contracts.items():
                 frame = decoded[table]
@@ -238,7 +244,8 @@ class Pipeline:
             counts = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()}
             records_in = counts["in"]["rows"]
             quarantined = counts["quarantined"]["rows"]
-            decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows)
+            moved = counts["moved"]["rows"]
+            decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows) - moved
             if self.refuse_unusable_view_types and counts["unusable_view_type"]["rows"]:
                 raise _unusable_view_type_error(records, batch_id)
             # Checked before anything is written, so a decode bug stops the stream
@@ -265,6 +272,10 @@ class Pipeline:
             records_in=records_in,
             landed={self.contracts[table].raw_table: counts[f"landed:{table}"]["rows"] for table in change_rows},
             quarantined=quarantined,
+            unrouted=sum(
+                counts[f"landed:{table}"]["rows"] for table in change_rows if self.contracts[table].unrouted
+            ),
+            moved=moved,
             duplicates_dropped=sum(
                 counts[f"decoded:{table}"]["rows"] - counts[f"landed:{table}"]["rows"] for table in change_rows
             ),

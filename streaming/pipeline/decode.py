@@ -78,6 +78,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import (
+    CHANGE_RECORD_COLUMN,
     METADATA_COLUMNS,
     PIPELINE_COLUMNS,
     TableContract,
@@ -95,8 +96,11 @@ from streaming.pipeline.attributes import (
 )
 from streaming.pipeline.envelope import parse_records
 from streaming.pipeline.extras import container_attributes, extra_attributes, outline_schema
+from streaming.pipeline.routing import route_records
 
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
+# The raw table a record's item moved out of (routing.py), which gets a tombstone; else null.
+MOVED_FROM = "_moved_from"
 # Metadata columns every table shares, straight from the parsed record.
 _SHARED_METADATA = tuple(
     name for name in METADATA_COLUMNS if name not in PIPELINE_COLUMNS and name != "_extra_attributes"
@@ -139,18 +143,27 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     """
     for contract in contracts.values():
         check_partition_expression(envelope.sparkSession, contract, evaluate=False)
-    parsed = parse_records(envelope, contracts.keys())
+    parsed = parse_records(envelope, {contract.table for contract in contracts.values()})
+    routed, routing = route_records(parsed, contracts)
     tables = list(contracts.values())
-    owned = [_belongs_to(contract) for contract in tables]
+    # Whether the record lands in the i-th raw table, and whether it moves its item out of
+    # it (routing.py); computed once per record, each read many times below.
+    routes = routed.select(
+        "*",
+        *[routing.lands[name].alias(_lands_column(index)) for index, name in enumerate(contracts)],
+        *[routing.leaves[name].alias(_leaves_column(index)) for index, name in enumerate(contracts)],
+    )
+    owned = [F.col(_lands_column(index)) for index in range(len(tables))]
+    left = [F.col(_leaves_column(index)) for index in range(len(tables))]
     # Three projections, each reading the previous one's columns: referenced twice in
     # one projection, a parse would run twice.
     is_deleted = F.col("_is_deleted")
-    typed = parsed.select(
+    typed = routes.select(
         "*",
         *[
-            F.when(own, F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
+            F.when(own | leaves, F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
             .alias(_typed_column(index))
-            for index, (contract, own) in enumerate(zip(tables, owned))
+            for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
         *[
             F.when(own & ~is_deleted, F.from_json("_image", outline_schema(contract))).alias(_outline_column(index))
@@ -166,10 +179,13 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
         "payload",
         "source_ref",
         *_SHARED_METADATA,
+        *[F.col(_lands_column(index)) for index in range(len(tables))],
+        *[F.col(_leaves_column(index)) for index in range(len(tables))],
         *[
-            descriptor(F.col(_typed_column(index)), spec, own if spec.name in keys[index] else own & ~is_deleted)
-            .alias(_descriptor_column(index, position))
-            for index, (contract, own) in enumerate(zip(tables, owned))
+            descriptor(
+                F.col(_typed_column(index)), spec, own | leaves if spec.name in keys[index] else own & ~is_deleted
+            ).alias(_descriptor_column(index, position))
+            for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
             for position, spec in enumerate(contract.attributes)
         ],
         *[
@@ -191,18 +207,22 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
         F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
         unusable_view_type,
         F.when(reason.isNotNull() | unusable_view_type.isNotNull(), F.col("source_ref")).alias("source_ref"),
+        F.coalesce(
+            *[F.when(leaves, F.lit(contract.raw_table)) for contract, leaves in zip(tables, left)],
+            F.lit(None).cast("string"),
+        ).alias(MOVED_FROM),
         *[
-            F.when(own, _table_row(contract, index)).alias(_table_column(index))
-            for index, (contract, own) in enumerate(zip(tables, owned))
+            F.when(own, _table_row(contract, index))
+            .when(leaves, _tombstone_row(contract, index))
+            .alias(_table_column(index))
+            for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
     )
 
 
 def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -> DataFrame:
     """The table's decoded rows without a reason, in the raw schema minus the pipeline columns."""
-    rows = decoded.where((F.col("_source_table") == contract.table) & F.col("reason").isNull()).select(
-        f"{table_column}.*"
-    )
+    rows = decoded.where(F.col(table_column).isNotNull() & F.col("reason").isNull()).select(f"{table_column}.*")
     partitioned = rows.select(
         "*", F.expr(contract.partition_expression).cast("string").alias(contract.partition_column)
     )
@@ -212,10 +232,6 @@ def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -
 
 def invalid_rows(decoded: DataFrame) -> DataFrame:
     return decoded.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
-
-
-def _belongs_to(contract: TableContract) -> Column:
-    return (F.col("_source_table") == contract.table) & F.col("_record_error").isNull()
 
 
 def _table_reason(contract: TableContract, index: int) -> Column:
@@ -252,6 +268,22 @@ def _table_row(contract: TableContract, index: int) -> Column:
         ],
         *_SHARED_METADATA,
         F.col(_extras_column(index)).alias("_extra_attributes"),
+        *([F.col("payload").alias(CHANGE_RECORD_COLUMN)] if contract.unrouted else []),
+    )
+
+
+def _tombstone_row(contract: TableContract, index: int) -> Column:
+    """The row a change lands in the raw table its item left (routing.py): a REMOVE of the
+    key, at the change's time and with its eventID; no values, as every tombstone."""
+    moved = {"_event_name": F.lit("REMOVE"), "_is_deleted": F.lit(True), "_is_ttl_delete": F.lit(False)}
+    return F.struct(
+        *[
+            attribute_value(F.col(_descriptor_column(index, number)), spec).alias(spec.column)
+            for number, spec in enumerate(contract.attributes)
+        ],
+        *[moved[name].alias(name) if name in moved else F.col(name) for name in _SHARED_METADATA],
+        F.lit(None).cast("string").alias("_extra_attributes"),
+        *([F.col("payload").alias(CHANGE_RECORD_COLUMN)] if contract.unrouted else []),
     )
 
 
@@ -283,5 +315,13 @@ def _extras_column(table_index: int) -> str:
 
 def _outline_column(table_index: int) -> str:
     return f"__image_outline_{table_index}"
+
+
+def _lands_column(table_index: int) -> str:
+    return f"__lands_{table_index}"
+
+
+def _leaves_column(table_index: int) -> str:
+    return f"__leaves_{table_index}"
 
 
