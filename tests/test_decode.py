@@ -1154,7 +1154,7 @@ def sample_outcomes(spark, tmp_path_factory) -> dict[str, Outcome]:
 
 
 def test_the_lambda_test_event_lands_insert_modify_and_remove(sample_outcomes):
-    rows = [decoded(sample_outcomes, f"lambda-{n}", "ExampleTableWithStream") for n in range(3)]
+    rows = [decoded(sample_outcomes, f"lambda-{n}", "example_table_with_stream") for n in range(3)]
     assert [(row["_event_name"], row["id"], row["message"], row["_is_ttl_delete"]) for row in rows] == [
         ("INSERT", "101", "New item!", False), ("MODIFY", "101", "This item has changed", False),
         ("REMOVE", "101", None, False)]
@@ -1163,7 +1163,7 @@ def test_the_lambda_test_event_lands_insert_modify_and_remove(sample_outcomes):
 
 
 def test_a_kinesis_data_streams_record_lands_by_its_table_name(sample_outcomes):
-    row = decoded(sample_outcomes, "kds", KDS_SAMPLE_TABLE)
+    row = decoded(sample_outcomes, "kds", "powertools_events")
     assert (row["id"], row["data"], row["_event_name"]) == ("record-1qit2y819gi", "data-x6aq7ckdpgk", "INSERT")
     assert row["_event_ts"] == utc(2024, 11, 18, 10, 9, 15, 370000)  # epoch milliseconds
     assert row["_is_ttl_delete"] is False  # "userIdentity": null
@@ -1174,7 +1174,7 @@ def test_getrecords_output_names_no_table_and_is_quarantined_saying_so(sample_ou
 
 
 def test_getrecords_output_with_its_stream_arn_lands(sample_outcomes):
-    rows = [decoded(sample_outcomes, f"getrecords-with-arn-{n}", "Music") for n in range(3)]
+    rows = [decoded(sample_outcomes, f"getrecords-with-arn-{n}", "music") for n in range(3)]
     assert [(row["artist"], row["song_title"], row["album_title"], row["awards"]) for row in rows] == [
         ("No One You Know", "Call Me Today", "Somewhat Famous", "1"),
         ("Acme Band", "Happy Day", "Songs About Life", "10"),
@@ -1184,5 +1184,5 @@ def test_getrecords_output_with_its_stream_arn_lands(sample_outcomes):
 
 @pytest.mark.parametrize(("who", "expected"), [("getrecords", True), ("lambda", True), ("user", False)])
 def test_a_ttl_delete_is_flagged_in_either_spelling_of_its_identity(sample_outcomes, who, expected):
-    row = decoded(sample_outcomes, f"remove-{who}", "Music")
+    row = decoded(sample_outcomes, f"remove-{who}", "music")
     assert (row["_is_deleted"], row["_is_ttl_delete"]) == (True, expected)

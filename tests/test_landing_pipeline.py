@@ -54,7 +54,7 @@ def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tm
     report = pipeline_at(tmp_path, contracts).process_batch(landing_files_batch(spark, str(tmp_path / "landing")), 0)
 
     assert report.records_in == 6
-    assert report.landed == {"customers": 3, "orders": 0}
+    assert report.landed["customers"] == 3 and sum(report.landed.values()) == 3
     assert report.quarantined == 3
     quarantine = spark.read.parquet(str(tmp_path / "quarantine"))
     reasons = sorted((row.reason, len(row.payload)) for row in quarantine.collect())

@@ -80,6 +80,7 @@ def snapshot(spark, root: Path, contracts) -> dict[str, list[str]]:
     tables = {
         contract.raw_table: spark.read.schema(raw_schema(contract)).parquet(str(root / "raw" / contract.changes_table))
         for contract in contracts.values()
+        if (root / "raw" / contract.changes_table).is_dir()
     }
     tables["quarantine"] = spark.read.parquet(str(root / "quarantine"))
     return {
@@ -109,8 +110,9 @@ def test_crash_between_write_and_commit_neither_loses_nor_duplicates(spark, tmp_
     assert committed_batches(crash_root) == {0}
     assert list((crash_root / "raw" / "customers_changes").glob("*/_batch_id=1"))
 
-    # Second death, on the restart: batch 2 dies half written (customers only).
-    with pytest.raises(StreamingQueryException, match="killed after writing customers of batch 2"):
+    # Second death, on the restart: batch 2 dies half written (its first raw table only).
+    first_table = next(iter(contracts))
+    with pytest.raises(StreamingQueryException, match=f"killed after writing {first_table} of batch 2"):
         stream_into(spark, crash_root, landing,
                     Pipeline(contracts, CrashAfterFirstTableWrite(sink, 2), quarantine), "crash_2")
     assert committed_batches(crash_root) == {0, 1}
