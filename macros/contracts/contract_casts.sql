@@ -5,6 +5,43 @@
 {% macro contract_casts() %}
   {{ return(
   {
+    "app_invoices": {
+      "amount": {
+        "cast": "decimal(18,2)",
+        "precision": 18,
+        "scale": 2,
+        "type": "decimal"
+      },
+      "issued_at": {
+        "cast": "timestamp",
+        "precision": 0,
+        "scale": 0,
+        "type": "timestamp"
+      },
+      "lines[].qty": {
+        "cast": "bigint",
+        "precision": 0,
+        "scale": 0,
+        "type": "bigint"
+      }
+    },
+    "app_tenants": {
+      "created_at": {
+        "cast": "timestamp",
+        "precision": 0,
+        "scale": 0,
+        "type": "timestamp"
+      }
+    },
+    "app_unrouted": {},
+    "app_users": {
+      "last_login_at": {
+        "cast": "timestamp",
+        "precision": 0,
+        "scale": 0,
+        "type": "timestamp"
+      }
+    },
     "customers": {
       "registration_date": {
         "cast": "timestamp",
