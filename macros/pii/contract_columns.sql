@@ -1,4 +1,5 @@
-{# Generated from streaming/contracts/*.yml by `python -m streaming.operations.contract_pii`;
+{# Generated from streaming/contracts/*.yml by `lakehouse scaffold` (or
+   `python -m streaming.operations.contract_pii`);
    do not edit (tests/dbt/test_dbt_pii.py checks it matches the contracts). #}
 {% macro contract_columns() %}
   {{ return({

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +122,7 @@ def scaffold(
     contracts: Mapping[str, TableContract] | None = None,
     history: bool = False,
     force: bool = False,
+    out: Callable[[str], None] = lambda line: None,
 ) -> ScaffoldResult:
     """Write the dbt files of DynamoDB table `table` and the two contract macros into
     `project_dir`; refuse (ScaffoldRefused, nothing written) when a file to change was
@@ -146,8 +147,10 @@ def scaffold(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(generated.text, encoding="utf-8")
             result.written.append(generated.path)
+            out(f"wrote {generated.path}")
         else:
             result.unchanged.append(generated.path)
+    out(f"{len(result.written)} file(s) written, {len(result.unchanged)} unchanged")
     return result
 
 
