@@ -15,6 +15,7 @@ from streaming.cli import main
 from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.errors import OperatorError
 from streaming.operations import scaffold as scaffold_module
+from streaming.operations.contract_pii import contract_columns
 from streaming.operations.scaffold import CASTS_MACRO, PII_MACRO, ScaffoldRefused, scaffold, scaffold_files
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
@@ -134,8 +135,12 @@ def test_entities_get_models_and_the_unrouted_table_only_sources() -> None:
     assert "{{ from_contract('app_users', 'email', 'email') }} as email" in history
     assert "{{ keyed_surrogate_key(['pk', 'sk'], 'item_key') }} as item_key" in history
     assert "typed_by_contract('app_users', 'last_login_at')" in history
-    # A table without a cast has no quality_issues to compute.
-    assert "quality_issues" not in files["dbt_project/models/staging/stg_dynamodb__app_users_changes.sql"]
+    # The PII macro scaffold regenerates protects users.email in every mart that reads it.
+    assert '"app_users": {' in files[str(PII_MACRO)]
+    assert contract_columns(load_contracts())["app_users"]["pii"] == ["email"]
+    # The change events keep the values as raw has them: nothing typed, nothing flagged.
+    events = files["dbt_project/models/staging/stg_dynamodb__app_users_changes.sql"]
+    assert "quality_issues" not in events and "typed_by_contract" not in events
 
 
 def test_the_committed_app_models_are_what_scaffold_writes() -> None:
