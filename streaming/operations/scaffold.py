@@ -515,8 +515,16 @@ select * from versions
 
 # ---------------------------------------------------------------- YAML
 
+class _PlainDumper(yaml.SafeDumper):
+    """Repeated values written out, not as YAML anchors and aliases, which few readers know."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
 def _dump(document: dict) -> str:
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+    return yaml.dump(document, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100,
+                     default_flow_style=False)
 
 
 def _sources_yaml(raw_tables: Sequence[TableContract]) -> str:
