@@ -38,6 +38,7 @@ from pathlib import Path
 
 import yaml
 
+from streaming.atomic_files import write_text_atomically
 from streaming.contracts.model import (
     CHANGE_RECORD_COLUMN,
     INGEST_HOUR_COLUMN,
@@ -144,8 +145,8 @@ def scaffold(
     for generated in files:
         target = project_dir / generated.path
         if generated in changed:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(generated.text, encoding="utf-8")
+            # Never a half-written model: dbt would fail to parse the whole project.
+            write_text_atomically(target, generated.text)
             result.written.append(generated.path)
             out(f"wrote {generated.path}")
         else:
