@@ -5,7 +5,8 @@
     raw_format=parquet: a view over <raw dir>/<table>_changes/_ingest_hour=<h>/_batch_id=<n>/*.parquet
     (the local sink; <raw dir> is $LAKEHOUSE_RAW_DIR, else <data>/raw), or an empty typed
     view while a table has no files yet.
-    raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw.
+    raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw (an
+    empty typed view for a table it did not load).
   Current state (sources with meta.change_log): a view keeping, per meta.key_columns,
   the change latest_change_first() puts first (the greatest _ordering_value), tombstones
   included: the rows the production Hudi upsert table holds, derived instead of stored.
@@ -91,7 +92,11 @@
   {% for source_node in sources if not source_node.meta.change_log %}
     {% set table = source_node.name %}
     {% if var('raw_format') == 'hudi' %}
-      {% set relation = 'raw_hudi.' ~ table %}
+      {# A table the loader did not load (no Hudi table of it yet) reads as empty, as a
+         change log without Parquet files does. #}
+      {% set loaded = run_query("select count(*) from information_schema.tables where table_schema = 'raw_hudi'"
+                                ~ " and table_name = " ~ duckdb__sql_string(table)).columns[0].values()[0] %}
+      {% set relation = 'raw_hudi.' ~ table if loaded > 0 else none %}
     {% else %}
       {% set pattern = duckdb__glob_literal(raw_dir) ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
       {% set file_count = run_query("select count(*) from glob(" ~ duckdb__sql_string(pattern) ~ ")").columns[0].values()[0] %}

@@ -1,4 +1,4 @@
-"""`lakehouse dbt <dbt args>` and `lakehouse docs`."""
+"""`lakehouse dbt <dbt args>`, `lakehouse scaffold` and `lakehouse docs`."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,16 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     )
     dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and its options")
     dbt.set_defaults(run=run_dbt, takes_project_options_from_rest=True)
+    scaffold = commands.add_parser(
+        "scaffold", parents=[common],
+        help="write the dbt sources, staging and change-event models of a DynamoDB table from its contract",
+        epilog="re-running on an unchanged contract changes no file; a file edited by hand is refused, "
+               "not overwritten, unless --force (docs/dbt.md, \"Scaffolding a table\")",
+    )
+    scaffold.add_argument("--table", required=True, help="the DynamoDB table (`table:` of its contract)")
+    scaffold.add_argument("--history", action="store_true", help="also write an SCD2 history mart per raw table")
+    scaffold.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by scaffold")
+    scaffold.set_defaults(run=scaffold_table)
     docs = commands.add_parser("docs", parents=[common], help="generate the dbt docs site and serve it on 127.0.0.1")
     docs.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0 picks a free one)")
     docs.set_defaults(run=serve_docs)
@@ -50,6 +60,12 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
         except ValueError as exc:
             raise DbtFailed(str(exc)) from exc
     run_dbt_command(layout.root, dbt_args)
+
+
+def scaffold_table(args: argparse.Namespace, layout: DataLayout) -> None:
+    from streaming.operations.scaffold import scaffold
+
+    scaffold(args.table, history=args.history, force=args.force, out=lambda line: print(line, flush=True))
 
 
 def serve_docs(args: argparse.Namespace, layout: DataLayout) -> None:

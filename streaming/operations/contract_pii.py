@@ -4,7 +4,8 @@
 so flagging an attribute PII protects it in every mart without editing SQL.
 tests/dbt/test_dbt_pii.py fails when the file and the contracts disagree.
 
-Regenerate after editing a contract: `python -m streaming.operations.contract_pii`.
+Regenerated after editing a contract by `lakehouse scaffold --table <table>` (with the
+table's models), or on its own by `python -m streaming.operations.contract_pii`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def render_macro(contracts: Mapping[str, TableContract]) -> str:
     # JSON is also a valid Jinja literal: lists, dicts and double-quoted strings.
     tables = json.dumps(contract_columns(contracts), indent=2)
     return (
-        "{# Generated from streaming/contracts/*.yml by `python -m streaming.operations.contract_pii`;\n"
+        "{# Generated from streaming/contracts/*.yml by `lakehouse scaffold` (or\n"
+        "   `python -m streaming.operations.contract_pii`);\n"
         "   do not edit (tests/dbt/test_dbt_pii.py checks it matches the contracts). #}\n"
         "{% macro contract_columns() %}\n"
         f"  {{{{ return({tables}) }}}}\n"

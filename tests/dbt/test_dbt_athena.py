@@ -26,12 +26,15 @@ from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluat
 from trino_sql_validator import validate
 
 from streaming.runtime.dbt_runner import run_dbt
+from streaming.contracts.model import load_contracts
 from streaming.samples.raw_schema import raw_schema
 
 pytestmark = pytest.mark.dbt
 
 REGION = "eu-west-1"
 RAW_DATABASE = "dynamodb_raw"
+# The raw tables whose models `lakehouse scaffold` wrote (the app contract's entities).
+SCAFFOLDED = ("app_tenants", "app_users", "app_invoices")
 DBT_DATABASES = ["lakehouse", "lakehouse_staging", "lakehouse_intermediate", "lakehouse_marts",
                  "lakehouse_seeds", "lakehouse_snapshots"]
 
@@ -142,7 +145,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
         glue.create_database(DatabaseInput={"Name": database})
     # Both raw tables of each DynamoDB table, as the Hudi sync registers them: the change
     # log (with its _ingest_hour partition column) and the current state.
-    for table in ("customers", "orders"):
+    for table in load_contracts():
         schema = raw_schema(table)
         columns = [(field.name, _hive_type(field.type)) for field in schema] + [("_batch_id", "bigint")]
         for name, extra in ((f"{table}_changes", [("_ingest_hour", "string")]), (table, [])):
@@ -153,7 +156,9 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
                             ("lakehouse_staging", "stg_dynamodb__customer_changes"),
                             ("lakehouse_intermediate", "int_orders__lines_unnested"),
-                            ("lakehouse_marts", "fct_order_lines"), ("lakehouse_marts", "dim_customers_history")):
+                            ("lakehouse_marts", "fct_order_lines"), ("lakehouse_marts", "dim_customers_history"),
+                            *(("lakehouse_staging", f"stg_dynamodb__{entity}{suffix}")
+                              for entity in SCAFFOLDED for suffix in ("", "_changes"))):
         _create_external_table(glue, database, model, [("_ordering_value", "string"), ("_ingested_at", "timestamp")],
                                f"s3://curated-bucket/{model}/", {"table_type": "ICEBERG"})
     data_dir = tmp_path_factory.mktemp("athena")
@@ -169,7 +174,8 @@ def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, s
     for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "stg_dynamodb__customer_changes",
                   "int_customers__change_events", "int_orders__lines_unnested",
                   "dim_customers", "dim_customers_history", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
-                  "agg_daily_revenue_by_status"):
+                  "agg_daily_revenue_by_status", "stg_dynamodb__app_invoices", "stg_dynamodb__app_users_changes",
+                  "agg_daily_invoiced_amount_by_tenant"):
         assert f"{model}.sql" in names
     data_tests = [name for name in compiled_sql if ".yml/" in name]
     assert len(data_tests) >= 60
@@ -187,11 +193,14 @@ def test_incremental_athena_sql_reads_raw_only_from_the_cutoff_partition_on(comp
     stored change events instead of raw."""
     base = "dynamodb_lakehouse/dbt_project/models/"
     # Models and their data tests (analyses are ad-hoc queries, not part of a build).
-    readers = {name: sql for name, sql in compiled_sql.items() if name.startswith(base) and (
-               f'"{RAW_DATABASE}"."customers_changes"' in sql or f'"{RAW_DATABASE}"."orders_changes"' in sql)}
+    change_logs = [f'"{RAW_DATABASE}"."{table}_changes"' for table in ("customers", "orders", *SCAFFOLDED)]
+    readers = {name: sql for name, sql in compiled_sql.items()
+               if name.startswith(base) and any(change_log in sql for change_log in change_logs)}
     assert {base + "staging/stg_dynamodb__customers.sql", base + "staging/stg_dynamodb__orders.sql",
-            base + "staging/stg_dynamodb__customer_changes.sql"} <= set(readers)
-    assert sum("holds_latest_raw_change" in name for name in readers) == 2
+            base + "staging/stg_dynamodb__customer_changes.sql",
+            *(base + f"staging/stg_dynamodb__{entity}{suffix}.sql"
+              for entity in SCAFFOLDED for suffix in ("", "_changes"))} <= set(readers)
+    assert sum("holds_latest_raw_change" in name for name in readers) == 2 + len(SCAFFOLDED)
     assert [name for name, sql in readers.items() if "_ingest_hour >= date_format(" not in sql] == []
     for model in ("marts/dim_customers_history.sql", "intermediate/int_customers__change_events.sql"):
         assert "stg_dynamodb__customer_changes" in compiled_sql[base + model]

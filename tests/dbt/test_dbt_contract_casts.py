@@ -25,6 +25,9 @@ pytestmark = pytest.mark.dbt
 # fields of list items in the model that unnests the list.
 STAGING_SCHEMA = "lakehouse_staging"
 LIST_ITEM_MODELS = {("orders", "line_items"): ("lakehouse_intermediate", "int_orders__lines_unnested")}
+# Lists whose items no model unnests yet (the scaffolded staging models keep a list as raw
+# has it): their item casts wait for the model that unnests them.
+LISTS_NOT_UNNESTED = {("app_invoices", "lines")}
 DUCKDB_TYPES = {"timestamp": "TIMESTAMP", "date": "DATE", "bigint": "BIGINT"}
 
 
@@ -122,6 +125,8 @@ def test_every_cast_types_its_column_in_the_built_tables(built_scenario: Path) -
         for path, cast in casts.items():
             if "[]." in path:
                 list_column, column = path.split("[].")
+                if (raw_table, list_column) in LISTS_NOT_UNNESTED:
+                    continue
                 schema, model = LIST_ITEM_MODELS[(raw_table, list_column)]
             else:
                 schema, model, column = STAGING_SCHEMA, f"stg_dynamodb__{raw_table}", path
@@ -133,6 +138,7 @@ def test_every_cast_types_its_column_in_the_built_tables(built_scenario: Path) -
     assert set(typed) == {
         "customers.registration_date", "orders.amount", "orders.created_at",
         "orders.line_items[].quantity", "orders.line_items[].unit_price",
+        "app_tenants.created_at", "app_users.last_login_at", "app_invoices.amount", "app_invoices.issued_at",
     }
     assert {path: actual for path, (actual, _) in typed.items()} == {path: want for path, (_, want) in typed.items()}
 

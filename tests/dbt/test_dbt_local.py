@@ -240,14 +240,18 @@ def test_summarize_marts_lists_every_mart(incremental_runs) -> None:
 
 def test_table_without_files_builds_empty_and_fails_freshness(tmp_path: Path) -> None:
     """Before the first orders batch lands, orders is an empty typed view: everything
-    builds; freshness passes for customers (ingested minutes ago) and errors for orders."""
+    builds; freshness passes for customers (ingested minutes ago) and errors for orders
+    and for the app table's raw tables, which have no files at all."""
     write_raw_batch(tmp_path, "customers", 0, CUSTOMERS[0], datetime.now(timezone.utc) - timedelta(minutes=5))
     _assert_success(run_dbt(["build", *EVENT_WINDOW], tmp_path))
     assert _query(tmp_path, "select count(*) from lakehouse_marts.fct_orders") == [(0,)]
     assert _query(tmp_path, "select count(*) from lakehouse_marts.dim_customers") == [(4,)]
     freshness = run_dbt(["source", "freshness"], tmp_path)
     statuses = {r.node.name: str(r.status) for r in freshness.result if r.node.resource_type == "source"}
-    assert statuses == {"customers_changes": "pass", "orders_changes": "error", "customers": "pass", "orders": "error"}
+    plain = {name: status for name, status in statuses.items() if not name.startswith("app_")}
+    assert plain == {"customers_changes": "pass", "orders_changes": "error", "customers": "pass", "orders": "error"}
+    # The app table's raw tables (scaffolded sources) have no files either.
+    assert len(statuses) - len(plain) == 8 and {statuses[name] for name in statuses.keys() - plain.keys()} == {"error"}
 
 
 def test_raw_current_state_view_is_the_latest_change_per_key(incremental_runs) -> None:

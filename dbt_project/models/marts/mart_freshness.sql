@@ -21,6 +21,8 @@
         'order_date'),
     ('agg_daily_customer_activity', 'cast(null as ' ~ ts ~ ')', 'cast(max(activity_date) as ' ~ ts ~ ')',
         'activity_date'),
+    ('agg_daily_invoiced_amount_by_tenant', 'cast(null as ' ~ ts ~ ')', 'cast(max(invoice_date) as ' ~ ts ~ ')',
+        'invoice_date'),
 ] %}
 
 {% for name, newest_ingested_at, newest_event_at, event_time_column in curated_tables %}

@@ -1,0 +1,248 @@
+"""`lakehouse scaffold`: what it writes for a plain table and for a single-table design,
+that a re-run on an unchanged contract changes no byte, that hand edits are refused
+(nothing written) unless --force, and that the committed app models are its output.
+No dbt runs here: tests/dbt/test_scaffold_round_trip.py builds what it writes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from streaming.cli import main
+from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.errors import OperatorError
+from streaming.operations import scaffold as scaffold_module
+from streaming.operations.contract_pii import contract_columns
+from streaming.operations.scaffold import CASTS_MACRO, PII_MACRO, ScaffoldRefused, scaffold, scaffold_files
+from streaming.runtime.dbt_runner import PROJECT_DIR
+
+STAGING = Path("dbt_project/models/staging")
+
+WIDGETS_CONTRACT = """\
+table: widgets
+raw_table: widgets
+description: Widgets on sale.
+key:
+  partition_key: widgetId
+attributes:
+  widgetId:
+    type: S
+    description: Widget id.
+  price:
+    type: N
+    cast: decimal(10,2)
+    description: Unit price.
+  ownerEmail:
+    type: S
+    pii: true
+    description: Who listed it.
+  dimensions:
+    type: M
+    description: Size.
+    fields:
+      widthCm: {type: N, description: Width.}
+partitioning:
+  column: widget_bucket
+  expression: "substring(widget_id, -1, 1)"
+"""
+
+
+@pytest.fixture
+def contracts_with_widgets(tmp_path: Path) -> dict:
+    folder = tmp_path / "contracts"
+    shutil.copytree(PACKAGED_CONTRACTS_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    (folder / "widgets.yml").write_text(WIDGETS_CONTRACT, encoding="utf-8")
+    return load_contracts(folder)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder holding the repository's hand-written source YAML (the one that
+    declares customers and orders), as scaffold finds it in a real project."""
+    root = tmp_path / "project"
+    (root / STAGING).mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / STAGING / "_dynamodb__sources.yml", root / STAGING)
+    return root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def test_plain_table_gets_staging_changes_sources_and_docs(contracts_with_widgets: dict, project: Path) -> None:
+    result = scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+
+    assert sorted(map(str, result.written)) == sorted([
+        "dbt_project/models/staging/stg_dynamodb__widgets.sql",
+        "dbt_project/models/staging/stg_dynamodb__widgets_changes.sql",
+        "dbt_project/models/staging/_dynamodb__widgets__sources.yml",
+        "dbt_project/models/staging/_dynamodb__widgets__models.yml",
+        str(CASTS_MACRO), str(PII_MACRO),
+    ])
+    model = (project / STAGING / "stg_dynamodb__widgets.sql").read_text()
+    assert "unique_key=['widget_id']" in model
+    assert "{{ composite_key(['widget_id']) }} as item_key" in model
+    assert "{{ typed_by_contract('widgets', 'price') }} as price" in model
+    assert "price as price_text" in model
+    assert "quality_issues(contract_cast_issues('widgets', 'cleaned'))" in model
+    assert "on cleaned.widget_id = existing.widget_id" in model
+    sources = yaml.safe_load((project / STAGING / "_dynamodb__widgets__sources.yml").read_text())
+    (source,) = sources["sources"]
+    assert source["name"] == "dynamodb" and "raw" in source["schema"]
+    tables = {table["name"]: table for table in source["tables"]}
+    assert tables["widgets"]["meta"] == {"change_log": "widgets_changes", "key_columns": ["widget_id"]}
+    columns = {column["name"]: column for column in tables["widgets_changes"]["columns"]}
+    assert columns["dimensions"]["data_type"] == "struct(width_cm varchar)"
+    assert columns["owner_email"]["description"] == "Who listed it. PII."
+    assert columns["widget_id"]["description"] == "Widget id (partition key)."
+    assert {"widget_bucket", "_ingest_hour", "_event_id"} <= set(columns)
+    models = {model["name"]: model for model in yaml.safe_load(
+        (project / STAGING / "_dynamodb__widgets__models.yml").read_text())["models"]}
+    current = models["stg_dynamodb__widgets"]
+    assert current["description"].startswith("Widgets on sale. Current state per key (widget_id)")
+    assert current["data_tests"][0]["unique_combination"]["arguments"] == {"combination": ["widget_id"]}
+    assert current["data_tests"][1]["holds_latest_raw_change"]["arguments"]["raw_table"] == "widgets_changes"
+    by_column = {column["name"]: column for column in current["columns"]}
+    assert [next(iter(test)) for test in by_column["item_key"]["data_tests"]] == ["unique", "not_null"]
+    assert "decimal(10,2)" in by_column["price"]["description"]
+    assert "price_invalid" in by_column["quality_issues"]["description"]
+    events = {column["name"]: column for column in models["stg_dynamodb__widgets_changes"]["columns"]}
+    assert [next(iter(test)) for test in events["_event_id"]["data_tests"]] == ["unique", "not_null"]
+    assert '"widgets": {' in (project / PII_MACRO).read_text()
+
+
+def test_entities_get_models_and_the_unrouted_table_only_sources() -> None:
+    files = {str(generated.path): generated.text for generated in scaffold_files(load_contracts(), "app", history=True)}
+
+    for entity in ("app_tenants", "app_users", "app_invoices"):
+        assert f"dbt_project/models/staging/stg_dynamodb__{entity}.sql" in files
+        assert f"dbt_project/models/staging/stg_dynamodb__{entity}_changes.sql" in files
+        assert f"dbt_project/models/marts/dim_{entity}_history.sql" in files
+    assert not [path for path in files if "stg_dynamodb__app_unrouted" in path or "dim_app_unrouted" in path]
+    sources = yaml.safe_load(files["dbt_project/models/staging/_dynamodb__app__sources.yml"])
+    tables = {table["name"]: table for table in sources["sources"][0]["tables"]}
+    assert set(tables) == {name for raw in ("app_tenants", "app_users", "app_invoices", "app_unrouted")
+                           for name in (raw, f"{raw}_changes")}
+    assert "_change_record" in {column["name"] for column in tables["app_unrouted_changes"]["columns"]}
+    assert "_change_record" not in {column["name"] for column in tables["app_users_changes"]["columns"]}
+    invoices = {column["name"]: column for column in tables["app_invoices_changes"]["columns"]}
+    assert invoices["lines"]["data_type"] == "struct(sku varchar, qty varchar)[]"
+    # The history protects the contract's PII (users.email) and keys items by a keyed pseudonym.
+    history = files["dbt_project/models/marts/dim_app_users_history.sql"]
+    assert "{{ from_contract('app_users', 'email', 'email') }} as email" in history
+    assert "{{ keyed_surrogate_key(['pk', 'sk'], 'item_key') }} as item_key" in history
+    assert "typed_by_contract('app_users', 'last_login_at')" in history
+    # The PII macro scaffold regenerates protects users.email in every mart that reads it.
+    assert '"app_users": {' in files[str(PII_MACRO)]
+    assert contract_columns(load_contracts())["app_users"]["pii"] == ["email"]
+    # The change events keep the values as raw has them: nothing typed, nothing flagged.
+    events = files["dbt_project/models/staging/stg_dynamodb__app_users_changes.sql"]
+    assert "quality_issues" not in events and "typed_by_contract" not in events
+
+
+def test_the_committed_app_models_are_what_scaffold_writes() -> None:
+    for generated in scaffold_files(load_contracts(), "app"):
+        assert (PROJECT_DIR / generated.path).read_text(encoding="utf-8") == generated.text, (
+            f"{generated.path} differs from the app contract's scaffold: run lakehouse scaffold --table app"
+        )
+
+
+def test_a_rerun_on_an_unchanged_contract_changes_no_byte(contracts_with_widgets: dict, project: Path) -> None:
+    scaffold("widgets", project_dir=project, contracts=contracts_with_widgets, history=True)
+    before = _files(project)
+    times = {path: path.stat().st_mtime_ns for path in project.rglob("*") if path.is_file()}
+
+    result = scaffold("widgets", project_dir=project, contracts=contracts_with_widgets, history=True)
+
+    assert result.written == []
+    assert len(result.unchanged) == 8
+    assert _files(project) == before
+    assert {path: path.stat().st_mtime_ns for path in project.rglob("*") if path.is_file()} == times
+
+
+def _edit_contract(contracts: dict) -> dict:
+    """The widgets contract with the price description changed: every widgets file changes."""
+    import dataclasses
+
+    widgets = contracts["widgets"]
+    attributes = tuple(dataclasses.replace(spec, description="Unit price, VAT included.") if spec.name == "price"
+                       else spec for spec in widgets.attributes)
+    return {**contracts, "widgets": dataclasses.replace(widgets, attributes=attributes)}
+
+
+def test_a_hand_edited_file_is_refused_by_name_and_nothing_is_written(contracts_with_widgets: dict, project: Path) -> None:
+    scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    model = project / STAGING / "stg_dynamodb__widgets.sql"
+    model.write_text(model.read_text().replace("price as price_text", "price as price_as_sent"))
+    before = _files(project)
+
+    with pytest.raises(ScaffoldRefused) as refused:
+        scaffold("widgets", project_dir=project, contracts=_edit_contract(contracts_with_widgets))
+
+    message = str(refused.value)
+    assert "dbt_project/models/staging/stg_dynamodb__widgets.sql: edited since scaffold wrote it" in message
+    assert "--force" in message
+    assert "stg_dynamodb__widgets_changes.sql" not in message  # not edited: not named
+    assert _files(project) == before  # the sources YAML would change too, but nothing was written
+
+
+def test_a_rerun_on_an_unchanged_contract_still_refuses_to_undo_hand_edits(contracts_with_widgets: dict, project: Path) -> None:
+    scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    sources = project / STAGING / "_dynamodb__widgets__sources.yml"
+    sources.write_text(sources.read_text() + "# a note of mine\n")
+    model = project / STAGING / "stg_dynamodb__widgets.sql"
+    model.write_text(model.read_text() + "-- reviewed\n")
+
+    with pytest.raises(ScaffoldRefused) as refused:
+        scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    assert "_dynamodb__widgets__sources.yml: edited since" in str(refused.value)
+    assert "stg_dynamodb__widgets.sql: edited since" in str(refused.value)
+    assert sources.read_text().endswith("# a note of mine\n")
+    assert model.read_text().endswith("-- reviewed\n")
+
+
+def test_force_overwrites_hand_edits_with_the_contracts_text(contracts_with_widgets: dict, project: Path) -> None:
+    scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    model = project / STAGING / "stg_dynamodb__widgets.sql"
+    model.write_text("select 1 as hand_written\n")  # no scaffold header at all
+
+    with pytest.raises(ScaffoldRefused, match="stg_dynamodb__widgets.sql: not written by scaffold"):
+        scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    result = scaffold("widgets", project_dir=project, contracts=_edit_contract(contracts_with_widgets), force=True)
+
+    assert Path("dbt_project/models/staging/stg_dynamodb__widgets.sql") in result.written
+    expected = {str(generated.path): generated.text
+                for generated in scaffold_files(_edit_contract(contracts_with_widgets), "widgets")}
+    assert model.read_text() == expected[str(STAGING / "stg_dynamodb__widgets.sql")]
+    assert "Unit price, VAT included" in (project / STAGING / "_dynamodb__widgets__sources.yml").read_text()
+    # Written by scaffold again: the next run without --force accepts it.
+    assert scaffold("widgets", project_dir=project, contracts=_edit_contract(contracts_with_widgets)).written == []
+
+
+def test_tables_with_hand_written_sources_are_refused(project: Path) -> None:
+    with pytest.raises(ScaffoldRefused, match=r"_dynamodb__sources\.yml declares source dynamodb\.customers"):
+        scaffold("customers", project_dir=project, contracts=load_contracts())
+    assert not (project / STAGING / "_dynamodb__customers__sources.yml").exists()
+
+
+def test_an_unknown_table_names_the_known_ones(project: Path) -> None:
+    with pytest.raises(OperatorError, match=r"'shop'.*\['app', 'customers', 'orders'\]"):
+        scaffold("shop", project_dir=project, contracts=load_contracts())
+
+
+def test_the_cli_passes_table_history_and_force(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    calls = []
+    monkeypatch.setattr(scaffold_module, "scaffold", lambda table, **options: calls.append((table, options)))
+    assert main(["scaffold", "--table", "app", "--history", "--force"]) == 0
+    ((table, options),) = calls
+    assert (table, options["history"], options["force"]) == ("app", True, True)
+
+    def refuse(table: str, **options) -> None:
+        raise ScaffoldRefused("would overwrite x.sql")
+
+    monkeypatch.setattr(scaffold_module, "scaffold", refuse)
+    assert main(["scaffold", "--table", "app"]) == 2
+    assert "lakehouse scaffold: would overwrite x.sql" in capsys.readouterr().err
