@@ -41,7 +41,14 @@ def both_tables(contract, **kwargs):
 
 @pytest.mark.parametrize(
     ("table", "record_key", "partition_field"),
-    [("customers", "id,cust_name", "id_suffix"), ("orders", "customer_id,order_id", "customer_suffix")],
+    [
+        ("customers", "id,cust_name", "id_suffix"),
+        ("orders", "customer_id,order_id", "customer_suffix"),
+        # Each entity of a single-table design, and its unrouted items, is a Hudi table pair of its own.
+        ("app_users", "pk,sk", "tenant_bucket"),
+        ("app_invoices", "pk,sk", "tenant_bucket"),
+        ("app_unrouted", "pk,sk", "tenant_bucket"),
+    ],
 )
 def test_current_state_follows_the_contract(contracts, table, record_key, partition_field):
     options = current_state_write_options(contracts[table], base_path="s3://lake/raw/", database="raw_db")
@@ -60,7 +67,7 @@ def test_current_state_follows_the_contract(contracts, table, record_key, partit
     assert options["hoodie.datasource.hive_sync.table"] == table
 
 
-@pytest.mark.parametrize("table", ["customers", "orders"])
+@pytest.mark.parametrize("table", ["customers", "orders", "app_tenants"])
 def test_current_state_uses_a_bucket_index_on_the_record_key(contracts, table):
     """HoodieIndexConfig (hudi-client-common/.../config/HoodieIndexConfig.java): BUCKET with the
     SIMPLE engine maps a key to a fixed file group per partition, no lookup, no metadata table."""
@@ -75,7 +82,7 @@ def test_current_state_uses_a_bucket_index_on_the_record_key(contracts, table):
         current_state_write_options(contracts[table], base_path="/r", database="raw", buckets_per_partition=0)
 
 
-@pytest.mark.parametrize("table", ["customers", "orders"])
+@pytest.mark.parametrize("table", ["customers", "orders", "app_users", "app_unrouted"])
 def test_change_log_is_an_insert_only_table_per_ingest_hour(contracts, table):
     options = change_log_write_options(contracts[table], base_path="s3://lake/raw", database="raw_db")
 
