@@ -11,7 +11,6 @@ import json
 import logging
 import shutil
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
