@@ -11,6 +11,16 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from app_items import (
+    app_contracts,
+    audit,
+    invoice,
+    keys_of,
+    tenant,
+    user,
+    write_app_full_export,
+    write_app_incremental_export,
+)
 
 from streaming.cli import main
 from streaming.contracts.model import load_contracts
@@ -31,7 +41,7 @@ from streaming.operations.reconcile import reconcile
 from streaming.operations.stream import stream
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.samples.export_writer import write_full_export
+from streaming.samples.export_writer import IncrementalChange, write_full_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
 
 UTC = timezone.utc
@@ -225,7 +235,7 @@ def test_a_retried_backfill_replaces_the_published_batch_and_keeps_other_batches
     first = run_backfill(spark, plan, pipeline, out=lambda _: None)
     again = run_backfill(spark, plan, pipeline, out=lambda _: None)
 
-    table_dir = raw_layout.change_log_dir(root / "raw", plan.contract)
+    table_dir = raw_layout.change_log_dir(root / "raw", plan.contracts[ORDERS])
     (published,) = table_dir.glob(f"*/_batch_id={plan.batch_id}")
     assert batch_rows(published) and len(batch_rows(published)) == again.landed == first.landed == plan.manifest.item_count
     assert (other_batch / "part-0.parquet").is_file(), "a retry replaces only its own batch"
@@ -329,7 +339,7 @@ def test_a_sink_without_folders_gets_the_writes_only_after_the_counts_passed(spa
     renamed = {**contracts, ORDERS: dataclasses.replace(contracts[ORDERS], raw_table="orders_renamed")}
     sink = FolderlessSink(root)
 
-    with pytest.raises(BackfillError, match="landed 0 and quarantined 0"):
+    with pytest.raises(BackfillError, match=r"landed 0 \(moves between entities: 0\) and quarantined 0"):
         run_backfill(spark, plan, Pipeline(renamed, sink, QuarantineWriter(str(root))), out=lambda _: None)
     assert sink.writes == [] and readable_parquet_files(root) == []
 
@@ -377,3 +387,83 @@ def test_the_marts_read_backfilled_rows_as_snapshots_not_events(lakes):
     current = "select customer_key, email, registration_date from lakehouse_marts.dim_customers_history " \
               "where is_current order by 1"
     assert _marts(bootstrap, current) == _marts(cdc_only, current)
+
+
+# --------------------------------------------------------------------------- a single-table design
+
+APP_FULL = [tenant("t1"), user("t1", "u1"), user("t1", "u2"), invoice("t1", "i1"), audit("t1", "a1")]
+INCREMENT_END = EXPORT_TIME + timedelta(hours=1)
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)
+
+
+APP_INCREMENT = [
+    # u1 promoted, i1 deleted, a user and an AUDIT# item created after the full export.
+    IncrementalChange(keys_of(user("t1", "u1")), user("t1", "u1", role="ADMIN"), user("t1", "u1"),
+                      _micros(EXPORT_TIME + timedelta(minutes=5))),
+    IncrementalChange(keys_of(invoice("t1", "i1")), None, invoice("t1", "i1"), _micros(EXPORT_TIME + timedelta(minutes=6))),
+    IncrementalChange(keys_of(user("t1", "u3")), user("t1", "u3"), None, _micros(EXPORT_TIME + timedelta(minutes=7))),
+    IncrementalChange(keys_of(audit("t1", "a2")), audit("t1", "a2", "EXPORT"), None,
+                      _micros(EXPORT_TIME + timedelta(minutes=8))),
+]
+
+
+def current_state(raw: Path, raw_table: str, columns: str) -> list[tuple]:
+    """The live items of one raw table: per key the greatest ordering value, tombstones dropped."""
+    with duckdb.connect() as con:
+        return con.execute(
+            f"select {columns} from read_parquet('{raw}/{raw_table}_changes/*/*/*.parquet', hive_partitioning = false) "
+            "qualify row_number() over (partition by pk, sk order by _ordering_value desc) = 1 "
+            "and not _is_deleted order by all").fetchall()
+
+
+@pytest.fixture(scope="module")
+def app_backfills(spark, tmp_path_factory):
+    """`app`'s full export, then an incremental one, backfilled into one data directory."""
+    root = tmp_path_factory.mktemp("app")
+    full = write_app_full_export(root / "exports", APP_FULL, EXPORT_TIME)
+    incremental = write_app_incremental_export(root / "exports", APP_INCREMENT, EXPORT_TIME, INCREMENT_END)
+    layout = DataLayout(root / "data")
+    results = [backfill(layout, export, table="app", sink="local", spark=spark, out=lambda _: None)
+               for export in (full, incremental)]
+    return layout, results
+
+
+def test_a_single_table_export_fills_each_entity_and_the_unrouted_table(app_backfills):
+    layout, (full, incremental) = app_backfills
+    assert sorted(full.raw_tables) == sorted(app_contracts()) == sorted(incremental.raw_tables)
+    assert full.landed_per_table == {"app_invoices": 1, "app_tenants": 1, "app_unrouted": 1, "app_users": 2}
+    assert incremental.landed_per_table == {"app_invoices": 1, "app_tenants": 0, "app_unrouted": 1, "app_users": 2}
+    assert (full.landed, full.quarantined, incremental.landed, incremental.quarantined) == (5, 0, 4, 0)
+    raw = layout.raw
+    assert current_state(raw, "app_tenants", "pk, sk, name, plan") == [("TENANT#t1", "TENANT#t1", "Acme", "TEAM")]
+    assert current_state(raw, "app_users", "sk, email, role") == [
+        ("USER#u1", "u1@example.com", "ADMIN"), ("USER#u2", "u2@example.com", "MEMBER"),
+        ("USER#u3", "u3@example.com", "MEMBER")]
+    assert current_state(raw, "app_invoices", "sk") == [], "the incremental export deleted the invoice"
+    with duckdb.connect() as con:
+        ((amount, lines),) = con.execute(
+            f"select amount, lines from read_parquet('{raw}/app_invoices_changes/*/*/*.parquet', "
+            "hive_partitioning = false) where not _is_deleted").fetchall()
+    assert (amount, lines) == ("12.50", [{"sku": "SKU-1", "qty": "2"}]), "typed by the invoices entity"
+    unrouted = current_state(raw, "app_unrouted", "sk, _change_record")
+    assert [sk for sk, _ in unrouted] == ["AUDIT#a1", "AUDIT#a2"]
+    # The unrouted rows keep their whole change record, to be routed again later.
+    assert [json.loads(record)["dynamodb"]["NewImage"]["action"] for _, record in unrouted] == [
+        {"S": "LOGIN"}, {"S": "EXPORT"}]
+    runs = recorded_backfills(layout.root)
+    assert [sorted(run["raw_tables"]) for run in runs] == [sorted(app_contracts())] * 2
+
+
+def test_a_backfill_dry_run_of_a_single_table_export_names_every_raw_table(tmp_path, capsys):
+    export_dir = write_app_full_export(tmp_path / "exports", APP_FULL, EXPORT_TIME)
+
+    code = main(["backfill", "--data-dir", str(tmp_path / "data"), "--export", str(export_dir), "--table", "app",
+                 "--dry-run"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    written = sorted(line.split()[3] for line in out.splitlines() if line.startswith("write raw table "))
+    assert written == sorted(app_contracts())

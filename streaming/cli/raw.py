@@ -9,7 +9,7 @@ from streaming.io.layout import DataLayout
 
 
 def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    fill = commands.add_parser("backfill", parents=[common], help="load a DynamoDB export into its raw table")
+    fill = commands.add_parser("backfill", parents=[common], help="load a DynamoDB export into its raw tables")
     fill.add_argument("--export", type=Path, required=True, help="export folder .../AWSDynamoDB/<export-id>")
     fill.add_argument("--table", default=None, help="DynamoDB table the export must be of")
     fill.add_argument("--dry-run", action="store_true", help="validate and describe, write nothing")
@@ -31,13 +31,15 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     target.add_argument("--to", default=None, help="data root (local) or S3 prefix of the raw tables (--glue-database)")
     target.add_argument("--rollback", action="store_true", help="return to the location before the last switch")
     move.add_argument("--glue-database", default=None, help="switch these Glue Catalog tables instead of the local pointer")
-    move.add_argument("--table", default=None, help="only this table (default: every contracted table)")
+    move.add_argument("--table", default=None,
+                      help="only this raw table, or every raw table of this DynamoDB table (default: all)")
     move.set_defaults(run=switch)
 
     check = commands.add_parser("reconcile", parents=[common], help="compare a source of truth with the raw result")
     check.add_argument("--source", required=True, help="export folder or raw folder")
     check.add_argument("--target", required=True, help="raw folder or <file>.duckdb:<schema>.<table>")
-    check.add_argument("--table", default=None, help="only this table")
+    check.add_argument("--table", default=None,
+                       help="only this raw table, or every raw table of this DynamoDB table")
     check.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the report as JSON")
     check.set_defaults(run=reconcile)
 

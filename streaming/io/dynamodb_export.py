@@ -232,6 +232,11 @@ def export_to_change_records(export_dir: Path | str, contract: TableContract) ->
     snapshot_ordering. Event ids are derived from the export id, data file and line so
     a re-run produces identical records. The first line that cannot be replayed raises
     its ExportLineError (`refused_export_lines` lists them all beforehand).
+
+    `contract` is any raw table's contract of the exported DynamoDB table: only the table
+    name and the key attributes are read, and a single-table design's entities and its
+    unrouted table share both. Which raw table a record lands in is the decoder's
+    business (streaming.pipeline.routing), as for a stream record.
     """
     for replayed in _replay(read_export_manifest(export_dir), contract):
         if isinstance(replayed, ExportLineError):

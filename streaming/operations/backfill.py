@@ -1,8 +1,10 @@
-"""Backfill a raw table from a DynamoDB export (full or incremental) through the stream's pipeline.
+"""Backfill the raw tables of a DynamoDB table from an export (full or incremental) through the stream's pipeline.
 
 An export is validated against its manifests, replayed as change records
 (`streaming.io.dynamodb_export.export_to_change_records`) and handed to the same
-`Pipeline.process_batch` the stream uses, as one batch read. Its batch id is derived
+`Pipeline.process_batch` the stream uses, as one batch read. The decoder routes each
+item as it routes a stream record, so the export of a single-table design fills every
+entity's raw table and the unrouted one (`lakehouse backfill --table app`). Its batch id is derived
 from the export id and is negative, so it never collides with a stream's batch ids
 (which start at 0) and a retry of the same export overwrites exactly the folders the
 first attempt wrote.
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streaming.atomic_files import write_json_atomically
-from streaming.contracts.model import TableContract
+from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.dynamodb_export import (
@@ -89,14 +91,21 @@ def backfill_run_id(export_id: str) -> int:
 @dataclass(frozen=True)
 class BackfillPlan:
     manifest: ExportManifest
-    contract: TableContract
+    # The raw tables of the exported DynamoDB table, keyed by raw table: one for a plain
+    # table, each entity's and the unrouted one for a single-table design.
+    contracts: Mapping[str, TableContract]
     data_root: Path
     batch_id: int
 
     @property
-    def raw_path(self) -> Path:
-        """The table's change log, where the backfill lands its items as changes."""
-        return raw_layout.change_log_dir(self.data_root / "raw", self.contract)
+    def key_contract(self) -> TableContract:
+        """Any of the table's contracts: they share the table name and the key, all an
+        export replay reads (routing is the decoder's)."""
+        return next(iter(self.contracts.values()))
+
+    @property
+    def raw_tables(self) -> list[str]:
+        return list(self.contracts)
 
     @property
     def run_log(self) -> Path:
@@ -130,7 +139,11 @@ class BackfillPlan:
         ]
         lines += [f"      {f.path}  items={f.item_count}  bytes={_size(f.path)}" for f in manifest.data_files]
         lines += [
-            f"write raw table {self.contract.raw_table} at {self.raw_path}/<ingest hour>/_batch_id={self.batch_id}",
+            f"write raw table {contract.raw_table} at "
+            f"{raw_layout.change_log_dir(self.data_root / 'raw', contract)}/<ingest hour>/_batch_id={self.batch_id}"
+            for contract in self.contracts.values()
+        ]
+        lines += [
             f"      quarantine {self.data_root / 'quarantine'}/_batch_id={self.batch_id}",
             f"      run log {self.run_log}",
         ]
@@ -143,18 +156,23 @@ class BackfillResult:
     export_id: str
     export_type: str
     table: str
-    raw_table: str
+    raw_tables: list[str]
     batch_id: int
     items: int
+    # Rows landed, in all and per raw table. An item that moves from one entity to another
+    # (an incremental export's line whose OldImage is of another entity) lands a row in
+    # each, so `landed` may exceed the items by those moves.
     landed: int
+    landed_per_table: dict[str, int]
     quarantined: int
     started_at: str
     seconds: float
 
     def summary(self) -> str:
+        per_table = " ".join(f"{table}={rows}" for table, rows in self.landed_per_table.items())
         return (
-            f"backfill {self.export_id} -> {self.raw_table} batch={self.batch_id}: items={self.items} "
-            f"landed={self.landed} quarantined={self.quarantined} took={self.seconds:.1f}s"
+            f"backfill {self.export_id} batch={self.batch_id}: items={self.items} landed={self.landed} "
+            f"({per_table}) quarantined={self.quarantined} took={self.seconds:.1f}s"
         )
 
 
@@ -207,17 +225,19 @@ def plan_backfill(
         raise ExportValidationError(
             f"{manifest.export_dir} is an export of table {manifest.table_name!r}, not {table!r}"
         )
-    contract = contracts.get(manifest.table_name)
-    if contract is None:
+    table_contracts = contracts_of_table(contracts, manifest.table_name)
+    if not table_contracts:
+        known = sorted({contract.table for contract in contracts.values()})
         raise ExportValidationError(
             f"{manifest.export_dir}: no table contract for table {manifest.table_name!r} "
-            f"(known: {sorted(contracts)}); add one before backfilling it"
+            f"(known: {known}); add one before backfilling it"
         )
-    refused = refused_export_lines(manifest, contract)
+    plan = BackfillPlan(manifest, table_contracts, data_root, backfill_run_id(manifest.export_id))
+    refused = refused_export_lines(manifest, plan.key_contract)
     if refused.total:
         heading = f"{manifest.export_dir}: the backfill refuses this export"
         raise ExportValidationError("\n".join([heading, *refused.lines()]))
-    return BackfillPlan(manifest, contract, data_root, backfill_run_id(manifest.export_id))
+    return plan
 
 
 def stage_change_records(plan: BackfillPlan, out: Printer = print) -> dict[str, str]:
@@ -229,7 +249,7 @@ def stage_change_records(plan: BackfillPlan, out: Printer = print) -> dict[str, 
     """
     shutil.rmtree(plan.staging_dir, ignore_errors=True)
     plan.input_dir.mkdir(parents=True)
-    records = export_to_change_records(plan.manifest.export_dir, plan.contract)
+    records = export_to_change_records(plan.manifest.export_dir, plan.key_contract)
     staged: dict[str, str] = {}
     total = len(plan.manifest.data_files)
     for number, data_file in enumerate(plan.manifest.data_files, start=1):
@@ -287,10 +307,12 @@ def run_backfill(
         raise
     finally:
         shutil.rmtree(plan.staging_dir, ignore_errors=True)
+    landed = _landed_per_table(plan, report)
     result = BackfillResult(
         **_run_identity(plan),
         items=manifest.item_count,
-        landed=report.landed.get(plan.contract.raw_table, 0),
+        landed=sum(landed.values()),
+        landed_per_table=landed,
         quarantined=report.quarantined,
         started_at=started_at.isoformat(),
         seconds=time.monotonic() - started,
@@ -401,33 +423,39 @@ def _run_identity(plan: BackfillPlan) -> dict[str, Any]:
         "export_id": plan.manifest.export_id,
         "export_type": plan.manifest.export_type,
         "table": plan.manifest.table_name,
-        "raw_table": plan.contract.raw_table,
+        "raw_tables": plan.raw_tables,
         "batch_id": plan.batch_id,
     }
+
+
+def _landed_per_table(plan: BackfillPlan, report: BatchReport) -> dict[str, int]:
+    return {raw_table: report.landed.get(raw_table, 0) for raw_table in plan.raw_tables}
 
 
 def _check_counts(plan: BackfillPlan, report: BatchReport) -> None:
     """Every item of the export accounted for: read, and landed or quarantined."""
     items = plan.manifest.item_count
-    landed = report.landed.get(plan.contract.raw_table, 0)
+    landed = sum(_landed_per_table(plan, report).values())
     if report.records_in != items:
         raise BackfillError(f"backfill read {report.records_in} records but the export lists {items} items")
-    # An export holds one line per item, so nothing collapses: each line lands or is quarantined.
-    if landed + report.quarantined != items:
+    # An export holds one line per item, so nothing collapses: each line lands in one raw
+    # table or is quarantined, and a line moving its item to another entity also lands a
+    # tombstone in the raw table the item left (BatchReport.moved).
+    if landed + report.quarantined != items + report.moved:
         raise BackfillError(
-            f"backfill of {items} items landed {landed} and quarantined {report.quarantined}; "
-            "an export has one line per item, so some rows were merged or lost"
+            f"backfill of {items} items landed {landed} (moves between entities: {report.moved}) and "
+            f"quarantined {report.quarantined}; an export has one line per item, so some rows were merged or lost"
         )
 
 
 def _check_written_rows(plan: BackfillPlan, report: BatchReport) -> None:
-    """The staged folder holds as many rows as the batch reported landed."""
-    landed = report.landed.get(plan.contract.raw_table, 0)
-    staged_table = raw_layout.change_log_dir(plan.output_root / "raw", plan.contract)
-    written = _parquet_rows(sorted(staged_table.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}")))
-    if written != landed:
-        raise BackfillError(f"batch {plan.batch_id} wrote {written} rows of {plan.contract.raw_table}, "
-                            f"but {landed} landed; nothing was published")
+    """Each staged change log holds as many rows as the batch reported landed there."""
+    for raw_table, landed in _landed_per_table(plan, report).items():
+        staged_table = raw_layout.change_log_dir(plan.output_root / "raw", plan.contracts[raw_table])
+        written = _parquet_rows(sorted(staged_table.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}")))
+        if written != landed:
+            raise BackfillError(f"batch {plan.batch_id} wrote {written} rows of {raw_table}, "
+                                f"but {landed} landed; nothing was published")
 
 
 def _parquet_rows(folders: list[Path]) -> int:
@@ -455,8 +483,8 @@ def backfill(
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> BackfillResult | None:
-    """`lakehouse backfill`: load a DynamoDB export into its raw table as one batch; a dry
-    run only describes it."""
+    """`lakehouse backfill`: load a DynamoDB export into its raw tables (one, or each entity's
+    and the unrouted one) as one batch; a dry run only describes it."""
     contracts = load_checked_contracts(contracts_dir)
     target = layout.active()
     try:

@@ -2,7 +2,11 @@
 
 Both sides become the current state of each table, in the raw column types:
 
-* a DynamoDB full export: its items, parsed from DynamoDB JSON in SQL;
+* a DynamoDB full export: its items, parsed from DynamoDB JSON in SQL. The export of
+  a single-table design (a contract with entities) is decoded by the stream's own
+  decoder instead (Spark), which routes each item to its entity's raw table or the
+  unrouted one exactly as the stream does: routing has one implementation
+  (streaming.pipeline.routing). Export items the decoder quarantines are reported;
 * a raw change log (local Parquet sink) or a Hudi raw table: the latest row per key
   by `_ordering_value` (never equal for two distinct changes), tombstones
   dropped;
@@ -22,20 +26,32 @@ still be found there; without a PII key it is withheld.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
-from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract
+from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract, contracts_of_table
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
-from streaming.io.dynamodb_export import FULL_EXPORT, SUMMARY_FILE, read_export_manifest
+from streaming.io.dynamodb_export import (
+    FULL_EXPORT,
+    SUMMARY_FILE,
+    ExportManifest,
+    export_to_change_records,
+    read_export_manifest,
+)
+from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import load_checked_contracts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SAMPLE_SIZE = 5
 # Stands for a PII key value when no PII key is available to pseudonymise it.
@@ -116,21 +132,28 @@ class ReconcileReport:
     source: str
     target: str
     tables: list[TableReconciliation]
+    # Export items the decoder quarantines (routed exports only), by reason: they are in
+    # no raw table, so the export and raw cannot agree on them.
+    export_items_quarantined: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return all(table.ok for table in self.tables)
+        return all(table.ok for table in self.tables) and not self.export_items_quarantined
 
     def lines(self) -> list[str]:
         out = [f"reconcile {self.source} -> {self.target}"]
         for table in self.tables:
             out += table.lines()
+        if self.export_items_quarantined:
+            out.append(f"{sum(self.export_items_quarantined.values())} export items the decoder quarantines:")
+            out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.export_items_quarantined.items())]
         out.append("result: " + ("OK" if self.ok else "MISMATCH"))
         return out
 
     def to_json(self) -> str:
         document = {"source": self.source, "target": self.target, "ok": self.ok,
-                    "tables": [{**asdict(table), "ok": table.ok} for table in self.tables]}
+                    "tables": [{**asdict(table), "ok": table.ok} for table in self.tables],
+                    "export_items_quarantined": self.export_items_quarantined}
         return json.dumps(document, indent=2, default=str)
 
 
@@ -147,13 +170,26 @@ class _Side:
     description: str
     tables: dict[str, str | None]
     scoped: bool
+    quarantined: dict[str, int] = field(default_factory=dict)
 
 
-def _open_side(con: duckdb.DuckDBPyConnection, text: str, contracts: Mapping[str, TableContract], alias: str) -> _Side:
+@dataclass(frozen=True)
+class _Decoding:
+    """What a routed export's decoding needs: the caller's Spark session or none (one is
+    started), a scratch folder for the decoded rows, and where to say so."""
+
+    spark: SparkSession | None
+    scratch: Path
+    out: Callable[[str], None]
+
+
+def _open_side(
+    con: duckdb.DuckDBPyConnection, text: str, contracts: Mapping[str, TableContract], alias: str, decoding: _Decoding
+) -> _Side:
     by_raw = {contract.raw_table: contract for contract in contracts.values()}
     path = Path(text)
     if path.is_dir() and (path / SUMMARY_FILE).is_file():
-        return _export_side(con, path, contracts)
+        return _export_side(con, path, contracts, decoding)
     if path.is_dir():
         return _raw_side(con, path, by_raw, alias)
     database, _, table = text.rpartition(":")
@@ -165,13 +201,18 @@ def _open_side(con: duckdb.DuckDBPyConnection, text: str, contracts: Mapping[str
     )
 
 
-def _export_side(con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Mapping[str, TableContract]) -> _Side:
+def _export_side(
+    con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Mapping[str, TableContract], decoding: _Decoding
+) -> _Side:
     manifest = read_export_manifest(export_dir)
     if manifest.export_type != FULL_EXPORT:
         raise ReconcileError(f"{export_dir} is an {manifest.export_type}; reconcile against a full export")
-    contract = contracts.get(manifest.table_name)
-    if contract is None:
+    table_contracts = contracts_of_table(contracts, manifest.table_name)
+    if not table_contracts:
         raise ReconcileError(f"{export_dir}: no table contract for table {manifest.table_name!r}")
+    if any(contract.is_routed for contract in table_contracts.values()):
+        return _routed_export_side(manifest, table_contracts, decoding)
+    (contract,) = table_contracts.values()
     files = ", ".join(sql_string(duckdb_glob_literal(data_file.path)) for data_file in manifest.data_files)
     columns = [f"{_export_value(spec, _json_member('Item', spec.name))} as {_ident(spec.column)}"
                for spec in contract.attributes]
@@ -184,6 +225,40 @@ def _export_side(con: duckdb.DuckDBPyConnection, export_dir: Path, contracts: Ma
     state = f"select *, cast({contract.partition_expression} as varchar) as {_ident(contract.partition_column)} " \
             f"from ({body})"
     return _Side(f"export {manifest.export_id} ({manifest.table_name})", {contract.raw_table: state}, True)
+
+
+def _routed_export_side(
+    manifest: ExportManifest, table_contracts: Mapping[str, TableContract], decoding: _Decoding
+) -> _Side:
+    """Each raw table's current state in a single-table design's export, as the decoder
+    routes and types its items: the export's change records (the ones a backfill lands)
+    through `decode_batch`, written as Parquet for DuckDB to read."""
+    from pyspark.sql import functions as F
+
+    from streaming.io.sources import landing_files_batch
+    from streaming.pipeline.decode import decode_batch
+
+    folder = decoding.scratch / manifest.export_id
+    records = folder / "records"
+    records.mkdir(parents=True)
+    any_contract = next(iter(table_contracts.values()))
+    with (records / "records.jsonl").open("w", encoding="utf-8") as staged:
+        for record in export_to_change_records(manifest.export_dir, any_contract):
+            staged.write(record + "\n")
+    tables: dict[str, str | None] = {}
+    with session_for(decoding.spark, decoding.out) as spark:
+        decoded, quarantine = decode_batch(landing_files_batch(spark, str(records)), table_contracts)
+        quarantined = {row["reason"]: row["rows"]
+                       for row in quarantine.groupBy("reason").agg(F.count(F.lit(1)).alias("rows")).collect()}
+        for raw_table, rows in decoded.items():
+            decoded_dir = folder / "decoded" / raw_table
+            rows.write.parquet(str(decoded_dir))
+            files = sorted(decoded_dir.glob("*.parquet"))
+            listed = ", ".join(sql_string(duckdb_glob_literal(path)) for path in files)
+            tables[raw_table] = (
+                _latest_per_key(f"read_parquet([{listed}])", table_contracts[raw_table]) if files else None
+            )
+    return _Side(f"export {manifest.export_id} ({manifest.table_name})", tables, True, quarantined)
 
 
 def _raw_side(con: duckdb.DuckDBPyConnection, path: Path, by_raw: Mapping[str, TableContract], alias: str) -> _Side:
@@ -272,16 +347,20 @@ def reconcile(
     *,
     table: str | None = None,
     pii_key: bytes | None = None,
+    spark: SparkSession | None = None,
+    out: Callable[[str], None] = print,
 ) -> ReconcileReport:
     """Compare `source` (export dir or raw dir) with `target` (raw dir or DuckDB table).
 
     `pii_key` pseudonymises the PII key columns of the sample keys (see the module
-    docstring); None withholds them.
+    docstring); None withholds them. `spark` decodes the export of a single-table
+    design (without it, one is started for that, and `out` says so).
     """
-    with duckdb.connect() as con:
+    with duckdb.connect() as con, ExitStack() as cleanup:
         con.execute("set TimeZone = 'UTC'")
-        source_side = _open_side(con, source, contracts, "source")
-        target_side = _open_side(con, target, contracts, "target")
+        decoding = _Decoding(spark, Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="reconcile-"))), out)
+        source_side = _open_side(con, source, contracts, "source", decoding)
+        target_side = _open_side(con, target, contracts, "target", decoding)
         names = set(source_side.tables) & set(target_side.tables) if source_side.scoped or target_side.scoped \
             else set(source_side.tables)
         if table is not None:
@@ -294,7 +373,9 @@ def reconcile(
             _compare(con, by_raw[name], source_side.tables[name], target_side.tables[name], pii_key)
             for name in sorted(names)
         ]
-    return ReconcileReport(source_side.description, target_side.description, results)
+    quarantined = {reason: source_side.quarantined.get(reason, 0) + target_side.quarantined.get(reason, 0)
+                   for reason in {*source_side.quarantined, *target_side.quarantined}}
+    return ReconcileReport(source_side.description, target_side.description, results, quarantined)
 
 
 def _compare(
@@ -500,6 +581,7 @@ def reconcile_and_report(
     json_path: Path | None = None,
     contracts_dir: str | None = None,
     data_dir: Path | None = None,
+    spark: SparkSession | None = None,
     out: Callable[[str], None] = print,
 ) -> ReconcileReport:
     """`lakehouse reconcile`: compare source and target per table, print the report (and
@@ -510,7 +592,7 @@ def reconcile_and_report(
     contracts = load_checked_contracts(contracts_dir)
     if json_path is not None:
         check_report_path(json_path)
-    report = reconcile(source, target, contracts, table=table, pii_key=key_of_data_dir(data_dir))
+    report = reconcile(source, target, contracts, table=table, pii_key=key_of_data_dir(data_dir), spark=spark, out=out)
     for line in report.lines():
         out(line)
     if json_path is not None:

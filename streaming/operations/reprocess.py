@@ -317,7 +317,8 @@ def switch(
         raise SwitchError("give either --to <location> or --rollback")
     contracts = load_checked_contracts(contracts_dir)
     if table is not None:
-        contracts = {name: c for name, c in contracts.items() if table in (name, c.raw_table)}
+        # A DynamoDB table names all of its raw tables (a single-table design's entities too).
+        contracts = {name: c for name, c in contracts.items() if table in (name, c.table)}
         if not contracts:
             raise SwitchError(f"no table contract named {table!r}")
     if glue_database is None:
