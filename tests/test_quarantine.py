@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from app_items import audit, change_record, invoice, tenant, user
 
 from streaming.cli import main
 from streaming.contracts.model import load_contracts
@@ -305,17 +306,20 @@ def test_show_needs_a_reason_and_replay_of_an_empty_quarantine_does_nothing(tmp_
     assert not (tmp_path / ops.REPLAYS_FOLDER).exists()
 
 
-def write_quarantine_rows(root: Path, rows: dict[str, str]) -> None:
-    """One quarantine batch of rows (reason -> payload), as QuarantineWriter lays them out."""
+def write_quarantine_rows(root: Path, rows: dict[str, str] | list[tuple[str, str, str | None]]) -> None:
+    """One quarantine batch of rows (reason -> payload, or (reason, payload, table) triples),
+    as QuarantineWriter lays them out."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    triples = [(reason, payload, None) for reason, payload in rows.items()] if isinstance(rows, dict) else rows
     folder = DataLayout(root).quarantine / "_batch_id=0"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({
-        "_source_table": [None] * len(rows), "reason": list(rows), "payload": list(rows.values()),
-        "source_ref": [f"file:/landing/{n}.gz#0" for n in range(len(rows))],
-        "_ingested_at": pa.array([None] * len(rows), pa.timestamp("us", tz="UTC")),
+        "_source_table": [table for _, _, table in triples], "reason": [reason for reason, _, _ in triples],
+        "payload": [payload for _, payload, _ in triples],
+        "source_ref": [f"file:/landing/{n}.gz#0" for n in range(len(triples))],
+        "_ingested_at": pa.array([None] * len(triples), pa.timestamp("us", tz="UTC")),
     }), folder / "part-0.parquet")
 
 
@@ -354,3 +358,25 @@ def test_summary_and_show_say_what_to_do_about_records_that_name_no_table(tmp_pa
     assert main(["quarantine", "show", "--reason", "no_table_name", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert advice in out and "eventSourceARN of the stream they were read from" in out
+
+
+@pytest.mark.spark
+def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, tmp_path):
+    """Records of `app` quarantined before its contract existed are routed by the replay as
+    the stream routes them: each entity's raw table, and app_unrouted for the AUDIT# item."""
+    layout = DataLayout(tmp_path / "data")
+    items = {"app_tenants": tenant("t1"), "app_users": user("t1", "u1"), "app_invoices": invoice("t1", "i1"),
+             "app_unrouted": audit("t1", "a1")}
+    records = [change_record(f"e-{table}", "INSERT", 1_790_000_000 + n, new=item)
+               for n, (table, item) in enumerate(items.items())]
+    write_quarantine_rows(layout.root, [("unknown_table", record, "app") for record in records])
+
+    result = quarantine_replay(layout, table="app", sink="local", contracts_dir=str(PACKAGED_CONTRACTS),
+                               spark=spark, out=lambda _: None)
+
+    assert (result.records, result.landed, result.still_quarantined) == (4, 4, {})
+    assert {table: [event for event, _ in _raw_rows(layout.root, table)] for table in items} == {
+        table: [f"e-{table}"] for table in items}
+    assert ops.open_records(layout.root) == []
+    assert quarantine_replay(layout, table="app", sink="local", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
+                             out=lambda _: None) is None, "nothing is left to replay"
