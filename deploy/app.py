@@ -35,7 +35,8 @@ FEATURE_FLAGS = {
 
 
 def build_app(config: DeployConfig, outdir: str | None = None) -> tuple[cdk.App, LakehouseStack]:
-    require_contracts(config, set(load_contracts()))
+    # The DynamoDB tables the contracts describe (load_contracts keys them by raw table).
+    require_contracts(config, {contract.table for contract in load_contracts().values()})
     # The CDK CLI sets CDK_OUTDIR; run directly, the app writes cdk.out/ in the repository.
     outdir = outdir or os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out")
     app = cdk.App(context=FEATURE_FLAGS, outdir=outdir)

@@ -60,6 +60,10 @@ class DeployConfig:
     consumer_lag_alarm_seconds: int = 900
     no_batch_alarm_minutes: int = 15
     quarantined_records_alarm_per_hour: int = 100
+    # Changes of single-table designs that match no entity of their contract, per hour:
+    # 0 alarms on the first one (a kind of item the contract does not know has appeared).
+    # Raise it above the rate of kinds left unrouted on purpose.
+    unrouted_records_alarm_per_hour: int = 0
     # IAM principals allowed to assume the analyst role; empty: this account's administrators.
     analyst_principal_arns: tuple[str, ...] = ()
     # For accounts where Lake Formation enforces catalog permissions instead of IAM alone:
@@ -137,7 +141,8 @@ def parse_config(values: Mapping[str, Any]) -> DeployConfig:
         _require(bool(_SCHEDULE.match(getattr(config, key))), f"{key}: an EventBridge rate(...) or cron(...) expression")
     for key in ("consumer_lag_alarm_seconds", "no_batch_alarm_minutes"):
         _require(getattr(config, key) >= 1, f"{key}: at least 1")
-    _require(config.quarantined_records_alarm_per_hour >= 0, "quarantined_records_alarm_per_hour: 0 or more")
+    for key in ("quarantined_records_alarm_per_hour", "unrouted_records_alarm_per_hour"):
+        _require(getattr(config, key) >= 0, f"{key}: 0 or more")
     _require(
         not config.pii_secret_arn or bool(_SECRET_ARN.match(config.pii_secret_arn)),
         "pii_secret_arn: the secret's complete ARN, including its 6-character suffix",

@@ -14,6 +14,7 @@ from streaming.io.metrics import (
     METRICS_NAMESPACE,
     RECORDS_IN,
     RECORDS_QUARANTINED,
+    RECORDS_UNROUTED,
     ROWS_LANDED,
     CloudWatchMetricsPublisher,
 )
@@ -61,12 +62,14 @@ def statistic(client, name: str, dimensions: list[dict[str, str]], stat: str = "
 def test_published_batches_add_up_per_job_and_per_table(cloudwatch):
     publisher = CloudWatchMetricsPublisher("cdc-to-raw", client=cloudwatch, clock=lambda: NOW)
     publisher.publish(report())
-    publisher.publish(report(batch_id=8, records_in=10, landed={"customers": 5, "orders": 0}, quarantined=5))
+    publisher.publish(report(batch_id=8, records_in=10, landed={"customers": 5, "orders": 0, "app_unrouted": 4},
+                             quarantined=5, unrouted=4))
 
     job = [{"Name": "JobName", "Value": "cdc-to-raw"}]
     assert statistic(cloudwatch, BATCHES_COMPLETED, job) == 2
     assert statistic(cloudwatch, RECORDS_IN, job) == 130
     assert statistic(cloudwatch, RECORDS_QUARANTINED, job) == 8
+    assert statistic(cloudwatch, RECORDS_UNROUTED, job) == 4, "the alarm on unrouted items reads this sum"
     customers = [*job, {"Name": "RawTable", "Value": "customers"}]
     assert statistic(cloudwatch, ROWS_LANDED, customers) == 45
     assert statistic(cloudwatch, EVENT_LAG_SECONDS, job, "Maximum") == 42.0
@@ -88,7 +91,7 @@ def test_a_batch_without_event_time_reports_no_lag(cloudwatch):
     names = {datum["MetricName"] for datum in data}
     assert EVENT_LAG_SECONDS not in names
     assert ROWS_LANDED not in names
-    assert {BATCHES_COMPLETED, RECORDS_IN, RECORDS_QUARANTINED} <= names
+    assert {BATCHES_COMPLETED, RECORDS_IN, RECORDS_QUARANTINED, RECORDS_UNROUTED} <= names
 
 
 def test_a_cloudwatch_error_is_logged_and_does_not_fail_the_batch(caplog):

@@ -910,6 +910,25 @@ class LakehouseStack(Stack):
             missing=cloudwatch.TreatMissingData.NOT_BREACHING,
             action=action,
         )
+        # Items of a single-table design that match no entity land in its unrouted table:
+        # nothing is lost, but analysts see none of them until the contract learns their
+        # entity and `lakehouse unrouted replay` routes them (docs/operations.md).
+        unrouted = cloudwatch.Metric(
+            namespace=metrics.METRICS_NAMESPACE,
+            metric_name=metrics.RECORDS_UNROUTED,
+            dimensions_map=job_dimensions,
+            statistic="Sum",
+            period=Duration.hours(1),
+        )
+        self._alarm(
+            "UnroutedItemsAlarm",
+            unrouted,
+            threshold=config.unrouted_records_alarm_per_hour,
+            description=f"more than {config.unrouted_records_alarm_per_hour} changes in an hour matched no entity "
+            "of their table's contract (they land in <table>_unrouted)",
+            missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+            action=action,
+        )
         for construct_id, project, what in (
             ("DbtBuildFailedAlarm", self.dbt_build, "dbt build"),
             ("SourceFreshnessFailedAlarm", self.dbt_freshness, "dbt source freshness"),

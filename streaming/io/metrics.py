@@ -25,12 +25,15 @@ TABLE_DIMENSION = "RawTable"
 BATCHES_COMPLETED = "BatchesCompleted"
 RECORDS_IN = "RecordsIn"
 RECORDS_QUARANTINED = "RecordsQuarantined"
+# Changes landed in unrouted raw tables: items of a single-table design that match no
+# entity of its contract (a new kind of item the contract should learn).
+RECORDS_UNROUTED = "RecordsUnrouted"
 DUPLICATES_DROPPED = "DuplicatesDropped"
 ROWS_LANDED = "RowsLanded"
 EVENT_LAG_SECONDS = "EventLagSeconds"
 BATCH_SECONDS = "BatchSeconds"
 
-# One PutMetricData request carries a batch: 6 metrics plus one per raw table, far
+# One PutMetricData request carries a batch: 7 metrics plus one per raw table, far
 # below the 1,000 data points a request may hold
 # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html).
 
@@ -72,6 +75,7 @@ class CloudWatchMetricsPublisher:
             datum(BATCHES_COMPLETED, 1, "Count"),
             datum(RECORDS_IN, report.records_in, "Count"),
             datum(RECORDS_QUARANTINED, report.quarantined, "Count"),
+            datum(RECORDS_UNROUTED, report.unrouted, "Count"),
             datum(DUPLICATES_DROPPED, report.duplicates_dropped, "Count"),
             datum(BATCH_SECONDS, report.seconds, "Seconds"),
         ]

@@ -277,7 +277,7 @@ def test_dbt_runs_on_schedule_with_the_athena_target_and_the_pii_secret(synthesi
     assert sorted(schedules.values()) == sorted([config.dbt_build_schedule, config.dbt_freshness_schedule])
 
 
-def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
+def test_alarms_watch_lag_liveness_quarantine_unrouted_items_and_dbt(synthesized):
     config = synthesized.config
     alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()}
     metrics_by_alarm = {name: (a["Namespace"], a["MetricName"]) for name, a in alarms.items()}
@@ -285,6 +285,7 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
         f"{config.prefix}-ConsumerLag": (metrics.METRICS_NAMESPACE, metrics.EVENT_LAG_SECONDS),
         f"{config.prefix}-JobNotRunning": (metrics.METRICS_NAMESPACE, metrics.BATCHES_COMPLETED),
         f"{config.prefix}-QuarantineGrowth": (metrics.METRICS_NAMESPACE, metrics.RECORDS_QUARANTINED),
+        f"{config.prefix}-UnroutedItems": (metrics.METRICS_NAMESPACE, metrics.RECORDS_UNROUTED),
         f"{config.prefix}-DbtBuildFailed": ("AWS/CodeBuild", "FailedBuilds"),
         f"{config.prefix}-SourceFreshnessFailed": ("AWS/CodeBuild", "FailedBuilds"),
     }
@@ -308,6 +309,13 @@ def test_alarms_watch_lag_liveness_quarantine_and_dbt(synthesized):
     quarantine = alarms[f"{config.prefix}-QuarantineGrowth"]
     assert quarantine["Threshold"] == config.quarantined_records_alarm_per_hour
     assert quarantine["Dimensions"] == [{"Name": metrics.JOB_DIMENSION, "Value": config.job_name}]
+    # The first change matching no entity alarms by default (the contract lacks a kind of item).
+    unrouted = alarms[f"{config.prefix}-UnroutedItems"]
+    assert (unrouted["Threshold"], unrouted["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert config.unrouted_records_alarm_per_hour == 0
+    assert (unrouted["Statistic"], unrouted["Period"]) == ("Sum", 3600)
+    assert unrouted["Dimensions"] == [{"Name": metrics.JOB_DIMENSION, "Value": config.job_name}]
+    assert unrouted["TreatMissingData"] == "notBreaching"
     # A run that ends badly is also sent to the topic as it happens.
     state_rules = [
         r["Properties"] for r in synthesized.resources("AWS::Events::Rule").values()
