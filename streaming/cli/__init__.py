@@ -2,7 +2,7 @@
 
 Each command group declares its options and handlers in its own module (data.py:
 generate, stream, status, demo; raw.py: backfill, reprocess, switch, reconcile;
-quarantine.py; dbt.py: dbt, docs). A handler only turns arguments into one call of an
+quarantine.py; unrouted.py; dbt.py: dbt, docs). A handler only turns arguments into one call of an
 application function (streaming.operations); exit_codes.py turns what it raises into
 a message and an exit code, in one place.
 
@@ -17,15 +17,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.cli import data, dbt, quarantine, raw
+from streaming.cli import data, dbt, quarantine, raw, unrouted
 from streaming.cli.exit_codes import exit_code_of, message_of
 from streaming.cli.options import add_project_options
 from streaming.io.layout import DataLayout, default_data_dir
 from streaming.runtime.data_lock import PRIVATE_UMASK
 
-COMMAND_GROUPS = (data, raw, quarantine, dbt)
+COMMAND_GROUPS = (data, raw, quarantine, unrouted, dbt)
 DESCRIPTION = ("DynamoDB change data into a local or AWS lakehouse: generate sample CDC, stream it to raw, "
-               "inspect, demo, backfill from DynamoDB exports, reprocess, switch, reconcile, and run dbt.")
+               "inspect, demo, backfill from DynamoDB exports, reprocess, switch, reconcile, replay quarantined or "
+               "unrouted records, and run dbt.")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,9 +1,9 @@
-"""`lakehouse status`: row counts of the local raw tables and the quarantine, read with DuckDB."""
+"""`lakehouse status`: row counts of the local raw tables, the unrouted items and the quarantine, read with DuckDB."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from streaming.errors import OperatorError
@@ -13,6 +13,7 @@ from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, require_data_dir
 from streaming.operations.backfill import unfinished_backfills
+from streaming.operations.unrouted import unfinished_replays
 from streaming.runtime.startup import load_checked_contracts
 
 
@@ -32,6 +33,12 @@ class StatusReport:
     error_output: tuple[str, ...] = ()
     # Warnings for backfills that failed or were stopped before they finished.
     unfinished_backfills: tuple[str, ...] = ()
+    # Per unrouted raw table (single-table designs): the items current there, which match
+    # no entity of the contract, and the DynamoDB table they belong to.
+    unrouted_items: dict[str, int] = field(default_factory=dict)
+    unrouted_tables: dict[str, str] = field(default_factory=dict)
+    # Warnings for unrouted replays that failed or were stopped before they finished.
+    unfinished_unrouted_replays: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -41,11 +48,17 @@ class StatusReport:
             f"{table:<{width}}  {rows:>10}  {self.current_rows[table]:>8}  {self.raw_batches[table]:>7}"
             for table, rows in self.change_rows.items()
         ]
+        for raw_table, items in self.unrouted_items.items():
+            out.append(f"unrouted: {items} items in {raw_table} match no entity of table "
+                       f"{self.unrouted_tables[raw_table]}'s contract ({self.change_rows[raw_table]} changes)"
+                       + (f"; once the contract names their entity: lakehouse unrouted replay "
+                          f"--table {self.unrouted_tables[raw_table]}" if items else ""))
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
         out += [f"WARNING: {warning}"
-                for warning in (*self.landing_changes, *self.error_output, *self.unfinished_backfills)]
+                for warning in (*self.landing_changes, *self.error_output, *self.unfinished_backfills,
+                                *self.unfinished_unrouted_replays)]
         return out
 
 
@@ -60,6 +73,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     change_rows: dict[str, int] = {}
     current_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
+    unrouted_items: dict[str, int] = {}
     with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
         for contract in contracts.values():
             table_dir = raw_layout.change_log_dir(layout.raw, contract)
@@ -70,6 +84,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                 connection, files, contract.key_columns
             )
             raw_batches[contract.raw_table] = len({path.parent for path in files})
+            if contract.unrouted:
+                unrouted_items[contract.raw_table] = _count_live_items(connection, files, contract.key_columns)
         quarantine_files = layout.quarantine_files()
         by_reason: dict[str, int] = {}
         if quarantine_files:
@@ -82,7 +98,9 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
                         str(layout.root) if is_switched(data_dir) else None, changes,
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
-                        tuple(unfinished_backfills(layout.root)))
+                        tuple(unfinished_backfills(layout.root)), unrouted_items,
+                        {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
+                        tuple(unfinished_replays(layout.root)))
 
 
 @contextmanager
@@ -118,3 +136,16 @@ def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Seq
         f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[duckdb_glob_literal(path) for path in files]]
     ).fetchone()
     return int(rows), int(distinct_keys)
+
+
+def _count_live_items(connection: object, files: list[Path], key_columns: Sequence[str]) -> int:
+    """Keys of a change log whose latest change (greatest `_ordering_value`) is no tombstone."""
+    if not files:
+        return 0
+    keys = ", ".join(f'"{column}"' for column in key_columns)
+    (items,) = connection.execute(  # type: ignore[attr-defined]
+        f"select count(*) from (select _is_deleted from read_parquet(?) qualify row_number() over "
+        f"(partition by {keys} order by _ordering_value desc) = 1) where not _is_deleted",
+        [[duckdb_glob_literal(path) for path in files]],
+    ).fetchone()
+    return int(items)
