@@ -170,15 +170,17 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     assert dim_rows == sum(item is not None for item in cdc.expected_state["customers"].values())
 
 
-class _SinkThatDiesAfterWriting:
-    """Writes like the real sink, then fails: a replay interrupted after its rows landed."""
+class SinkThatDiesAfterWriting:
+    """Writes like the real sink, and fails once it wrote rows: a replay interrupted after
+    some of its rows landed."""
 
     def __init__(self, sink):
         self.sink = sink
 
     def write(self, changes, contract, batch_id, rows=None):
         self.sink.write(changes, contract, batch_id, rows)
-        raise OSError("connection lost after the write")
+        if rows:
+            raise OSError("connection lost after the write")
 
 
 @pytest.mark.spark
@@ -188,7 +190,7 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     contracts = load_contracts(contract_dirs[1])
     plan = ops.plan_replay(streamed.root, table="customers")
     with pytest.raises(OSError):
-        ops.run_replay(spark, plan, contracts, _SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
+        ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
                        out=lambda _: None)
     assert json.loads(plan.run_log.read_text())["status"] == "failed"
     assert _raw_rows(streamed.root, "customers"), "the interrupted attempt left rows in raw"

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from app_items import audit, change_record, tenant, user
+from test_quarantine import SinkThatDiesAfterWriting
 
 from streaming.cli import main
 from streaming.io.layout import DataLayout
@@ -155,19 +156,6 @@ def test_replay_routes_the_items_the_contract_learned_once_and_retires_them(spar
     assert files_of(root) == before, "a second replay changes nothing, not even a run log"
 
 
-class _SinkThatDiesAfterWriting:
-    """Writes like the real sink, and fails once it wrote rows: a replay interrupted after
-    some of its rows landed."""
-
-    def __init__(self, sink):
-        self.sink = sink
-
-    def write(self, changes, contract, batch_id, rows=None):
-        self.sink.write(changes, contract, batch_id, rows)
-        if rows:
-            raise OSError("connection lost after the write")
-
-
 def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, data_dir, contracts_with_audits):
     from streaming.contracts.model import load_contracts
 
@@ -175,7 +163,7 @@ def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, d
     contracts = load_contracts(contracts_with_audits)
     plan = ops.plan_replay(root, contracts, "app")
     with pytest.raises(OSError):
-        ops.run_replay(spark, plan, contracts, _SinkThatDiesAfterWriting(LocalParquetSink(str(root))))
+        ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(root))))
     assert json.loads(plan.run_log.read_text())["status"] == "failed"
     assert rows(root, "app_audits"), "the interrupted attempt left rows in raw"
     assert any(line.startswith("WARNING: unrouted replay 0001-") for line in status(data_dir).lines())
