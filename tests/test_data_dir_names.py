@@ -31,8 +31,11 @@ def land_strangers(sibling: Path) -> None:
 
 def assert_counts_are_its_own(result) -> None:
     truth = generate_cdc(seed=SEED, customers=CUSTOMER_COUNT, record_format="streams")
-    assert result.status.change_rows == {table: sum(names.values()) for table, names in truth.event_counts.items()}
-    assert result.status.current_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+    # Raw tables the generated changes do not reach (the app entities) count nothing.
+    assert {table: rows for table, rows in result.status.change_rows.items() if rows} == {
+        table: sum(names.values()) for table, names in truth.event_counts.items()}
+    assert {table: rows for table, rows in result.status.current_rows.items() if rows} == {
+        table: len(keys) for table, keys in truth.expected_state.items()}
 
 
 @pytest.mark.spark
