@@ -77,9 +77,9 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     `_record_error` holds the first record-level quarantine reason (null when the
     record can be routed to its table); `_image` is the JSON text of the image the
     item's attribute values are read from (NewImage, or the key attributes for a
-    REMOVE); `_old_image` is the OldImage's; `_unusable_view_type` is the record's
-    StreamViewType when it is one of `UNUSABLE_VIEW_TYPES` and the record belongs to
-    one of `table_names`.
+    REMOVE); `_keys` and `_old_image` are the Keys' and the OldImage's;
+    `_unusable_view_type` is the record's StreamViewType when it is one of
+    `UNUSABLE_VIEW_TYPES` and the record belongs to one of `table_names`.
     """
     # Spark's text source passes bytes through unchecked. Invalid UTF-8 that reached
     # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
@@ -165,6 +165,7 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         .otherwise(stream["NewImage"])
         .alias("_image"),
         # Read only to route the items of single-table designs (streaming.pipeline.routing).
+        stream["Keys"].alias("_keys"),
         stream["OldImage"].alias("_old_image"),
         F.when(known_table & stream["StreamViewType"].isin(list(UNUSABLE_VIEW_TYPES)), stream["StreamViewType"])
         .alias("_unusable_view_type"),

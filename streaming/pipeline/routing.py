@@ -45,8 +45,9 @@ class Routing:
 def route_records(parsed: DataFrame, contracts: Mapping[str, TableContract]) -> tuple[DataFrame, Routing]:
     """`parsed` (envelope.parse_records) plus the columns routing reads, and the routing.
 
-    Each routed DynamoDB table's routing values are parsed once per record from its
-    image: the key attributes and the attributes its routes compare, as S text.
+    Each routed DynamoDB table's routing values are parsed once per record, as S text:
+    the key attributes from the record's Keys when its routes read keys only, else the
+    keys and the compared attributes from its image.
     """
     routed_tables = sorted({contract.table for contract in contracts.values() if contract.is_routed})
     belongs = {
@@ -57,8 +58,16 @@ def route_records(parsed: DataFrame, contracts: Mapping[str, TableContract]) -> 
     for index, table in enumerate(routed_tables):
         sample = next(contract for contract in contracts.values() if contract.table == table)
         attributes = _route_attributes(contracts, table)
-        new_names = [*sample.key_attributes, *attributes]
-        columns.append(F.when(belongs[table], F.from_json("_image", _values_schema(new_names))).alias(_new(index)))
+        values_schema = _values_schema([*sample.key_attributes, *attributes])
+        if attributes:
+            values = F.from_json("_image", values_schema)
+        else:
+            # Key rules read the record's Keys, a few bytes, rather than the whole image
+            # (which holds the keys too, for a record without Keys).
+            values = F.when(F.col("_keys").isNotNull(), F.from_json("_keys", values_schema)).otherwise(
+                F.from_json("_image", values_schema)
+            )
+        columns.append(F.when(belongs[table], values).alias(_new(index)))
         if attributes:
             # A REMOVE's attribute values, and a MODIFY's item before the change.
             columns.append(
