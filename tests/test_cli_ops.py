@@ -12,8 +12,10 @@ from cli_processes import LakehouseProcess
 
 from streaming.cli import main
 from streaming.io.layout import DataLayout
-from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output
+from streaming.contracts.model import load_contracts
+from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, single_table_lines
 from streaming.operations.marts_summary import INVOICED_MART, MARTS, MARTS_SCHEMA, summarize_marts
+from streaming.operations.status import status
 from streaming.runtime.stream_loop import checked_interval
 from streaming.samples.raw_fixtures import write_raw_batch
 
@@ -72,6 +74,33 @@ def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(
         path.unlink()
     assert prepare_demo_dir(demo_dir) == "cleared"
     assert sorted(path.name for path in demo_dir.iterdir()) == [DEMO_MARKER, ".lakehouse.lock"]
+
+
+def test_the_demo_shows_each_entity_and_the_unrouted_items_by_kind(tmp_path):
+    hour = datetime(2026, 11, 1, 5, tzinfo=timezone.utc)
+    tenant = "TENANT#tnt-00001"
+    write_raw_batch(tmp_path, "app_users", 0, [
+        {"pk": tenant, "sk": "USER#usr-0001", "email": "a@example.com", "_event_ts": hour, "sequence": 1},
+        {"pk": tenant, "sk": "USER#usr-0001", "_event_name": "REMOVE", "_event_ts": hour, "sequence": 2},
+    ], hour)
+    # The same audit entry twice counts once: kinds count items, not changes.
+    write_raw_batch(tmp_path, "app_unrouted", 0, [
+        {"pk": tenant, "sk": sk, "_event_ts": hour, "sequence": number}
+        for number, sk in enumerate(["AUDIT#000001", "AUDIT#000002", "AUDIT#000002", "APIKEY#key-000", "LEGACY"])
+    ], hour)
+    layout = DataLayout(tmp_path)
+
+    lines = single_table_lines(layout, load_contracts(), status(layout))
+
+    assert lines == [
+        "app: a single-table design, 3 entities; items matching none are unrouted",
+        "  entity      raw table     change log   current",
+        "  tenants     app_tenants            0         0",
+        "  users       app_users              2         1",
+        "  invoices    app_invoices           0         0",
+        "  (unrouted)  app_unrouted           5         4",
+        "  unrouted items by kind: AUDIT# 2, (no #) 1, APIKEY# 1 (an entity declared in app's contract routes its kind)",
+    ]
 
 
 # The columns the summary reads of each mart, as the dbt project builds them.

@@ -181,24 +181,27 @@ def single_table_lines(layout: DataLayout, contracts: Mapping[str, TableContract
             lines.append(f"  {entity:<{name_width}}  {raw_table:<{table_width}}  "
                          f"{report.change_rows.get(raw_table, 0):>10}  {report.current_rows.get(raw_table, 0):>8}")
         for contract in described:
-            if contract.unrouted and report.change_rows.get(contract.raw_table):
-                kinds = _unrouted_kinds(layout.active(), contract, entities)
+            kinds = _unrouted_kinds(layout.active(), contract, entities) if contract.unrouted else None
+            if kinds:
                 lines.append(f"  unrouted items by kind: {kinds} (an entity declared in {table}'s contract "
                              "routes its kind)")
     return lines
 
 
-def _unrouted_kinds(layout: DataLayout, unrouted: TableContract, entities: list[TableContract]) -> str:
+def _unrouted_kinds(layout: DataLayout, unrouted: TableContract, entities: list[TableContract]) -> str | None:
     """`AUDIT# 120, APIKEY# 9`: the unrouted table's distinct items per prefix of the key
-    its entities route on (the sort key when any route reads it), most first."""
+    its entities route on (the sort key when any route reads it), most first; None when
+    nothing is unrouted or that key is not text."""
     import duckdb
 
     routes_on_sort_key = any(entity.route is not None and entity.route.sort_key_prefix is not None
                              for entity in entities)
     key = unrouted.sort_key if routes_on_sort_key and unrouted.sort_key else unrouted.partition_key
+    files = raw_layout.change_log_files(raw_layout.change_log_dir(layout.raw, unrouted))
+    if not files or unrouted.attribute(key).type != "S":
+        return None
     key_column = unrouted.attribute(key).column
     keys = ", ".join(f'"{column}"' for column in unrouted.key_columns)
-    files = raw_layout.change_log_files(raw_layout.change_log_dir(layout.raw, unrouted))
     with duckdb.connect() as connection:
         counted = connection.execute(
             f"""
