@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 from pyspark.sql import DataFrame, SparkSession
 
-from benchmarks.measure import RESULT_PREFIX
+from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter
@@ -130,6 +131,8 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     def killable(raw_sink: RawSink, quarantine: QuarantineWriter) -> tuple[RawSink, QuarantineWriter]:
         return KillableSink(raw_sink, plan), KillableQuarantine(quarantine.root, plan)
 
+    driver = psutil.Process()
+    cpu_before = tree_cpu_seconds(driver)
     started = time.monotonic()
     # `lakehouse stream`'s start-up (streaming/runtime/startup.py), so that the kill
     # drill's restarts pass through every check an operator's restart would.
@@ -149,6 +152,8 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
             landed_by_table[table] = landed_by_table.get(table, 0) + rows
     return {
         "seconds": time.monotonic() - started,
+        # The driver's and its JVM's CPU time over the run (the JVM started before it).
+        "cpu_seconds": tree_cpu_seconds(driver) - cpu_before,
         "records_in": sum(report.records_in for report in recorder.reports),
         "landed": sum(landed_by_table.values()),
         "landed_by_table": landed_by_table,

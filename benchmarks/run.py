@@ -193,6 +193,9 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         lines.append(f"routing    {routing['events']:,} app events: routed (4 raw tables) {routing['routed_seconds']:.1f}s, "
                      f"flat (1) {routing['flat_seconds']:.1f}s; routing share of the job "
                      f"{_fmt_ratio(routing['routing_share'], TARGET_ROUTING_SHARE, at_most=True)}")
+        lines.append(f"           CPU seconds of the job's processes: routed {routing['routed_cpu_seconds']:.1f}, "
+                     f"flat {routing['flat_cpu_seconds']:.1f}; routing share "
+                     f"{_fmt_ratio(routing['routing_cpu_share'], TARGET_ROUTING_SHARE, at_most=True)}")
     scaling = results.get("scaling")
     if scaling:
         lines.append(f"scaling    local[2]/local[1] job speed-up {scaling['job_speedup']:.2f}, copy speed-up {scaling['copy_speedup']:.2f}")

@@ -119,6 +119,7 @@ def test_the_flat_variant_lands_every_app_record_in_one_raw_table(spark, tmp_pat
     assert flat["landed_by_table"] == {"app": flat["landed"]}
     assert flat["landed"] + flat["quarantined"] + flat["duplicates_dropped"] == flat["records_in"]
     assert flat["landed"] > 0.8 * landing.records
+    assert flat["cpu_seconds"] > 0
 
 
 def test_the_flat_twin_of_the_app_contract_types_every_entity_attribute_in_one_raw_table(tmp_path: Path) -> None:
@@ -140,13 +141,16 @@ def test_the_flat_twin_of_the_app_contract_types_every_entity_attribute_in_one_r
 
 
 def test_the_routing_share_is_taken_from_each_variant_s_fastest_run() -> None:
-    def run(seconds: float, landed: int = 90) -> dict:
-        return {"seconds": seconds, "records_in": 100, "landed": landed, "quarantined": 2, "duplicates_dropped": 8}
+    def run(seconds: float, cpu_seconds: float = 1.0, landed: int = 90) -> dict:
+        return {"seconds": seconds, "cpu_seconds": cpu_seconds, "records_in": 100, "landed": landed,
+                "quarantined": 2, "duplicates_dropped": 8}
 
-    figures = routing_figures({"routed": [run(12.0), run(10.0)], "flat": [run(9.0), run(9.5)]})
+    figures = routing_figures({"routed": [run(12.0, 15.0), run(10.0, 16.0)], "flat": [run(9.0, 12.5), run(9.5, 12.0)]})
     assert (figures["routed_seconds"], figures["flat_seconds"]) == (10.0, 9.0)
     assert figures["routing_share"] == pytest.approx(0.1)
     assert figures["routed_over_flat"] == pytest.approx(10 / 9)
+    assert (figures["routed_cpu_seconds"], figures["flat_cpu_seconds"]) == (15.0, 12.0)
+    assert figures["routing_cpu_share"] == pytest.approx(0.2)
     with pytest.raises(RuntimeError, match="differ in landed"):
         routing_figures({"routed": [run(10.0)], "flat": [run(9.0, landed=89)]})
 
