@@ -7,7 +7,7 @@ the landing files is what a stream delivered up to some moment.
 
 A set holds the three packaged tables: customers and orders, and the single-table
 design `app` with one tenant per ten customers (about a quarter of the records, a
-fifth of them items of undeclared kinds, for `app_unrouted`). `app_only` sets hold
+quarter of them items of undeclared kinds, for `app_unrouted`). `app_only` sets hold
 the app table alone, for the routing-cost comparison.
 """
 from __future__ import annotations

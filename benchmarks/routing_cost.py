@@ -15,6 +15,7 @@ land on one variant only.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,16 @@ def flat_contract(routed: dict[str, Any]) -> dict[str, Any]:
     return {**flat, "raw_table": routed["table"], "attributes": attributes}
 
 
-def write_contract_dirs(work: Path, routed_contract: Path = APP_CONTRACT) -> dict[str, Path]:
-    """Contract folders holding only the routed contract, and only its flat twin."""
+def write_contract_dirs(work: Path, routed_contract: Path = APP_CONTRACT, others: Iterable[Path] = ()) -> dict[str, Path]:
+    """Contract folders holding the routed contract, and its flat twin, each beside copies
+    of the `others`."""
     document = yaml.safe_load(routed_contract.read_text(encoding="utf-8"))
     folders = {"routed": work / "contracts-routed", "flat": work / "contracts-flat"}
     for folder in folders.values():
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
+        for other in others:
+            shutil.copyfile(other, folder / other.name)
     shutil.copyfile(routed_contract, folders["routed"] / routed_contract.name)
     (folders["flat"] / routed_contract.name).write_text(yaml.safe_dump(flat_contract(document), sort_keys=False),
                                                         encoding="utf-8")
