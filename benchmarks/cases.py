@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 from pyspark.sql import DataFrame, SparkSession
 
-from benchmarks.measure import RESULT_PREFIX
+from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter
@@ -110,7 +111,8 @@ class RecordingPublisher:
 def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     """landing -> decode -> order -> quarantine split -> local sink, as `lakehouse stream` runs it.
 
-    Params: `data_dir`, `landing_dir`, optional `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
+    Params: `data_dir`, `landing_dir`, optional `contracts_dir` (default: the packaged
+    contracts), `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
     (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
@@ -129,11 +131,14 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     def killable(raw_sink: RawSink, quarantine: QuarantineWriter) -> tuple[RawSink, QuarantineWriter]:
         return KillableSink(raw_sink, plan), KillableQuarantine(quarantine.root, plan)
 
+    driver = psutil.Process()
+    cpu_before = tree_cpu_seconds(driver)
     started = time.monotonic()
     # `lakehouse stream`'s start-up (streaming/runtime/startup.py), so that the kill
     # drill's restarts pass through every check an operator's restart would.
     query, size = start_stream(spark, DataLayout(Path(params["data_dir"])), landing,
-                               load_checked_contracts(), options, print, metrics=recorder, wrap_sinks=killable)
+                               load_checked_contracts(params.get("contracts_dir")), options, print, metrics=recorder,
+                               wrap_sinks=killable)
     if trigger == "processing-time":
         Path(params["ready_file"]).touch()
         deadline = time.monotonic() + float(params.get("timeout_s", 600))
@@ -141,10 +146,17 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
         while not stop_file.exists() and time.monotonic() < deadline:
             query.awaitTermination(0.5)
         query.stop()
+    landed_by_table: dict[str, int] = {}
+    for report in recorder.reports:
+        for table, rows in report.landed.items():
+            landed_by_table[table] = landed_by_table.get(table, 0) + rows
     return {
         "seconds": time.monotonic() - started,
+        # The driver's and its JVM's CPU time over the run (the JVM started before it).
+        "cpu_seconds": tree_cpu_seconds(driver) - cpu_before,
         "records_in": sum(report.records_in for report in recorder.reports),
-        "landed": sum(sum(report.landed.values()) for report in recorder.reports),
+        "landed": sum(landed_by_table.values()),
+        "landed_by_table": landed_by_table,
         "quarantined": sum(report.quarantined for report in recorder.reports),
         "duplicates_dropped": sum(report.duplicates_dropped for report in recorder.reports),
         "batch_seconds": [report.seconds for report in recorder.reports],

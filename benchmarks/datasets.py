@@ -4,6 +4,11 @@ The sample generator keeps a whole run in memory, so large sets are generated in
 chunks of at most `CHUNK_RECORDS` records, each chunk later in time than the previous
 one. Smaller sizes are prefixes of a larger set (hard links, no copies): a prefix of
 the landing files is what a stream delivered up to some moment.
+
+A set holds the three packaged tables: customers and orders, and the single-table
+design `app` with one tenant per ten customers (about a quarter of the records, a
+quarter of them items of undeclared kinds, for `app_unrouted`). `app_only` sets hold
+the app table alone, for the routing-cost comparison.
 """
 from __future__ import annotations
 
@@ -15,8 +20,11 @@ from pathlib import Path
 
 from streaming.samples.generator import write_landing_files
 
-# Measured: the generator's defaults yield about 14.5 records per customer.
-RECORDS_PER_CUSTOMER = 14.5
+# Measured with the generator's defaults: about 14.5 records per customer (customers and
+# orders), 19.2 with one app tenant per ten customers, 46.5 per tenant.
+CUSTOMERS_PER_TENANT = 10
+RECORDS_PER_CUSTOMER = 19.2
+RECORDS_PER_TENANT = 46.5
 CHUNK_RECORDS = 250_000
 _FIRST_START = datetime(2026, 11, 1, tzinfo=timezone.utc)
 _CHUNK_SPACING = timedelta(days=60)
@@ -45,19 +53,25 @@ def customers_for(records: int) -> int:
     return max(1, round(records / RECORDS_PER_CUSTOMER))
 
 
-def generate_landing(root: Path, records: int, *, records_per_file: int = 500, seed: int = 7) -> LandingSet:
-    """At least about `records` landing records under `root`, in files of `records_per_file`."""
+def generate_landing(root: Path, records: int, *, records_per_file: int = 500, seed: int = 7,
+                     app_only: bool = False) -> LandingSet:
+    """At least about `records` landing records under `root`, in files of `records_per_file`;
+    `app_only`: the app table's records alone."""
     root.mkdir(parents=True, exist_ok=True)
     files: list[LandingFile] = []
     produced = 0
     chunk = 0
     while produced < records * 0.98:
         wanted = min(CHUNK_RECORDS, records - produced)
+        customers = 0 if app_only else customers_for(wanted)
+        tenants = (max(1, round(wanted / RECORDS_PER_TENANT)) if app_only
+                   else max(1, customers // CUSTOMERS_PER_TENANT))
         summary = write_landing_files(
             root,
             records_per_file=records_per_file,
             seed=seed + chunk,
-            customers=customers_for(wanted),
+            customers=customers,
+            tenants=tenants,
             start=_FIRST_START + chunk * _CHUNK_SPACING,
         )
         remaining = summary.records

@@ -52,6 +52,23 @@ class CaseRun:
     stderr_tail: str = field(repr=False, default="")
 
 
+def tree_cpu_seconds(root: psutil.Process) -> float:
+    """User and system CPU seconds of `root` and its living descendants: on a shared
+    machine the work a run did, where its wall time also counts the others' load."""
+    total = 0.0
+    try:
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return total
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += times.user + times.system
+    return total
+
+
 def tree_rss(root: psutil.Process) -> int:
     """Resident bytes of `root` and all its descendants (processes may vanish meanwhile)."""
     total = 0

@@ -1,4 +1,4 @@
-"""`make bench`: throughput, scaling, micro-batch cost, dbt incremental, memory, freshness.
+"""`make bench`: throughput, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
 
     python -m benchmarks.run [--sizes 100000,1000000,2000000] [--quick] [--dbt-rows N] ...
 
@@ -23,9 +23,12 @@ from benchmarks.datasets import LandingSet, generate_landing, prefix_set, replic
 from benchmarks.figures import batch_growth, throughput_figures
 from benchmarks.freshness import measure_freshness
 from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case
+from benchmarks.routing_cost import measure_routing
 
 TARGET_JOB_OVER_COPY = 0.8
 TARGET_INCREMENTAL_OVER_FULL = 0.2
+# Routing a single-table design's records to their entities' raw tables, as a share of the job's time.
+TARGET_ROUTING_SHARE = 0.1
 GiB = 1024**3
 
 
@@ -48,6 +51,9 @@ class BenchPlan:
     dbt_new_rows: int | None = None
     microbatch_masters: tuple[str, ...] = ("local[2]", "local[1]")
     records_per_file: int = 500
+    # App-table records of the routing-cost comparison, and runs of each of its two variants.
+    routing_events: int = 1_000_000
+    routing_rounds: int = 2
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
@@ -56,7 +62,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
                          dbt_rows=100_000, memory_events=20_000, memory_driver_memory="1g",
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
                          freshness_drop_interval_s=2.3, scaling_events=20_000,
-                         microbatch_masters=("local[2]",))
+                         microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1)
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
@@ -71,6 +77,8 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "microbatches": args.microbatches,
         "scaling_events": args.scaling_events,
         "freshness_files": args.freshness_files,
+        "routing_events": args.routing_events,
+        "routing_rounds": args.routing_rounds,
     }
     return BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
 
@@ -80,12 +88,15 @@ def progress(message: str) -> None:
 
 
 def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,
-               max_files_per_trigger: int | None = None, driver_memory: str | None = None) -> CaseRun:
+               max_files_per_trigger: int | None = None, driver_memory: str | None = None,
+               contracts_dir: Path | None = None) -> CaseRun:
     shutil.rmtree(data_dir, ignore_errors=True)
     params: dict[str, Any] = {"label": label, "data_dir": str(data_dir), "landing_dir": str(landing.root),
                               "master": master, "max_files_per_trigger": max_files_per_trigger}
     if driver_memory:
         params["driver_memory"] = driver_memory
+    if contracts_dir:
+        params["contracts_dir"] = str(contracts_dir)
     run = run_case("stream", params)
     if run.result["records_in"] != landing.records:
         raise RuntimeError(f"{label}: the job read {run.result['records_in']} records, the landing set holds {landing.records}")
@@ -110,6 +121,7 @@ def measure_throughput(landing: LandingSet, work: Path, master: str, copy_format
         "job_peak_rss_bytes": job.peak_rss_bytes,
         "copy_peak_rss_bytes": {fmt: run.peak_rss_bytes for fmt, run in copies.items()},
         "landed": job.result["landed"],
+        "landed_by_table": job.result["landed_by_table"],
         "quarantined": job.result["quarantined"],
     })
     shutil.rmtree(work / "job", ignore_errors=True)
@@ -176,6 +188,14 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             # The same copy without its schema-inference pass: the figure cannot look better than it is.
             lines.append(f"  job/json-schema copy (the stricter floor) at {largest['events']:,} events: "
                          f"{largest['ratio_to_copy']['json-schema']:.2f}")
+    routing = results.get("routing")
+    if routing:
+        lines.append(f"routing    {routing['events']:,} app events: routed (4 raw tables) {routing['routed_seconds']:.1f}s, "
+                     f"flat (1) {routing['flat_seconds']:.1f}s; routing share of the job "
+                     f"{_fmt_ratio(routing['routing_share'], TARGET_ROUTING_SHARE, at_most=True)}")
+        lines.append(f"           CPU seconds of the job's processes: routed {routing['routed_cpu_seconds']:.1f}, "
+                     f"flat {routing['flat_cpu_seconds']:.1f}; routing share "
+                     f"{_fmt_ratio(routing['routing_cpu_share'], TARGET_ROUTING_SHARE, at_most=True)}")
     scaling = results.get("scaling")
     if scaling:
         lines.append(f"scaling    local[2]/local[1] job speed-up {scaling['job_speedup']:.2f}, copy speed-up {scaling['copy_speedup']:.2f}")
@@ -222,13 +242,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scaling-events", type=int, help="events of the local[1] vs local[2] run (default 1M)")
     parser.add_argument("--microbatches", type=int, help="micro-batches of the scaling series (default 50)")
     parser.add_argument("--freshness-files", type=int, help="files dropped in the freshness run (default 10)")
-    parser.add_argument("--only", help="comma-separated sections: throughput,scaling,microbatches,dbt,memory,freshness")
+    parser.add_argument("--routing-events", type=int,
+                        help="app-table events of the routing-cost comparison (default 1M)")
+    parser.add_argument("--routing-rounds", type=int, help="runs of each routing variant (default 2; the fastest counts)")
+    parser.add_argument("--only", help="comma-separated sections: throughput,routing,scaling,microbatches,dbt,memory,"
+                                       "freshness")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "scaling", "microbatches", "dbt", "memory", "freshness")
+SECTIONS = ("throughput", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,6 +295,18 @@ def main(argv: list[str] | None = None) -> int:
             return rows
 
         section("throughput", throughput)
+    if "routing" in sections:
+        def routing() -> dict[str, Any]:
+            progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "
+                     "routed and the flat contract ...")
+            landing = generate_landing(work / "landing-routing", plan.routing_events,
+                                       records_per_file=plan.records_per_file, seed=13, app_only=True)
+            try:
+                return measure_routing(landing, work, "local[2]", plan.routing_rounds)
+            finally:
+                shutil.rmtree(landing.root, ignore_errors=True)
+
+        section("routing", routing)
     if "scaling" in sections and base:
         def scaling() -> dict[str, Any]:
             landing = prefix_set(base, min(plan.scaling_events, base.records), work / "landing-scaling")

@@ -27,17 +27,25 @@ from benchmarks.decoder_drills import delivered_events, key_history_records, raw
 from benchmarks.figures import batch_growth, percentile, throughput_figures
 from benchmarks.freshness import RawWatcher, file_prefix
 from benchmarks.fuzz import BAD_PREFIX, hostile_records
+from benchmarks.routing_cost import APP_CONTRACT, flat_contract, routing_figures, write_contract_dirs
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.run import folder_name
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.model import INGEST_HOUR_COLUMN, change_log_schema, ingest_hour, load_contracts
+from streaming.contracts.model import (
+    INGEST_HOUR_COLUMN,
+    PACKAGED_CONTRACTS_DIR,
+    change_log_schema,
+    ingest_hour,
+    load_contract_file,
+    load_contracts,
+)
 from streaming.io import layout as raw_layout
 from streaming.runtime.stream_identity import read_identity
 from streaming.samples.raw_schema import load_contract
 
 
 @pytest.mark.spark
-def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path: Path) -> None:
+def test_job_and_copy_rates_are_positive_the_ratio_is_theirs_and_the_flat_variant_lands_the_same(spark, tmp_path: Path) -> None:
     landing = generate_landing(tmp_path / "landing", 150, records_per_file=500, seed=3)
     job = run_stream_job(spark, {"data_dir": str(tmp_path / "job"), "landing_dir": str(landing.root),
                                  "query_name": "bench_smoke"})
@@ -60,8 +68,21 @@ def test_job_and_copy_rates_are_positive_and_the_ratio_is_theirs(spark, tmp_path
                 path.parent.parent.name}
             change_log_rows += len(batch)
     assert change_log_rows == job["landed"] > 0
+    # The set holds every packaged table, the single-table design's entities and unrouted items too.
+    assert set(job["landed_by_table"]) == set(load_contracts())
+    assert all(rows > 0 for rows in job["landed_by_table"].values()), job["landed_by_table"]
     identity = read_identity(tmp_path / "job")
     assert identity is not None and identity.checkpoint == str((tmp_path / "job" / "checkpoints" / "bench_smoke").resolve())
+    # The routing bench's flat variant lands the same records, the app's in one raw table.
+    others = [PACKAGED_CONTRACTS_DIR / "customers.yml", PACKAGED_CONTRACTS_DIR / "orders.yml"]
+    flat = run_stream_job(spark, {"data_dir": str(tmp_path / "flat"), "landing_dir": str(landing.root),
+                                  "contracts_dir": str(write_contract_dirs(tmp_path, others=others)["flat"]),
+                                  "query_name": "bench_smoke_flat"})
+    app_rows = sum(rows for table, rows in job["landed_by_table"].items() if table.startswith("app_"))
+    assert flat["landed_by_table"] == {"customers": job["landed_by_table"]["customers"],
+                                       "orders": job["landed_by_table"]["orders"], "app": app_rows}
+    assert (flat["quarantined"], flat["duplicates_dropped"]) == (job["quarantined"], job["duplicates_dropped"])
+    assert job["cpu_seconds"] > 0 and flat["cpu_seconds"] > 0
     figures = throughput_figures(landing.records, job["seconds"], {"text": copy["seconds"]})
     assert figures["job_events_per_s"] > 0 and figures["copy_events_per_s"]["text"] > 0
     assert figures["ratio_to_copy"]["text"] == pytest.approx(
@@ -95,6 +116,39 @@ def test_property_drill_change_log_holds_each_batch_s_distinct_events_and_conver
         Counter({"prop-k0-e2": 1, "prop-k1-e0": 1, "prop-k1-e1": 1}),
         Counter({"prop-k0-e1": 1, "prop-k0-e0": 1, "prop-k0-e2": 1}),
     ]
+
+
+def test_the_flat_twin_of_the_app_contract_types_every_entity_attribute_in_one_raw_table(tmp_path: Path) -> None:
+    routed = load_contract_file(APP_CONTRACT)
+    (flat,) = load_contract_file(write_contract_dirs(tmp_path)["flat"] / "app.yml")
+
+    assert (flat.table, flat.raw_table, flat.is_routed) == ("app", "app", False)
+    assert (flat.key_attributes, flat.partition_expression) == (routed[0].key_attributes, routed[0].partition_expression)
+    by_name = {spec.name: spec for contract in routed for spec in contract.attributes}
+    assert {spec.name: spec for spec in flat.attributes} == by_name
+    assert {"email", "amount", "lines", "plan"} <= set(by_name)
+    assert flat.pii_columns == ("email",)
+    with pytest.raises(ValueError, match="declares no entities"):
+        flat_contract({"table": "customers", "attributes": {}})
+    clash = {"table": "t", "attributes": {}, "entities": {"a": {"attributes": {"x": {"type": "S"}}},
+                                                          "b": {"attributes": {"x": {"type": "N"}}}}}
+    with pytest.raises(ValueError, match="entity 'b' declares 'x' unlike another entity"):
+        flat_contract(clash)
+
+
+def test_the_routing_share_is_taken_from_each_variant_s_fastest_run() -> None:
+    def run(seconds: float, cpu_seconds: float = 1.0, landed: int = 90) -> dict:
+        return {"seconds": seconds, "cpu_seconds": cpu_seconds, "records_in": 100, "landed": landed,
+                "quarantined": 2, "duplicates_dropped": 8}
+
+    figures = routing_figures({"routed": [run(12.0, 15.0), run(10.0, 16.0)], "flat": [run(9.0, 12.5), run(9.5, 12.0)]})
+    assert (figures["routed_seconds"], figures["flat_seconds"]) == (10.0, 9.0)
+    assert figures["routing_share"] == pytest.approx(0.1)
+    assert figures["routed_over_flat"] == pytest.approx(10 / 9)
+    assert (figures["routed_cpu_seconds"], figures["flat_cpu_seconds"]) == (15.0, 12.0)
+    assert figures["routing_cpu_share"] == pytest.approx(0.2)
+    with pytest.raises(RuntimeError, match="differ in landed"):
+        routing_figures({"routed": [run(10.0)], "flat": [run(9.0, landed=89)]})
 
 
 def test_micro_batch_data_folders_carry_no_glob_characters() -> None:

@@ -13,7 +13,7 @@ from streaming.cli import main
 from streaming.cli.options import byte_size
 from streaming.io.layout import DataLayout, default_data_dir
 from streaming.operations.demo import DEMO_MARKER, record_demo_output, run_demo
-from streaming.operations.marts_summary import MARTS_SCHEMA
+from streaming.operations.marts_summary import INVOICED_MART, MARTS_SCHEMA
 from streaming.operations.status import status
 from streaming.samples.generator import CUSTOMERS, generate_cdc, write_landing_files
 
@@ -99,17 +99,53 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
     record_demo_output(layout.root)  # an earlier demo wrote it
     printed: list[str] = []
 
-    result = run_demo(layout, seed=9, customers=8, record_format="streams", sink="local", spark=spark,
+    result = run_demo(layout, seed=9, customers=8, tenants=3, record_format="streams", sink="local", spark=spark,
                       out=printed.append)
 
     assert not stale.exists(), "the demo starts from a fresh data directory"
     assert result.status.quarantine_by_reason == result.generation.malformed_by_reason
-    assert result.status.raw_batches == {"customers": 1, "orders": 1}
+    raw_tables = ["customers", "orders", "app_tenants", "app_users", "app_invoices", "app_unrouted"]
+    assert result.status.raw_batches == dict.fromkeys(raw_tables, 1)
     # The change log holds every true event once (re-deliveries dropped); the current
-    # state one row per key ever seen, tombstones included.
-    truth = generate_cdc(seed=9, customers=8, record_format="streams")
+    # state one row per key ever seen, tombstones included: per raw table, so per entity
+    # of the single-table design too.
+    truth = generate_cdc(seed=9, customers=8, tenants=3, record_format="streams")
+    assert sorted(truth.event_counts) == sorted(raw_tables)
     assert result.status.change_rows == {table: sum(names.values()) for table, names in truth.event_counts.items()}
     assert result.status.current_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
+    # The summary shows the app's entities and its unrouted items, by kind.
+    unrouted_kinds = Counter(sk.split("#")[0] + "#" for _, sk in truth.expected_state["app_unrouted"])
+    assert list(result.single_table) == [
+        "app: a single-table design, 3 entities; items matching none are unrouted",
+        "  entity      raw table     change log   current",
+        *(f"  {entity:<10}  {table:<12}  {sum(truth.event_counts[table].values()):>10}  "
+          f"{len(truth.expected_state[table]):>8}"
+          for entity, table in (("tenants", "app_tenants"), ("users", "app_users"), ("invoices", "app_invoices"),
+                                ("(unrouted)", "app_unrouted"))),
+        "  unrouted items by kind: " + ", ".join(f"{kind} {items}" for kind, items in sorted(
+            unrouted_kinds.items(), key=lambda kind_items: (-kind_items[1], kind_items[0])))
+        + " (an entity declared in app's contract routes its kind)",
+    ]
+    assert all(line in printed for line in result.single_table)
+    # What landed per entity is the truth's final item: the latest change per key, by the
+    # ordering value the sink stores, read straight from the change logs.
+    with duckdb.connect() as con:
+        def latest(table: str, columns: str) -> dict[tuple[str, str], tuple]:
+            rows = con.execute(
+                f"select pk, sk, _is_deleted, {columns} from read_parquet(?) "
+                "qualify row_number() over (partition by pk, sk order by _ordering_value desc) = 1",
+                [str(layout.raw / f"{table}_changes" / "*" / "*" / "*.parquet")]).fetchall()
+            return {(pk, sk): tuple(values) for pk, sk, *values in rows}
+
+        invoices = latest("app_invoices", "amount, status")
+        unrouted = latest("app_unrouted", "_change_record")
+    assert invoices == {key: (True, None, None) if item is None else (False, item["amount"]["N"], item["status"]["S"])
+                        for key, item in truth.expected_state["app_invoices"].items()}
+    for (pk, sk), (deleted, change_record) in unrouted.items():
+        record = json.loads(change_record)["dynamodb"]
+        assert (record["Keys"]["pk"]["S"], record["Keys"]["sk"]["S"]) == (pk, sk)
+        assert record.get("NewImage") == truth.expected_state["app_unrouted"][pk, sk]
+        assert deleted == (truth.expected_state["app_unrouted"][pk, sk] is None)
     with duckdb.connect() as con:
         inserts = con.execute(
             "select count(*) from read_parquet(?) where _event_name = 'INSERT'",
@@ -121,7 +157,8 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
     assert printed[0].startswith("[1/4]") and any(line.startswith("[4/4]") for line in printed)
     assert any(line.startswith("customers") for line in printed)
     # dbt ran on what the stream wrote: the marts hold the live items of the truth.
-    live = {table: sum(item is not None for item in keys.values()) for table, keys in truth.expected_state.items()}
+    live = {table: sum(item is not None for item in truth.expected_state[table].values())
+            for table in ("customers", "orders")}
     with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
         marts = {
             table: con.execute(f"select count(*) from {MARTS_SCHEMA}.{mart}").fetchall()[0][0]
@@ -141,6 +178,11 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
     assert result.marts_summary is not None
     assert "agg_daily_customer_activity\nday" in result.marts_summary
     assert "dim_customers_history (the 2 customers with the most versions)" in result.marts_summary
+    with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:
+        invoiced_built = con.execute("select count(*) from information_schema.tables where table_schema = ? "
+                                     "and table_name = ?", [MARTS_SCHEMA, INVOICED_MART]).fetchall()[0][0] == 1
+    assert (f"{INVOICED_MART} (the app table's invoices, all days, per currency)" in result.marts_summary) \
+        == invoiced_built
     # How current each mart is, and where their documentation is served.
     freshness = result.marts_summary.split("mart_freshness (the first query when numbers look stale)\n")[1]
     assert all(mart in freshness for mart in ("dim_customers", "fct_orders", "agg_daily_revenue_by_status"))

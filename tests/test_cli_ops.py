@@ -1,5 +1,6 @@
 """Operator mistakes the CLI must survive: a demo over real data, Ctrl-C on a running stream,
-a typo in --interval, a truncated Parquet file, options in the natural order."""
+a typo in --interval, a truncated Parquet file, options in the natural order; the demo's
+mart summary before and after the app mart exists."""
 from __future__ import annotations
 
 import signal
@@ -10,8 +11,11 @@ import pytest
 from cli_processes import LakehouseProcess
 
 from streaming.cli import main
-from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output
-from streaming.operations.marts_summary import MARTS_SCHEMA
+from streaming.io.layout import DataLayout
+from streaming.contracts.model import load_contracts
+from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, single_table_lines
+from streaming.operations.marts_summary import INVOICED_MART, MARTS, MARTS_SCHEMA, summarize_marts
+from streaming.operations.status import status
 from streaming.runtime.stream_loop import checked_interval
 from streaming.samples.raw_fixtures import write_raw_batch
 
@@ -70,6 +74,85 @@ def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(
         path.unlink()
     assert prepare_demo_dir(demo_dir) == "cleared"
     assert sorted(path.name for path in demo_dir.iterdir()) == [DEMO_MARKER, ".lakehouse.lock"]
+
+
+def test_the_demo_shows_each_entity_and_the_unrouted_items_by_kind(tmp_path):
+    hour = datetime(2026, 11, 1, 5, tzinfo=timezone.utc)
+    tenant = "TENANT#tnt-00001"
+    write_raw_batch(tmp_path, "app_users", 0, [
+        {"pk": tenant, "sk": "USER#usr-0001", "email": "a@example.com", "_event_ts": hour, "sequence": 1},
+        {"pk": tenant, "sk": "USER#usr-0001", "_event_name": "REMOVE", "_event_ts": hour, "sequence": 2},
+    ], hour)
+    # The same audit entry twice counts once: kinds count items, not changes.
+    write_raw_batch(tmp_path, "app_unrouted", 0, [
+        {"pk": tenant, "sk": sk, "_event_ts": hour, "sequence": number}
+        for number, sk in enumerate(["AUDIT#000001", "AUDIT#000002", "AUDIT#000002", "APIKEY#key-000", "LEGACY"])
+    ], hour)
+    layout = DataLayout(tmp_path)
+
+    lines = single_table_lines(layout, load_contracts(), status(layout))
+
+    assert lines == [
+        "app: a single-table design, 3 entities; items matching none are unrouted",
+        "  entity      raw table     change log   current",
+        "  tenants     app_tenants            0         0",
+        "  users       app_users              2         1",
+        "  invoices    app_invoices           0         0",
+        "  (unrouted)  app_unrouted           5         4",
+        "  unrouted items by kind: AUDIT# 2, (no #) 1, APIKEY# 1 (an entity declared in app's contract routes its kind)",
+    ]
+
+
+# The columns the summary reads of each mart, as the dbt project builds them.
+SUMMARIZED_MARTS = {
+    "dim_customers": "customer_id varchar",
+    "fct_orders": "order_id varchar",
+    "fct_order_lines": "order_id varchar",
+    "dim_customers_history": "customer_key varchar, customer_id varchar, version_number int, version_event_name "
+                             "varchar, valid_from timestamp, valid_to timestamp, is_current boolean, is_deleted boolean",
+    "agg_daily_customer_activity": "activity_date date, registrations int, profile_updates int, deletes int, "
+                                   "ttl_deletes int, net_customer_change int",
+    "agg_daily_revenue_by_status": "status varchar, currency varchar, order_count int, total_amount decimal(18,2)",
+    "mart_freshness": "curated_table varchar, newest_ingested_at timestamp, newest_event_at timestamp, "
+                      "built_at timestamp",
+}
+
+
+def mart_rows(summary: str) -> dict[str, int]:
+    """The summary's first block, mart -> rows, under its two header lines."""
+    lines = summary.split("\n\n")[0].splitlines()[2:]
+    return {name: int(rows) for name, rows in (line.split() for line in lines)}
+
+
+def test_the_mart_summary_shows_the_invoiced_amounts_once_their_mart_is_built(tmp_path):
+    database = DataLayout(tmp_path).dbt_database
+    with duckdb.connect(str(database)) as con:
+        con.execute(f"create schema {MARTS_SCHEMA}")
+        for mart, columns in SUMMARIZED_MARTS.items():
+            con.execute(f"create table {MARTS_SCHEMA}.{mart} ({columns})")
+        con.execute(f"insert into {MARTS_SCHEMA}.dim_customers values ('cust-000001')")
+
+    before = summarize_marts(tmp_path)
+
+    assert mart_rows(before) == {**dict.fromkeys(MARTS, 0), "dim_customers": 1}
+    assert INVOICED_MART not in before
+    with duckdb.connect(str(database)) as con:
+        con.execute(f"create table {MARTS_SCHEMA}.{INVOICED_MART} (tenant_id varchar, invoice_date date, "
+                    "currency varchar, invoice_count bigint, invoiced_amount decimal(18,2))")
+        con.execute(f"""insert into {MARTS_SCHEMA}.{INVOICED_MART} values
+                        ('tnt-00000', '2026-11-01', 'EUR', 2, 150.50), ('tnt-00001', '2026-11-01', 'EUR', 1, 10.00),
+                        ('tnt-00000', '2026-11-02', 'EUR', 1, 4.25), ('tnt-00001', '2026-11-02', 'JPY', 3, 900)""")
+
+    after = summarize_marts(tmp_path)
+
+    assert mart_rows(after)[INVOICED_MART] == 4
+    section = after.split(f"{INVOICED_MART} (the app table's invoices, all days, per currency)\n")[1].split("\n\n")[0]
+    assert [line.rstrip() for line in section.splitlines()] == [
+        "currency  tenants  days  invoices  amount",
+        "--------  -------  ----  --------  ------",
+        "EUR       2        2     4         164.75",
+        "JPY       1        1     3         900.00",
+    ]
 
 
 @pytest.mark.parametrize("interval", ["soon", "100", "10 parsecs", "1 month", "-5 seconds", ""])

@@ -1,4 +1,5 @@
-"""The sample CDC generator: realistic histories, both AWS formats, known faults."""
+"""The sample CDC generator: realistic histories, both AWS formats, known faults, for the
+plain tables and the single-table design `app`."""
 from __future__ import annotations
 
 import json
@@ -11,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from streaming.contracts.model import load_contracts
-from streaming.samples.generator import generate_cdc, write_landing_files
+from streaming.contracts.model import contracts_of_table, load_contracts
+from streaming.samples.export_writer import write_full_export
+from streaming.samples.generator import APP_RAW_TABLES, UNDECLARED_APP_KINDS, generate_cdc, write_landing_files
 
 UTC = timezone.utc
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -25,7 +27,7 @@ def contracts():
 
 @pytest.fixture(scope="module")
 def cdc():
-    return generate_cdc(seed=11, customers=80, malformed_rate=0.05)
+    return generate_cdc(seed=11, customers=80, malformed_rate=0.05, tenants=12)
 
 
 def event_time_us(record: dict[str, Any]) -> int:
@@ -45,14 +47,33 @@ def table_of(record: dict[str, Any]) -> str:
     return record["eventSourceARN"].split(":table/")[1].split("/")[0]
 
 
+def raw_table_of(record: dict[str, Any], contracts) -> str:
+    """The raw table the contract's routes give a record, worked out here in plain Python
+    from its keys (the app contract routes on sort-key prefixes only)."""
+    described = contracts_of_table(contracts, table_of(record))
+    if len(described) == 1:
+        return next(iter(described))
+    keys = record["dynamodb"]["Keys"]
+    for name, contract in described.items():
+        route = contract.route
+        if route is not None and keys[contract.sort_key]["S"].startswith(route.sort_key_prefix):
+            return name
+    (unrouted,) = [name for name, contract in described.items() if contract.unrouted]
+    return unrouted
+
+
 def item_key(record: dict[str, Any], key_attributes: tuple[str, ...]) -> tuple[str, ...]:
     keys = record["dynamodb"]["Keys"]
     return tuple(keys[name]["S"] for name in key_attributes)
 
 
-def valid_records(cdc) -> list[dict[str, Any]]:
+def valid_records_lines(cdc) -> list[str]:
     bad = {line for line, _ in cdc.malformed}
-    return [json.loads(line) for line in cdc.records if line not in bad]
+    return [line for line in cdc.records if line not in bad]
+
+
+def valid_records(cdc) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in valid_records_lines(cdc)]
 
 
 def test_same_seed_same_output_and_other_seed_differs():
@@ -64,13 +85,13 @@ def test_same_seed_same_output_and_other_seed_differs():
     assert first.records != other.records
 
 
-def test_in_order_replay_of_the_valid_records_reproduces_expected_state(cdc):
+def test_in_order_replay_of_the_valid_records_reproduces_expected_state(cdc, contracts):
     by_key: dict[tuple[str, tuple[str, ...]], dict[str, dict[str, Any]]] = defaultdict(dict)
     for record in valid_records(cdc):
-        table = table_of(record)
+        table = raw_table_of(record, contracts)
         by_key[(table, item_key(record, cdc.key_attributes[table]))][record["eventID"]] = record
-    replayed: dict[str, dict[tuple[str, ...], Any]] = {"customers": {}, "orders": {}}
-    ttl_deleted: dict[str, set[tuple[str, ...]]] = {"customers": set(), "orders": set()}
+    replayed: dict[str, dict[tuple[str, ...], Any]] = {table: {} for table in cdc.expected_state}
+    ttl_deleted: dict[str, set[tuple[str, ...]]] = {table: set() for table in cdc.expected_state}
     for (table, key), events in by_key.items():
         in_order = sorted(events.values(), key=event_time_us)
         times = [event_time_us(event) for event in in_order]
@@ -80,16 +101,18 @@ def test_in_order_replay_of_the_valid_records_reproduces_expected_state(cdc):
         identity = last.get("userIdentity") or {}
         if last["eventName"] == "REMOVE" and identity.get("principalId") == TTL_PRINCIPAL:
             ttl_deleted[table].add(key)
+    assert set(replayed) == {"customers", "orders", *APP_RAW_TABLES}
     assert replayed == cdc.expected_state
     assert ttl_deleted == cdc.ttl_deleted
     assert ttl_deleted["customers"] | ttl_deleted["orders"], "no TTL delete survived as a final state"
+    assert ttl_deleted["app_unrouted"], "no audit entry expired"
 
 
-def test_record_images_match_the_true_history_at_their_time(cdc):
+def test_record_images_match_the_true_history_at_their_time(cdc, contracts):
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     checked = Counter()
     for record in valid_records(cdc)[::7]:
-        table = table_of(record)
+        table = raw_table_of(record, contracts)
         key = item_key(record, cdc.key_attributes[table])
         dynamodb = record["dynamodb"]
         reported = epoch + timedelta(microseconds=event_time_us(record))
@@ -102,20 +125,21 @@ def test_record_images_match_the_true_history_at_their_time(cdc):
         before = cdc.state_at(table, reported - timedelta(microseconds=1)).get(key)
         assert dynamodb.get("NewImage") == after
         assert dynamodb.get("OldImage") == before
-        checked[record["eventName"]] += 1
-    assert set(checked) == {"INSERT", "MODIFY", "REMOVE"}
+        checked[record["eventName"], table.startswith("app_")] += 1
+    assert set(checked) == {(name, app) for name in ("INSERT", "MODIFY", "REMOVE") for app in (False, True)}
 
 
-def test_true_events_are_the_distinct_valid_records_in_event_order(cdc):
+def test_true_events_are_the_distinct_valid_records_in_event_order(cdc, contracts):
     """true_events(table) is what the delivered records hold once de-duplicated by
     eventID: same count per event name, same keys, names, TTL flags and new images,
     and each event's exact time truncates to the time its record reports."""
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    for table in ("customers", "orders"):
+    for table in ("customers", "orders", *APP_RAW_TABLES):
         events = cdc.true_events(table)
         assert Counter(event.event_name for event in events) == cdc.event_counts[table]
         assert [event.event_time for event in events] == sorted(event.event_time for event in events)
-        distinct = {record["eventID"]: record for record in valid_records(cdc) if table_of(record) == table}
+        distinct = {record["eventID"]: record for record in valid_records(cdc)
+                    if raw_table_of(record, contracts) == table}
         delivered = Counter(
             (item_key(record, cdc.key_attributes[table]), record["eventName"],
              json.dumps(record["dynamodb"].get("NewImage"), sort_keys=True),
@@ -130,9 +154,9 @@ def test_true_events_are_the_distinct_valid_records_in_event_order(cdc):
                    for event, time in zip(events, reported))
 
 
-def test_item_histories_cover_every_kind_of_change(cdc):
-    for table in ("customers", "orders"):
-        assert {"INSERT", "MODIFY", "REMOVE"} <= set(cdc.event_counts[table])
+def test_item_histories_cover_every_kind_of_change(cdc, contracts):
+    for table in ("customers", "orders", *APP_RAW_TABLES):
+        assert {"INSERT", "MODIFY", "REMOVE"} <= set(cdc.event_counts[table]), table
     names_per_id = Counter(key[0] for key in cdc.expected_state["customers"])
     assert max(names_per_id.values()) >= 2, "no customer id with several custName sort keys"
     histories: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = defaultdict(list)
@@ -140,7 +164,7 @@ def test_item_histories_cover_every_kind_of_change(cdc):
     for record in valid_records(cdc):
         if record["eventID"] not in seen:
             seen.add(record["eventID"])
-            table = table_of(record)
+            table = raw_table_of(record, contracts)
             histories[(table, item_key(record, cdc.key_attributes[table]))].append(record)
     reinserted = 0
     changed = Counter()
@@ -152,7 +176,7 @@ def test_item_histories_cover_every_kind_of_change(cdc):
                 new, old = event["dynamodb"]["NewImage"], event["dynamodb"]["OldImage"]
                 changed.update(name for name in new if new.get(name) != old.get(name))
     assert reinserted > 0
-    assert {"email", "status", "amount"} <= set(changed)
+    assert {"email", "status", "amount", "plan", "role", "lastLoginAt", "issuedAt", "lastUsedAt"} <= set(changed)
 
 
 def test_orders_exercise_every_contract_attribute_type(cdc, contracts):
@@ -182,13 +206,91 @@ def test_orders_exercise_every_contract_attribute_type(cdc, contracts):
     assert set(line_item) == {field.name for field in contracts["orders"].attribute("lineItems").items.fields}
 
 
+# The kind of item each raw table of the app contract takes, by sort-key prefix.
+APP_KINDS = {"app_tenants": ("TENANT#",), "app_users": ("USER#",), "app_invoices": ("INVOICE#",),
+             "app_unrouted": UNDECLARED_APP_KINDS}
+
+
+def test_app_items_are_kept_per_raw_table_of_their_kind(cdc, contracts):
+    assert {table: cdc.source_tables[table] for table in APP_RAW_TABLES} == dict.fromkeys(APP_RAW_TABLES, "app")
+    for table, prefixes in APP_KINDS.items():
+        assert cdc.key_attributes[table] == ("pk", "sk")
+        keys = list(cdc.expected_state[table])
+        assert keys and all(pk.startswith("TENANT#") and sk.startswith(prefixes) for pk, sk in keys), table
+        assert {prefix for prefix in prefixes if any(sk.startswith(prefix) for _, sk in keys)} == set(prefixes)
+    tenants = {pk for pk, _ in cdc.expected_state["app_tenants"]}
+    assert all(sk == pk for pk, sk in cdc.expected_state["app_tenants"])
+    assert len(tenants) == 12
+    assert {pk for table in APP_RAW_TABLES for pk, _ in cdc.expected_state[table]} == tenants
+    # A tenant's other items are created after the tenant.
+    created = {}
+    for event in cdc.true_events("app_tenants"):
+        created.setdefault(event.key[0], event.event_time)
+    for table in ("app_users", "app_invoices", "app_unrouted"):
+        assert all(event.event_time > created[event.key[0]] for event in cdc.true_events(table)), table
+
+
+def test_app_entity_images_carry_their_contract_attributes(cdc, contracts):
+    images: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in valid_records(cdc):
+        if table_of(record) == "app" and "NewImage" in record["dynamodb"]:
+            images[raw_table_of(record, contracts)].append(record["dynamodb"]["NewImage"])
+    for table in ("app_tenants", "app_users", "app_invoices"):
+        declared = {spec.name: spec.type for spec in contracts[table].attributes}
+        seen = {(name, descriptor) for image in images[table] for name, value in image.items() for descriptor in value}
+        assert set(declared.items()) <= seen, table
+    users = images["app_users"]
+    assert any("lastLoginAt" not in user for user in users), "a user who never signed in has no lastLoginAt"
+    invoices = images["app_invoices"]
+    assert all(("issuedAt" in invoice) == (invoice["status"]["S"] != "DRAFT") for invoice in invoices)
+    for invoice in invoices:
+        amount = Decimal(invoice["amount"]["N"])
+        assert amount == amount.quantize(Decimal("0.01")) and abs(amount) < Decimal(10) ** 16, "fits decimal(18,2)"
+        assert all(set(line["M"]) == {"sku", "qty"} for line in invoice["lines"]["L"])
+    declared_fields = {name for table in APP_RAW_TABLES for name in contracts[table].business_columns}
+    assert any(set(invoice) - declared_fields for invoice in invoices), "no attribute for _extra_attributes"
+    # Undeclared kinds carry attributes of their own, which only the unrouted table's record keeps.
+    assert {"action", "actor", "label", "scopes"} <= {name for image in images["app_unrouted"] for name in image}
+    # Index attributes never repeat PII: a user's e-mail stays in the PII column alone.
+    assert not any(user["email"]["S"] in user["gsi1pk"]["S"] + user["gsi1sk"]["S"] for user in users)
+
+
+def test_tenants_leave_the_customers_and_orders_truth_as_it_was():
+    plain = generate_cdc(seed=5, customers=15)
+    with_app = generate_cdc(seed=5, customers=15, tenants=3)
+    assert set(plain.expected_state) == set(plain.event_counts) == {"customers", "orders"}
+    assert set(with_app.expected_state) == {"customers", "orders", *APP_RAW_TABLES}
+    for table in ("customers", "orders"):
+        assert with_app.expected_state[table] == plain.expected_state[table]
+        assert with_app.true_events(table) == plain.true_events(table)
+    app_only = generate_cdc(seed=5, customers=0, tenants=3)
+    assert app_only.expected_state["customers"] == app_only.expected_state["orders"] == {}
+    assert {table_of(json.loads(line)) for line in valid_records_lines(app_only)} == {"app"}
+    with pytest.raises(ValueError, match="tenants must not be negative"):
+        generate_cdc(seed=5, customers=1, tenants=-1)
+
+
+def test_an_export_of_the_app_table_holds_the_items_of_all_its_raw_tables(cdc, tmp_path: Path):
+    from streaming.io.dynamodb_export import read_export_manifest
+
+    moment = datetime(2026, 11, 3, tzinfo=UTC)
+    items = [item for table in APP_RAW_TABLES for item in cdc.state_at(table, moment).values()]
+    assert len({item["sk"]["S"].split("#")[0] for item in items}) == 5
+
+    manifest = read_export_manifest(write_full_export(tmp_path, "app", items, moment))
+
+    assert (manifest.table_name, sum(entry.item_count for entry in manifest.data_files)) == ("app", len(items))
+    with pytest.raises(ValueError, match="no table contract for DynamoDB table 'app_users'"):
+        write_full_export(tmp_path, "app_users", items, moment)
+
+
 def test_both_aws_formats_use_the_documented_fields(cdc):
     streams = [r for r in valid_records(cdc) if "eventSourceARN" in r]
     kinesis = [r for r in valid_records(cdc) if "tableName" in r]
-    assert streams and kinesis
+    assert {table_of(r) for r in streams} == {table_of(r) for r in kinesis} == {"customers", "orders", "app"}
     for record in streams:
         assert record["eventSource"] == "aws:dynamodb" and record["eventVersion"] == "1.1"
-        assert re.fullmatch(r"arn:aws:dynamodb:[a-z0-9-]+:\d{12}:table/(customers|orders)/stream/.+",
+        assert re.fullmatch(r"arn:aws:dynamodb:[a-z0-9-]+:\d{12}:table/(customers|orders|app)/stream/.+",
                             record["eventSourceARN"])
         assert re.fullmatch(r"\d{21,}", record["dynamodb"]["SequenceNumber"])
         assert record["dynamodb"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
@@ -211,11 +313,11 @@ def test_single_format_runs_emit_only_that_format(record_format, marker):
     assert all(marker in json.loads(line) for line in cdc.records)
 
 
-def test_sequence_numbers_increase_per_key_in_true_order(cdc):
+def test_sequence_numbers_increase_per_key_in_true_order(cdc, contracts):
     per_key: dict[tuple[str, tuple[str, ...]], list[tuple[int, int]]] = defaultdict(list)
     for record in valid_records(cdc):
         if "SequenceNumber" in record["dynamodb"]:
-            table = table_of(record)
+            table = raw_table_of(record, contracts)
             key = (table, item_key(record, cdc.key_attributes[table]))
             per_key[key].append((event_time_us(record), int(record["dynamodb"]["SequenceNumber"])))
     assert per_key
@@ -252,13 +354,14 @@ def test_records_arrive_out_of_order_only_when_asked():
 
 
 def test_malformed_records_carry_their_fault_and_reason(contracts):
-    cdc = generate_cdc(seed=9, customers=40, malformed_rate=0.05)
+    cdc = generate_cdc(seed=9, customers=40, malformed_rate=0.05, tenants=8)
     true_events = sum(sum(counts.values()) for counts in cdc.event_counts.values())
     assert len(cdc.malformed) == round(true_events * 0.05)
     reasons = Counter(reason.split(":")[0] for _, reason in cdc.malformed)
     assert set(reasons) == {"invalid_json", "unknown_table", "unknown_event_name", "missing_key",
                             "type_mismatch", "invalid_number", "missing_new_image", "missing_event_time"}
     in_stream = Counter(cdc.records)
+    faulty_tables = set()
     for line, reason in cdc.malformed:
         assert in_stream[line] >= 1
         if reason == "invalid_json":
@@ -268,16 +371,18 @@ def test_malformed_records_carry_their_fault_and_reason(contracts):
         record = json.loads(line)
         dynamodb = record["dynamodb"]
         kind, _, detail = reason.partition(":")
+        described = contracts_of_table(contracts, table_of(record))
+        faulty_tables.add(table_of(record))
         if kind == "unknown_table":
-            assert table_of(record) not in contracts
+            assert not described
         elif kind == "unknown_event_name":
             assert record["eventName"] not in ("INSERT", "MODIFY", "REMOVE")
         elif kind == "missing_key":
-            assert detail in contracts[table_of(record)].key_attributes
+            assert all(detail in contract.key_attributes for contract in described.values())
             assert detail not in dynamodb["Keys"]
         elif kind == "type_mismatch":
             attribute, expected = detail.split(":")
-            assert expected == contracts[table_of(record)].attribute(attribute).type
+            assert expected == contracts[raw_table_of(record, contracts)].attribute(attribute).type
             assert expected not in dynamodb["NewImage"][attribute]
         elif kind == "invalid_number":
             with pytest.raises(InvalidOperation):
@@ -286,6 +391,7 @@ def test_malformed_records_carry_their_fault_and_reason(contracts):
             assert record["eventName"] in ("INSERT", "MODIFY") and "NewImage" not in dynamodb
         else:
             assert kind == "missing_event_time" and "ApproximateCreationDateTime" not in dynamodb
+    assert faulty_tables >= {"customers", "orders", "app"}, "every contracted table gets faulty records"
 
 
 def test_state_at_and_changes_between_agree_with_the_history(cdc):

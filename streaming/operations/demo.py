@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.atomic_files import write_json_atomically
+from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
+from streaming.io import layout as raw_layout
+from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.layout import DBT_FOLDER, DUCKDB_FILE, DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts
@@ -26,6 +29,7 @@ from streaming.operations.status import StatusReport, status
 from streaming.operations.stream import stream
 from streaming.runtime.data_lock import LOCK_FILE, hold_data_dir
 from streaming.runtime.dbt_runner import check_database_folder, run_dbt_command
+from streaming.runtime.startup import load_checked_contracts
 from streaming.samples.generator import GenerationSummary, write_landing_files
 
 if TYPE_CHECKING:
@@ -40,6 +44,11 @@ DEMO_MARKER = ".lakehouse-demo"
 REBUILT_BY_DBT = (DBT_FOLDER, DUCKDB_FILE, f"{DUCKDB_FILE}.wal")
 # How many unexpected files a refusal names.
 NAMED_AT_MOST = 10
+# The sample's single-table design `app` grows with the sample: one tenant per this many
+# customers, and at least one, so every sample holds every contracted table.
+CUSTOMERS_PER_TENANT = 10
+# The unrouted kinds a summary names, most items first.
+KINDS_SHOWN = 5
 
 
 class DemoDirRefused(OperatorError):
@@ -122,14 +131,25 @@ def prepare_demo_dir(root: Path) -> str:
 class DemoResult:
     generation: GenerationSummary
     status: StatusReport
+    # Per single-table design: its entities' and its unrouted table's rows.
+    single_table: tuple[str, ...]
     marts_summary: str | None
 
 
-def generate(layout: DataLayout, *, out: Printer = print, **generator_options: object) -> GenerationSummary:
-    """`lakehouse generate`: sample DynamoDB CDC as landing files (streaming.samples.generator)."""
+def tenants_for(customers: int) -> int:
+    """The app tenants of a sample of `customers` customers."""
+    return max(1, customers // CUSTOMERS_PER_TENANT)
+
+
+def generate(layout: DataLayout, *, customers: int = 200, tenants: int | None = None, out: Printer = print,
+             **generator_options: object) -> GenerationSummary:
+    """`lakehouse generate`: sample DynamoDB CDC as landing files (streaming.samples.generator),
+    the app table's tenants `tenants_for(customers)` unless given."""
     out(f"generating sample CDC into {layout.landing} ...")
     try:
-        summary = write_landing_files(layout.landing, **generator_options)
+        summary = write_landing_files(layout.landing, customers=customers,
+                                      tenants=tenants_for(customers) if tenants is None else tenants,
+                                      **generator_options)
     except ValueError as exc:
         raise OperatorError(str(exc)) from exc
     events = ", ".join(
@@ -143,11 +163,66 @@ def generate(layout: DataLayout, *, out: Printer = print, **generator_options: o
     return summary
 
 
+def single_table_lines(layout: DataLayout, contracts: Mapping[str, TableContract], report: StatusReport) -> list[str]:
+    """Per DynamoDB table with entities: each entity's raw table with its change-log and
+    current rows, then the unrouted table's, with the kinds of key its items have (the
+    text of the routed key up to its first `#`): the entities the contract could declare."""
+    lines: list[str] = []
+    for table in sorted({contract.table for contract in contracts.values() if contract.is_routed}):
+        described = [contract for contract in contracts.values() if contract.table == table]
+        entities = [contract for contract in described if not contract.unrouted]
+        rows = [(contract.entity, contract.raw_table) for contract in entities]
+        rows += [("(unrouted)", contract.raw_table) for contract in described if contract.unrouted]
+        name_width = max(len("entity"), *(len(entity) for entity, _ in rows))
+        table_width = max(len("raw table"), *(len(raw_table) for _, raw_table in rows))
+        lines.append(f"{table}: a single-table design, {len(entities)} entities; items matching none are unrouted")
+        lines.append(f"  {'entity':<{name_width}}  {'raw table':<{table_width}}  {'change log':>10}  {'current':>8}")
+        for entity, raw_table in rows:
+            lines.append(f"  {entity:<{name_width}}  {raw_table:<{table_width}}  "
+                         f"{report.change_rows.get(raw_table, 0):>10}  {report.current_rows.get(raw_table, 0):>8}")
+        for contract in described:
+            kinds = _unrouted_kinds(layout.active(), contract, entities) if contract.unrouted else None
+            if kinds:
+                lines.append(f"  unrouted items by kind: {kinds} (an entity declared in {table}'s contract "
+                             "routes its kind)")
+    return lines
+
+
+def _unrouted_kinds(layout: DataLayout, unrouted: TableContract, entities: list[TableContract]) -> str | None:
+    """`AUDIT# 120, APIKEY# 9`: the unrouted table's distinct items per prefix of the key
+    its entities route on (the sort key when any route reads it), most first; None when
+    nothing is unrouted or that key is not text."""
+    import duckdb
+
+    routes_on_sort_key = any(entity.route is not None and entity.route.sort_key_prefix is not None
+                             for entity in entities)
+    key = unrouted.sort_key if routes_on_sort_key and unrouted.sort_key else unrouted.partition_key
+    files = raw_layout.change_log_files(raw_layout.change_log_dir(layout.raw, unrouted))
+    if not files or unrouted.attribute(key).type != "S":
+        return None
+    key_column = unrouted.attribute(key).column
+    keys = ", ".join(f'"{column}"' for column in unrouted.key_columns)
+    with duckdb.connect() as connection:
+        counted = connection.execute(
+            f"""
+            select kind, count(*) as items from (
+                select distinct {keys}, coalesce(regexp_extract("{key_column}", '^[^#]*#'), '') as kind
+                from read_parquet(?)
+            )
+            group by kind order by items desc, kind limit {KINDS_SHOWN + 1}
+            """,
+            [[duckdb_glob_literal(path) for path in files]],
+        ).fetchall()
+    shown = ", ".join(f"{kind or '(no #)'} {items}" for kind, items in counted[:KINDS_SHOWN])
+    return shown + (", ..." if len(counted) > KINDS_SHOWN else "")
+
+
 def run_demo(
     layout: DataLayout,
     *,
     seed: int = 7,
     customers: int = 200,
+    tenants: int | None = None,
     record_format: str = "mixed",
     sink: SinkName = "auto",
     contracts_dir: str | None = None,
@@ -155,8 +230,9 @@ def run_demo(
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> DemoResult:
-    """`lakehouse demo`: fresh sample data -> stream (available-now) -> counts -> dbt build
-    -> mart summary, under the data directory's lock throughout."""
+    """`lakehouse demo`: fresh sample data -> stream (available-now) -> counts (per raw
+    table, and per entity of each single-table design) -> dbt build -> mart summary, under
+    the data directory's lock throughout."""
     if build_marts:
         # Before anything is written: a folder dbt's database cannot live in.
         check_database_folder(layout.root.resolve())
@@ -165,12 +241,16 @@ def run_demo(
         done = prepare_demo_dir(layout.root)
         try:
             out(f"[1/{steps}] fresh data directory {layout.root} ({done})")
-            generation = generate(layout, seed=seed, customers=customers, record_format=record_format, out=out)
+            generation = generate(layout, seed=seed, customers=customers, tenants=tenants,
+                                  record_format=record_format, out=out)
             out(f"[2/{steps}] streaming landing files into the raw tables")
             stream(layout, sink=sink, contracts_dir=contracts_dir, spark=spark, out=out)
             out(f"[3/{steps}] raw tables and quarantine")
             report = status(layout, contracts_dir=contracts_dir)
             for line in report.lines():
+                out(line)
+            single_table = tuple(single_table_lines(layout, load_checked_contracts(contracts_dir), report))
+            for line in single_table:
                 out(line)
             marts_summary = None
             if build_marts:
@@ -185,4 +265,4 @@ def run_demo(
             # The directory was empty when this run began and it held the lock since, so
             # every file there now is the demo's, also when a step failed.
             record_demo_output(layout.root)
-    return DemoResult(generation, report, marts_summary)
+    return DemoResult(generation, report, single_table, marts_summary)

@@ -20,6 +20,8 @@ MARTS = (
     "agg_daily_customer_activity",
     "agg_daily_revenue_by_status",
 )
+# The mart over the single-table sample `app`; summarized when the dbt project builds it.
+INVOICED_MART = "agg_daily_invoiced_amount_by_tenant"
 
 
 def _table(headers: list[str], rows: list[tuple]) -> str:
@@ -33,13 +35,27 @@ def _table(headers: list[str], rows: list[tuple]) -> str:
 
 def summarize_marts(data_dir: Path | str) -> str:
     """Row counts of every mart, revenue per status, customer activity per day, the
-    versions of a few customers and how current each mart is."""
+    versions of a few customers, the app's invoiced amounts (when that mart is built) and
+    how current each mart is."""
     database = DataLayout(Path(data_dir)).dbt_database
     with duckdb.connect(str(database), read_only=True) as con:
+        built = {name for (name,) in con.execute(
+            "select table_name from information_schema.tables where table_schema = ?", [MARTS_SCHEMA]).fetchall()}
+        marts = [*MARTS, *([INVOICED_MART] if INVOICED_MART in built else [])]
         counts = [
             (mart, con.sql(f"select count(*) from {MARTS_SCHEMA}.{mart}").fetchall()[0][0])
-            for mart in MARTS
+            for mart in marts
         ]
+        invoiced = con.sql(
+            f"""
+            select
+                currency, count(distinct tenant_id), count(distinct invoice_date), sum(invoice_count),
+                sum(invoiced_amount)
+            from {MARTS_SCHEMA}.{INVOICED_MART}
+            group by currency
+            order by currency
+            """
+        ).fetchall() if INVOICED_MART in built else None
         revenue = con.sql(
             f"""
             select status, currency, sum(order_count), sum(total_amount)
@@ -92,6 +108,8 @@ def summarize_marts(data_dir: Path | str) -> str:
             + _table(["day", "registrations", "updates", "deletes", "ttl_deletes", "net"], activity),
             f"dim_customers_history (the {HISTORY_CUSTOMERS_SHOWN} customers with the most versions)\n"
             + _table(["customer_id", "version", "event", "valid_from", "valid_to", "current", "deleted"], history),
+            *([f"{INVOICED_MART} (the app table's invoices, all days, per currency)\n"
+               + _table(["currency", "tenants", "days", "invoices", "amount"], invoiced)] if invoiced is not None else []),
             "mart_freshness (the first query when numbers look stale)\n"
             + _table(["table", "newest ingested", "newest event", "built at"], freshness),
         ]

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streaming.contracts.model import TableContract, load_contracts
+from streaming.contracts.model import TableContract, contracts_of_table, load_contracts
 from streaming.io.dynamodb_export import (
     EXPORT_ROOT_FOLDER,
     FILES_MANIFEST_FILE,
@@ -48,7 +48,8 @@ def write_full_export(
     files: int = 2,
     contracts: Mapping[str, TableContract] | None = None,
 ) -> Path:
-    """Write a FULL_EXPORT of `items` under `out_dir`; returns the export directory.
+    """Write a FULL_EXPORT of DynamoDB table `table_name`'s `items` under `out_dir`;
+    returns the export directory.
 
     `contracts` names the table's key (default: the packaged contracts)."""
     export_time = as_utc(export_time)
@@ -183,10 +184,14 @@ def _write_manifests(export_dir: Path, summary: dict[str, Any], data_files: list
 
 
 def _keys_for(table_name: str, contracts: Mapping[str, TableContract] | None) -> tuple[str, ...]:
+    """The key of DynamoDB table `table_name`. An export holds a whole table: for a
+    single-table design every raw table of it, which all share the table's key."""
     contracts = load_contracts() if contracts is None else contracts
-    if table_name not in contracts:
-        raise ValueError(f"no table contract for {table_name!r}; known tables: {sorted(contracts)}")
-    return contracts[table_name].key_attributes
+    described = contracts_of_table(contracts, table_name)
+    if not described:
+        known = sorted({contract.table for contract in contracts.values()})
+        raise ValueError(f"no table contract for DynamoDB table {table_name!r}; known tables: {known}")
+    return next(iter(described.values())).key_attributes
 
 
 def _partition_of(item: Mapping[str, Any], partition_key: str, files: int) -> int:

@@ -7,6 +7,13 @@ re-delivered duplicates, arrival out of order, and a few malformed records whose
 expected quarantine reason is known. `GeneratedCDC.expected_state` is the final item per
 primary key, so a test can check that the pipeline converges to it.
 
+Two plain tables, `customers` and `orders`, and on request (`tenants`) the single-table
+design `app`: per tenant a TENANT# item, USER# and INVOICE# items, and items of kinds
+the app contract declares no entity for (AUDIT#, APIKEY#). The ground truth is kept per
+raw table, the generator's own statement of where each item belongs (tenants in
+app_tenants, AUDIT# items in app_unrouted, ...), never derived from the routing code
+it is there to check.
+
 Same-key events are at least one second apart, so their order is decidable at every
 timestamp precision (seconds, milliseconds, microseconds) even without a sequence number.
 """
@@ -36,6 +43,15 @@ from streaming.samples.export_writer import SAMPLE_ACCOUNT, IncrementalChange
 UTC = timezone.utc
 CUSTOMERS = "customers"
 ORDERS = "orders"
+# The single-table design: its DynamoDB table, and the raw table of each kind of item.
+APP = "app"
+APP_TENANTS = "app_tenants"
+APP_USERS = "app_users"
+APP_INVOICES = "app_invoices"
+APP_UNROUTED = "app_unrouted"
+APP_RAW_TABLES = (APP_TENANTS, APP_USERS, APP_INVOICES, APP_UNROUTED)
+# Sort-key prefixes of the app items no entity of the contract names.
+UNDECLARED_APP_KINDS = ("AUDIT#", "APIKEY#")
 RECORD_FORMATS = ("streams", "kinesis", "mixed")
 TTL_USER_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 _TTL_IDENTITY_JSON = json.dumps(TTL_USER_IDENTITY, separators=(",", ":"))
@@ -68,6 +84,21 @@ _SKUS = tuple(f"SKU-{n:05d}" for n in range(1, 200, 7))
 _CITIES = (("Lisbon", "PT"), ("Berlin", "DE"), ("Lagos", "NG"), ("Osaka", "JP"), ("Denver", "US"))
 _STATUS_NEXT = {"PLACED": ("PAID", "CANCELLED"), "PAID": ("SHIPPED", "CANCELLED"),
                 "SHIPPED": ("DELIVERED",), "DELIVERED": ("RETURNED",)}
+_COMPANIES = ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Wonka", "Tyrell", "Soylent", "Oscorp")
+_COMPANY_FORMS = ("Ltd", "GmbH", "Inc.", "S.A.", "K.K.", "Oy")
+_PLANS = ("FREE", "TEAM", "ENTERPRISE")
+_ROLES = ("ADMIN", "MEMBER", "VIEWER")
+_INVOICE_NEXT = {"DRAFT": ("ISSUED",), "ISSUED": ("PAID", "VOID")}
+_AUDIT_ACTIONS = ("user.login", "user.invited", "invoice.issued", "invoice.paid", "plan.changed", "apikey.used")
+_API_SCOPES = ("invoices:read", "invoices:write", "users:read", "audit:read")
+# Per tenant: users, invoices, audit entries and API keys, each drawn between these bounds.
+_USERS_PER_TENANT = (1, 6)
+_INVOICES_PER_TENANT = (2, 10)
+_AUDIT_ITEMS_PER_TENANT = (1, 8)
+_API_KEYS_PER_TENANT = (0, 2)
+# Audit entries are written once and expire through DynamoDB TTL; revoked API keys are deleted.
+_AUDIT_TTL_DELETE_RATE = 0.4
+_API_KEY_DELETE_RATE = 0.3
 
 
 
@@ -91,6 +122,8 @@ class GeneratedCDC:
     """Records in arrival order plus the ground truth to check a pipeline against."""
 
     records: list[str] = field(repr=False)
+    # Every mapping below is keyed by raw table (`customers`, `orders`, and with tenants
+    # `app_tenants`, `app_users`, `app_invoices`, `app_unrouted`).
     # Final item per primary key after the in-order history; None when deleted.
     expected_state: dict[str, dict[ItemKey, DynamoItem | None]] = field(repr=False)
     # Keys whose final event was a TTL delete (their expected_state value is None).
@@ -100,13 +133,14 @@ class GeneratedCDC:
     event_counts: dict[str, Counter[str]]  # true events per table and eventName
     ttl_delete_events: int  # REMOVEs issued by DynamoDB TTL, among the true events
     key_attributes: dict[str, tuple[str, ...]]
+    source_tables: dict[str, str]  # the DynamoDB table whose records land in each raw table
     arrival_times_us: list[int] = field(repr=False)  # per record: the time it reached the stream
     _events: list[Event] = field(repr=False)  # the true events, in event-time order
     _history: dict[str, dict[ItemKey, list[tuple[int, DynamoItem | None]]]] = field(repr=False)
     _keys: dict[str, dict[ItemKey, DynamoItem]] = field(repr=False)
 
     def state_at(self, table: str, moment: datetime) -> dict[ItemKey, DynamoItem]:
-        """Items of `table` as they were at `moment` (events at `moment` included)."""
+        """Items of raw table `table` as they were at `moment` (events at `moment` included)."""
         cutoff = _epoch_us(moment)
         state = {}
         for key, events in self._history[table].items():
@@ -116,7 +150,7 @@ class GeneratedCDC:
         return state
 
     def true_events(self, table: str) -> list[TrueEvent]:
-        """The true events of `table` in event-time order, each once (no re-deliveries,
+        """The true events of raw table `table` in event-time order, each once (no re-deliveries,
         no malformed records): what a change log holds when nothing is lost or doubled."""
         return [
             TrueEvent(_from_epoch_us(ts), tuple(keys[name]["S"] for name in self.key_attributes[table]),
@@ -126,7 +160,8 @@ class GeneratedCDC:
         ]
 
     def changes_between(self, table: str, start: datetime, end: datetime) -> list[IncrementalChange]:
-        """Net change per item in [start, end), as an incremental export reports it."""
+        """Net change per item of raw table `table` in [start, end), as an incremental
+        export reports it (an export of a single-table design holds its raw tables' changes)."""
         start_us, end_us = _epoch_us(start), _epoch_us(end)
         changes = []
         for key, events in self._history[table].items():
@@ -144,7 +179,7 @@ class GeneratedCDC:
 @dataclass(frozen=True)
 class GenerationSummary:
     records: int
-    events: dict[str, dict[str, int]]  # table -> eventName -> true events
+    events: dict[str, dict[str, int]]  # raw table -> eventName -> true events
     ttl_delete_events: int
     malformed: int
     malformed_by_reason: dict[str, int]
@@ -165,8 +200,15 @@ def generate_cdc(
     malformed_rate: float = 0.01,
     record_format: str = "mixed",
     start: datetime = datetime(2026, 11, 1, tzinfo=UTC),
+    tenants: int = 0,
 ) -> GeneratedCDC:
-    """Generate CDC for the customers and orders tables; identical output for equal arguments."""
+    """Generate CDC for the customers and orders tables and, with `tenants`, the app
+    table's items of that many tenants; identical output for equal arguments.
+
+    The app items' histories are drawn after those of customers and orders, so adding
+    tenants leaves the true histories of customers and orders as they were (their
+    records differ: eventIDs and formats are drawn as the merged stream is rendered).
+    """
     if record_format not in RECORD_FORMATS:
         raise ValueError(f"record_format must be one of {RECORD_FORMATS}, got {record_format!r}")
     for name, rate in (("delete_rate", delete_rate), ("ttl_delete_rate", ttl_delete_rate),
@@ -176,18 +218,26 @@ def generate_cdc(
             raise ValueError(f"{name} must be within [0, 1], got {rate}")
     if delete_rate + ttl_delete_rate > 1.0:
         raise ValueError("delete_rate + ttl_delete_rate must not exceed 1")
-    key_attributes = {table: contract.key_attributes for table, contract in load_contracts().items()}
-    missing = {CUSTOMERS, ORDERS} - set(key_attributes)
+    for name, count in (("customers", customers), ("orders_per_customer", orders_per_customer),
+                        ("tenants", tenants)):
+        if count < 0:
+            raise ValueError(f"{name} must not be negative, got {count}")
+    raw_tables = (CUSTOMERS, ORDERS, *(APP_RAW_TABLES if tenants else ()))
+    contracts = load_contracts()
+    missing = set(raw_tables) - set(contracts)
     if missing:
-        raise ValueError(f"no table contract for {sorted(missing)}")
+        raise ValueError(f"no table contract for raw table(s) {sorted(missing)}")
+    key_attributes = {table: contracts[table].key_attributes for table in raw_tables}
+    source_tables = {table: contracts[table].table for table in raw_tables}
     with _cyclic_gc_paused():
         rng = _Rng(seed)
         histories = _Histories(rng, key_attributes, _epoch_us(start), updates_per_item, delete_rate, ttl_delete_rate)
         histories.build(customers, orders_per_customer)
+        histories.build_app(tenants)
         events = histories.events
         events.sort(key=itemgetter(0))
 
-        renderer = _Renderer(rng, record_format)
+        renderer = _Renderer(rng, record_format, source_tables)
         lines = [renderer.render(index, event) for index, event in enumerate(events)]
         malformed = _malformed_records(rng, renderer, events, key_attributes, round(len(events) * malformed_rate))
 
@@ -202,7 +252,7 @@ def generate_cdc(
             arrivals.append((rng.uniform(0, len(events)), line, events[source_index][0]))
         arrivals.sort(key=itemgetter(0))
 
-        event_counts: dict[str, Counter[str]] = {CUSTOMERS: Counter(), ORDERS: Counter()}
+        event_counts: dict[str, Counter[str]] = {table: Counter() for table in raw_tables}
         for event in events:
             event_counts[event[1]][event[3]] += 1
         return GeneratedCDC(
@@ -213,7 +263,8 @@ def generate_cdc(
             duplicates=duplicates,
             event_counts=event_counts,
             ttl_delete_events=sum(1 for event in events if event[6]),
-            key_attributes={table: key_attributes[table] for table in (CUSTOMERS, ORDERS)},
+            key_attributes=key_attributes,
+            source_tables=source_tables,
             arrival_times_us=[ts for _, _, ts in arrivals],
             _events=events,
             _history=histories.history,
@@ -332,7 +383,7 @@ class _Rng(random.Random):
         return sorted({self.pick(options) for _ in range(self.between(1, most))})
 
 
-# An event: (ts_us, table, keys, eventName, new_image, old_image, is_ttl_delete)
+# An event: (ts_us, raw table, keys, eventName, new_image, old_image, is_ttl_delete)
 Event = tuple[int, str, DynamoItem, str, DynamoItem | None, DynamoItem | None, bool]
 
 
@@ -348,9 +399,10 @@ class _Histories:
         self.delete_rate = delete_rate
         self.ttl_delete_rate = ttl_delete_rate
         self.events: list[Event] = []
-        self.history: dict[str, dict[ItemKey, list[tuple[int, DynamoItem | None]]]] = {CUSTOMERS: {}, ORDERS: {}}
-        self.key_items: dict[str, dict[ItemKey, DynamoItem]] = {CUSTOMERS: {}, ORDERS: {}}
-        self.ttl_deleted: dict[str, set[ItemKey]] = {CUSTOMERS: set(), ORDERS: set()}
+        self.history: dict[str, dict[ItemKey, list[tuple[int, DynamoItem | None]]]] = {
+            table: {} for table in key_attributes}
+        self.key_items: dict[str, dict[ItemKey, DynamoItem]] = {table: {} for table in key_attributes}
+        self.ttl_deleted: dict[str, set[ItemKey]] = {table: set() for table in key_attributes}
         self.span_us = 0
 
     def build(self, customers: int, orders_per_customer: int) -> None:
@@ -374,37 +426,75 @@ class _Histories:
                 keys = {"customerId": {"S": customer_id}, "orderId": {"S": f"ord-{order_number:08d}"}}
                 self._item_history(ORDERS, keys, self._new_order, self._change_order)
 
+    def build_app(self, tenants: int) -> None:
+        """The app table's items: per tenant its TENANT# item, then users, invoices, audit
+        entries and API keys, each created after the tenant."""
+        rng = self.rng
+        items_per_tenant = 1 + sum(sum(bounds) / 2 for bounds in (
+            _USERS_PER_TENANT, _INVOICES_PER_TENANT, _AUDIT_ITEMS_PER_TENANT, _API_KEYS_PER_TENANT))
+        self.span_us = int(max(_MIN_ACTIVITY_SPAN_S, tenants * items_per_tenant * _SECONDS_OF_ACTIVITY_PER_KEY)
+                           * _MICROS)
+        for index in range(tenants):
+            tenant_id = f"tnt-{index:05d}"
+            pk = {"S": f"TENANT#{tenant_id}"}
+            created_us = self._item_history(APP_TENANTS, {"pk": pk, "sk": {"S": f"TENANT#{tenant_id}"}},
+                                            self._new_tenant, self._change_tenant)
+            for number in range(rng.between(*_USERS_PER_TENANT)):
+                self._item_history(APP_USERS, {"pk": pk, "sk": {"S": f"USER#usr-{number:04d}"}},
+                                   self._new_user, self._change_user, not_before_us=created_us)
+            for number in range(rng.between(*_INVOICES_PER_TENANT)):
+                self._item_history(APP_INVOICES, {"pk": pk, "sk": {"S": f"INVOICE#inv-{number:05d}"}},
+                                   self._new_invoice, self._change_invoice, not_before_us=created_us)
+            for number in range(rng.between(*_AUDIT_ITEMS_PER_TENANT)):
+                self._item_history(APP_UNROUTED, {"pk": pk, "sk": {"S": f"AUDIT#{number:06d}"}},
+                                   self._new_audit_entry, None, not_before_us=created_us,
+                                   delete_rate=0.0, ttl_delete_rate=_AUDIT_TTL_DELETE_RATE)
+            for number in range(rng.between(*_API_KEYS_PER_TENANT)):
+                self._item_history(APP_UNROUTED, {"pk": pk, "sk": {"S": f"APIKEY#key-{number:03d}"}},
+                                   self._new_api_key, self._change_api_key, not_before_us=created_us,
+                                   delete_rate=_API_KEY_DELETE_RATE, ttl_delete_rate=0.0)
+
     def final_state(self) -> dict[str, dict[ItemKey, DynamoItem | None]]:
         return {table: {key: events[-1][1] for key, events in items.items()} for table, items in self.history.items()}
 
     def _item_history(self, table: str, keys: DynamoItem,
                       create: Callable[[DynamoItem, int], DynamoItem],
-                      change: Callable[[DynamoItem, int], DynamoItem]) -> None:
+                      change: Callable[[DynamoItem, int], DynamoItem] | None, *,
+                      not_before_us: int | None = None, delete_rate: float | None = None,
+                      ttl_delete_rate: float | None = None) -> int:
+        """One item's history from its creation, at a random time of the span after
+        `not_before_us` (default: the start); `change` None: never modified. Returns
+        the time of the item's first INSERT."""
         rng = self.rng
         key = tuple(keys[name]["S"] for name in self.key_attributes[table])
         self.key_items[table][key] = keys
         timeline: list[tuple[int, DynamoItem | None]] = []
         self.history[table][key] = timeline
-        ts = self.start_us + int(rng.random() * self.span_us)
+        deletes = self.delete_rate if delete_rate is None else delete_rate
+        ttl_deletes = self.ttl_delete_rate if ttl_delete_rate is None else ttl_delete_rate
+        earliest = self.start_us if not_before_us is None else not_before_us + _MIN_SAME_KEY_GAP_US
+        created = ts = earliest + int(rng.random() * self.span_us)
         image = self._emit(table, keys, ts, "INSERT", create(keys, ts), None, False, timeline)
-        modifications = rng.between(0, 2 * self.updates_per_item)
-        for _ in range(modifications):
-            ts = self._next_time(ts)
-            image = self._emit(table, keys, ts, "MODIFY", change(image, ts), image, False, timeline)
+        if change is not None:
+            modifications = rng.between(0, 2 * self.updates_per_item)
+            for _ in range(modifications):
+                ts = self._next_time(ts)
+                image = self._emit(table, keys, ts, "MODIFY", change(image, ts), image, False, timeline)
         fate = rng.random()
-        if fate >= self.delete_rate + self.ttl_delete_rate:
-            return
-        is_ttl = fate >= self.delete_rate
+        if fate >= deletes + ttl_deletes:
+            return created
+        is_ttl = fate >= deletes
         ts = self._next_time(ts)
         self._emit(table, keys, ts, "REMOVE", None, image, is_ttl, timeline)
         if rng.random() < _REINSERT_RATE:
             ts = self._next_time(ts)
             image = self._emit(table, keys, ts, "INSERT", create(keys, ts), None, False, timeline)
-            if rng.random() < 0.5:
+            if change is not None and rng.random() < 0.5:
                 ts = self._next_time(ts)
                 self._emit(table, keys, ts, "MODIFY", change(image, ts), image, False, timeline)
         elif is_ttl:
             self.ttl_deleted[table].add(key)
+        return created
 
     def _emit(self, table: str, keys: DynamoItem, ts: int, name: str, new: DynamoItem | None,
               old: DynamoItem | None, is_ttl: bool, timeline: list[tuple[int, DynamoItem | None]]) -> DynamoItem | None:
@@ -493,6 +583,106 @@ class _Histories:
             return str(rng.between(1, 500))
         return f"{rng.between(100, 250_000) / 100:.2f}"
 
+    # -- app: tenants, users, invoices (entities), audit entries and API keys (undeclared)
+
+    def _new_tenant(self, keys: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        name = f"{rng.pick(_COMPANIES)} {rng.pick(_COMPANY_FORMS)}"
+        plan = rng.pick(_PLANS)
+        return {
+            **keys,
+            "gsi1pk": {"S": f"PLAN#{plan}"},
+            "gsi1sk": {"S": keys["pk"]["S"]},
+            "name": {"S": name},
+            "plan": {"S": plan},
+            "createdAt": {"S": _iso_seconds(ts)},
+        }
+
+    def _change_tenant(self, item: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        if rng.random() < 0.7:
+            plan = rng.pick(_PLANS)
+            return {**item, "plan": {"S": plan}, "gsi1pk": {"S": f"PLAN#{plan}"}}
+        return {**item, "name": {"S": f"{rng.pick(_COMPANIES)} {rng.pick(_COMPANY_FORMS)}"}}
+
+    def _new_user(self, keys: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        role = rng.pick(_ROLES)
+        item: DynamoItem = {
+            **keys,
+            # Never the e-mail: an index attribute is not PII-flagged, so PII must stay out of it.
+            "gsi1pk": {"S": f"ROLE#{role}"},
+            "gsi1sk": {"S": f"{keys['pk']['S']}#{keys['sk']['S']}"},
+            "email": {"S": self._email(f"{rng.pick(_FIRST_NAMES)} {rng.pick(_LAST_NAMES)}")},
+            "role": {"S": role},
+        }
+        if rng.random() < 0.5:  # the others have not signed in yet: the attribute is absent
+            item["lastLoginAt"] = {"S": _iso_seconds(ts)}
+        return item
+
+    def _change_user(self, item: DynamoItem, ts: int) -> DynamoItem:
+        if self.rng.random() < 0.75:
+            return {**item, "lastLoginAt": {"S": _iso_seconds(ts)}}
+        role = self.rng.pick(_ROLES)
+        return {**item, "role": {"S": role}, "gsi1pk": {"S": f"ROLE#{role}"}}
+
+    def _new_invoice(self, keys: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        status = "DRAFT" if rng.random() < 0.3 else "ISSUED"
+        item: DynamoItem = {
+            **keys,
+            "gsi1pk": {"S": f"STATUS#{status}"},
+            "gsi1sk": {"S": keys["pk"]["S"]},
+            "amount": {"N": self._invoice_amount()},
+            "currency": {"S": rng.pick(_CURRENCIES)},
+            "status": {"S": status},
+            "lines": {"L": [
+                {"M": {"sku": {"S": rng.pick(_SKUS)}, "qty": {"N": str(rng.between(1, 20))}}}
+                for _ in range(rng.between(1, 4))
+            ]},
+        }
+        if status == "ISSUED":  # a draft has no issue time yet
+            item["issuedAt"] = {"S": _iso_seconds(ts)}
+        if rng.random() < 0.05:  # an attribute the contract does not name
+            item["purchaseOrder"] = {"S": f"PO-{rng.between(1000, 9999)}"}
+        return item
+
+    def _change_invoice(self, item: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        next_statuses = _INVOICE_NEXT.get(item["status"]["S"])
+        if next_statuses and rng.random() < 0.7:
+            status = rng.pick(next_statuses)
+            changed = {**item, "status": {"S": status}, "gsi1pk": {"S": f"STATUS#{status}"}}
+            if status == "ISSUED":
+                changed["issuedAt"] = {"S": _iso_seconds(ts)}
+            return changed
+        return {**item, "amount": {"N": self._invoice_amount()}}
+
+    def _invoice_amount(self) -> str:
+        """At most 16 digits before the point and 2 after: the contract's decimal(18,2)."""
+        if self.rng.random() < 0.1:
+            return str(self.rng.between(1, 900))
+        return f"{self.rng.between(500, 1_500_000) / 100:.2f}"
+
+    def _new_audit_entry(self, keys: DynamoItem, ts: int) -> DynamoItem:
+        rng = self.rng
+        return {
+            **keys,
+            "action": {"S": rng.pick(_AUDIT_ACTIONS)},
+            "actor": {"S": f"USER#usr-{rng.between(0, _USERS_PER_TENANT[1] - 1):04d}"},
+            "at": {"S": _iso_seconds(ts)},
+        }
+
+    def _new_api_key(self, keys: DynamoItem, ts: int) -> DynamoItem:
+        return {
+            **keys,
+            "label": {"S": f"integration {self.rng.between(1, 99)}"},
+            "scopes": {"SS": self.rng.subset(_API_SCOPES, 3)},
+        }
+
+    def _change_api_key(self, item: DynamoItem, ts: int) -> DynamoItem:
+        return {**item, "lastUsedAt": {"S": _iso_seconds(ts)}}
+
 
 # --------------------------------------------------------------------------- delivery
 
@@ -504,15 +694,17 @@ class _Renderer:
     NewImage of one event and reused as the OldImage of that key's next event.
     """
 
-    def __init__(self, rng: _Rng, record_format: str) -> None:
+    def __init__(self, rng: _Rng, record_format: str, source_tables: dict[str, str]) -> None:
         self.rng = rng
+        self._source_tables = source_tables
         self._streams_share = {"streams": 1.0, "kinesis": 0.0, "mixed": 0.5}[record_format]
         self._keys_json: dict[int, str] = {}
         self._last_image: dict[int, tuple[DynamoItem, str]] = {}
         self._arn_prefix = f"arn:aws:dynamodb:{SAMPLE_REGION}:{SAMPLE_ACCOUNT}:table/"
 
     def render(self, index: int, event: Event) -> str:
-        ts_us, table, keys, name, new, old, is_ttl = event
+        ts_us, raw_table, keys, name, new, old, is_ttl = event
+        table = self._source_tables[raw_table]
         rng = self.rng
         key_id = id(keys)
         keys_json = self._keys_json.get(key_id)
@@ -711,6 +903,10 @@ def _image_at(events: list[tuple[int, DynamoItem | None]], cutoff_us: int, *, in
             break
         image = state
     return image
+
+
+def _iso_seconds(micros: int) -> str:
+    return _from_epoch_us(micros).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _b64(data: bytes) -> str:

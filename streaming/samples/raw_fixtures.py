@@ -45,7 +45,7 @@ def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: 
     full.setdefault("_source_table", contract.table)
     full.setdefault("_ingested_at", ingested_at)
     full.setdefault("_contract_version", contract_version(contract))
-    # Both contracts partition on the last character of the partition key.
+    # Every packaged contract partitions on the last character of the partition key.
     partition_key_column = contract.attribute(contract.partition_key).column
     full.setdefault(contract.partition_column, str(full[partition_key_column])[-1:])
     return full

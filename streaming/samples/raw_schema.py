@@ -17,11 +17,11 @@ PARTITION_FOLDER_COLUMN = "_batch_id"
 
 
 def load_contract(raw_table: str) -> TableContract:
-    """The contract whose `raw_table` is `raw_table`."""
-    for contract in load_contracts().values():
-        if contract.raw_table == raw_table:
-            return contract
-    raise KeyError(f"no table contract has raw_table {raw_table!r}")
+    """The contract of raw table `raw_table` (a plain table, an entity or an unrouted table)."""
+    contracts = load_contracts()
+    if raw_table not in contracts:
+        raise KeyError(f"no table contract has raw_table {raw_table!r}; known: {sorted(contracts)}")
+    return contracts[raw_table]
 
 
 def raw_schema(raw_table: str) -> pa.Schema:
