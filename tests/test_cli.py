@@ -30,6 +30,14 @@ def test_generate_lands_jsonl_under_the_data_dir(tmp_path, capsys):
     assert f"wrote {len(lines)} records in {len(files)} files" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("tenants", "app_records"), [("0", False), ("2", True)])
+def test_generate_lands_the_app_tables_items_for_its_tenants(tmp_path, tenants, app_records):
+    assert main(["generate", "--data-dir", str(tmp_path), "--customers", "2", "--tenants", tenants]) == 0
+
+    lines = [line for path in (tmp_path / "landing").rglob("*.jsonl") for line in path.read_text().splitlines()]
+    assert any('"TENANT#' in line for line in lines) == app_records
+
+
 def test_data_dir_defaults_to_env(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path / "elsewhere"))
     assert default_data_dir() == tmp_path / "elsewhere"
@@ -298,6 +306,7 @@ def test_a_bad_path_is_refused_in_one_line(tmp_path, capsys, argv, said):
 @pytest.mark.parametrize("argv", [
     ["docs", "--port", "99999"], ["docs", "--port", "-1"], ["quarantine", "show", "--reason", "x", "--limit", "-1"],
     ["generate", "--customers", "-3"], ["generate", "--orders-per-customer", "-1"], ["generate", "--seed", "x"],
+    ["generate", "--tenants", "-1"], ["demo", "--tenants", "x"],
     ["dbt", "build", "--reprocess-from", "yesterday", "--reprocess-to", "2026-11-02"],
     ["dbt", "build", "--reprocess-from", "2026-11-03", "--reprocess-to", "2026-11-02"],
     ["dbt", "build", "--reprocess-from", "2026-11-03"],

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from streaming.cli.options import SINKS, add_batch_size_options, add_sink_option, interval_argument, positive_int
+from streaming.cli.options import (
+    SINKS,
+    add_batch_size_options,
+    add_sink_option,
+    interval_argument,
+    non_negative_int,
+    positive_int,
+)
 from streaming.io.layout import DataLayout
 from streaming.runtime.spark_session import DEFAULT_MASTER
 from streaming.samples.generator import LANDING_LAYOUTS, RECORD_FORMATS
@@ -14,6 +21,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--customers", type=positive_int, default=200)
     gen.add_argument("--orders-per-customer", type=positive_int, default=3)
+    gen.add_argument("--tenants", type=non_negative_int, default=None,
+                     help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
     gen.add_argument("--records-per-file", type=int, default=500)
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
@@ -43,6 +52,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     demo.add_argument("--skip-dbt", action="store_true", help="stop after the raw layer")
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--customers", type=positive_int, default=200)
+    demo.add_argument("--tenants", type=non_negative_int, default=None,
+                      help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
     demo.add_argument("--sink", choices=SINKS, default="auto")
     demo.set_defaults(run=demo_run)
 
@@ -50,7 +61,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
 def generate(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.operations.demo import generate as generate_landing
 
-    generate_landing(layout, seed=args.seed, customers=args.customers, orders_per_customer=args.orders_per_customer,
+    generate_landing(layout, seed=args.seed, customers=args.customers, tenants=args.tenants,
+                     orders_per_customer=args.orders_per_customer,
                      records_per_file=args.records_per_file, record_format=args.record_format,
                      file_layout=args.file_layout, gzip=args.gzip)
 
@@ -73,5 +85,5 @@ def status(args: argparse.Namespace, layout: DataLayout) -> None:
 def demo_run(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.operations.demo import run_demo
 
-    run_demo(layout, seed=args.seed, customers=args.customers, sink=args.sink, contracts_dir=args.contracts_dir,
-             build_marts=not args.skip_dbt)
+    run_demo(layout, seed=args.seed, customers=args.customers, tenants=args.tenants, sink=args.sink,
+             contracts_dir=args.contracts_dir, build_marts=not args.skip_dbt)

@@ -56,12 +56,20 @@ def size_argument(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
+    return _whole_number_from(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return _whole_number_from(text, 0)
+
+
+def _whole_number_from(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, not {value}")
     return value
 
 
