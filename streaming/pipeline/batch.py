@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
 from streaming.errors import OperatorError
-from streaming.pipeline.decode import MOVED_FROM, decode_records, split_by_table
+from streaming.pipeline.decode import MOVED_FROM, decode_records, rows_landing_in, split_by_table
 from streaming.pipeline.ordering import drop_duplicate_events
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,10 @@ def _cache(df: DataFrame, cached: list[DataFrame]) -> DataFrame:
     df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     cached.append(df)
     return df
+
+
+def _count_where(condition: Column) -> Column:
+    return F.count(F.when(condition, F.lit(1)))
 
 
 def _stat(df: DataFrame, name: str, value: Column | None = None) -> DataFrame:
@@ -215,17 +219,27 @@ class Pipeline:
             records = _cache(decode_records(envelope, self.contracts), cached)
             decoded, quarantine_rows = split_by_table(records, self.contracts)
             quarantine_rows = with_batch_metadata(quarantine_rows, ingested_at, batch_id)
-            change_rows: dict[str, DataFrame] = {}
-            # The decoded frame has one row per input record, so it counts the input
-            # without reading the source again.
-            stats = [
-                _stat(records, "in"),
-                _stat(quarantine_rows, "quarantined"),
-                _stat(records.where(F.col("_unusable_view_type").isNotNull()), "unusable_view_type"),
+            # First one job over the decoded records (it fills their cache): the input, the
+            # quarantine, and which raw tables get rows at all. A raw table without rows in
+            # this batch (common: a contract's other entities, a quiet table) costs no
+            # ordering plan, no count and no write; planning them took most of a small batch.
+            lands = rows_landing_in(self.contracts)
+            overview = records.agg(
+                F.count(F.lit(1)).alias("in"),
+                _count_where(F.col("reason").isNotNull()).alias("quarantined"),
+                _count_where(F.col("_unusable_view_type").isNotNull()).alias("unusable_view_type"),
                 # A record moving its item to another entity also lands a tombstone where it left.
-                _stat(records.where(F.col(MOVED_FROM).isNotNull() & F.col("reason").isNull()), "moved"),
-            ]
-            for table, contract in self.contracts.items():
+                _count_where(F.col(MOVED_FROM).isNotNull() & F.col("reason").isNull()).alias("moved"),
+                *[_count_where(lands[table]).alias(f"lands_{index}") for index, table in enumerate(self.contracts)],
+            ).collect()[0]
+            records_in, quarantined, moved = overview["in"], overview["quarantined"], overview["moved"]
+            if self.refuse_unusable_view_types and overview["unusable_view_type"]:
+                raise _unusable_view_type_error(records, batch_id)
+            active = [table for index, table in enumerate(self.contracts) if overview[f"lands_{index}"]]
+            change_rows: dict[str, DataFrame] = {}
+            stats = []
+            for table in active:
+                contract = self.contracts[table]
                 frame = decoded[table]
                 changes = drop_duplicate_events(frame, contract)
                 # Hudi reads the changes twice (change log, winners per key): they are kept.
@@ -239,15 +253,10 @@ class Pipeline:
                     _stat(frame, f"decoded:{table}", F.max(F.unix_micros("_event_ts"))),
                     _stat(changes, f"landed:{table}"),
                 ]
-            # One job computes every count (and fills the caches), instead of one
-            # planning round-trip per count.
-            counts = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()}
-            records_in = counts["in"]["rows"]
-            quarantined = counts["quarantined"]["rows"]
-            moved = counts["moved"]["rows"]
+            # One job computes the rows of every table that gets some (and fills the caches),
+            # counted on the very frames that are written.
+            counts = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()} if stats else {}
             decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows) - moved
-            if self.refuse_unusable_view_types and counts["unusable_view_type"]["rows"]:
-                raise _unusable_view_type_error(records, batch_id)
             # Checked before anything is written, so a decode bug stops the stream
             # instead of committing a batch that silently lost records.
             if decoded_rows + quarantined != records_in:
@@ -255,8 +264,14 @@ class Pipeline:
                     f"batch {batch_id}: {records_in} records in, but {decoded_rows} decoded + "
                     f"{quarantined} quarantined; every record must land or be quarantined"
                 )
-            for table, frame in change_rows.items():
-                self.sink.write(frame, self.contracts[table], batch_id, rows=counts[f"landed:{table}"]["rows"])
+            spark = records.sparkSession
+            for table, contract in self.contracts.items():
+                if table in change_rows:
+                    self.sink.write(change_rows[table], contract, batch_id, rows=counts[f"landed:{table}"]["rows"])
+                else:
+                    # Still told, so that a sink replaces whatever an earlier attempt of the batch left.
+                    empty = spark.createDataFrame([], change_log_schema(contract))
+                    self.sink.write(empty, contract, batch_id, rows=0)
             self.quarantine.write(quarantine_rows, batch_id, rows=quarantined)
         finally:
             for frame in cached:
@@ -270,7 +285,10 @@ class Pipeline:
         report = BatchReport(
             batch_id=batch_id,
             records_in=records_in,
-            landed={self.contracts[table].raw_table: counts[f"landed:{table}"]["rows"] for table in change_rows},
+            landed={
+                contract.raw_table: counts[f"landed:{table}"]["rows"] if table in change_rows else 0
+                for table, contract in self.contracts.items()
+            },
             quarantined=quarantined,
             unrouted=sum(
                 counts[f"landed:{table}"]["rows"] for table in change_rows if self.contracts[table].unrouted

@@ -230,6 +230,14 @@ def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -
     return partitioned.select(*[F.col(field.name).cast(field.dataType).alias(field.name) for field in fields])
 
 
+def rows_landing_in(contracts: Mapping[str, TableContract]) -> dict[str, Column]:
+    """Per raw table, whether a `decode_records` row lands a row there (the rows `valid_rows` keeps)."""
+    return {
+        table: F.col(_table_column(index)).isNotNull() & F.col("reason").isNull()
+        for index, table in enumerate(contracts)
+    }
+
+
 def invalid_rows(decoded: DataFrame) -> DataFrame:
     return decoded.where(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
 
