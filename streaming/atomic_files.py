@@ -1,4 +1,5 @@
-"""Writing a local file so that a reader sees the old content or the new, never a part.
+"""Writing a local file so that a reader sees the old content or the new, never a part;
+and reading back a folder of such JSON run records.
 
 Every state file the project keeps beside its data (the raw pointer, the stream identity,
 ledger entries, run records, registered contract versions) goes through here. Imports
@@ -37,3 +38,14 @@ def write_text_atomically(path: Path | str, text: str) -> None:
 def write_json_atomically(path: Path | str, document: Any, *, indent: int = 2) -> None:
     """`document` as indented JSON with a final newline, written atomically."""
     write_text_atomically(path, json.dumps(document, indent=indent) + "\n")
+
+
+def read_json_records(folder: Path) -> list[dict[str, Any]]:
+    """Every `*.json` record directly in `folder` (none when it does not exist), by file name.
+
+    The run logs of backfills and replays are such folders; the temporary files of
+    `write_text_atomically` end in `.tmp` and are never read.
+    """
+    if not folder.is_dir():
+        return []
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]

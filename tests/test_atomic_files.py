@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.atomic_files import write_json_atomically, write_text_atomically
+from streaming.atomic_files import read_json_records, write_json_atomically, write_text_atomically
 
 
 def test_a_write_creates_the_folder_and_replaces_the_old_content(tmp_path: Path) -> None:
@@ -39,3 +39,12 @@ def test_a_document_that_is_not_json_is_refused_before_anything_is_written(tmp_p
     with pytest.raises(TypeError):
         write_json_atomically(target, {"when": object()})
     assert not target.exists()
+
+
+def test_run_records_are_read_by_file_name_and_a_missing_folder_has_none(tmp_path: Path) -> None:
+    write_json_atomically(tmp_path / "runs" / "b.json", {"run": 2})
+    write_json_atomically(tmp_path / "runs" / "a.json", {"run": 1})
+    (tmp_path / "runs" / ".c.json.123.tmp").write_text("{half", encoding="utf-8")  # a write cut short
+
+    assert read_json_records(tmp_path / "runs") == [{"run": 1}, {"run": 2}]
+    assert read_json_records(tmp_path / "missing") == []

@@ -27,7 +27,6 @@ state: the ordering value decides it.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -38,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.atomic_files import write_json_atomically
+from streaming.atomic_files import read_json_records, write_json_atomically
 from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
@@ -181,9 +180,7 @@ def run_log_path(data_root: Path, export_id: str) -> Path:
 
 
 def _run_records(data_root: Path) -> list[dict[str, Any]]:
-    folder = data_root / BACKFILLS_FOLDER
-    return [json.loads(path.read_text(encoding="utf-8"))
-            for path in (sorted(folder.glob("*.json")) if folder.is_dir() else [])]
+    return read_json_records(data_root / BACKFILLS_FOLDER)
 
 
 def recorded_backfills(data_root: Path) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
-from streaming.atomic_files import write_json_atomically, write_text_atomically
+from streaming.atomic_files import read_json_records, write_json_atomically, write_text_atomically
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.errors import OperatorError
 from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout, require_data_dir
@@ -347,9 +347,7 @@ def replays_dir(data_root: Path) -> Path:
 
 def replay_runs(data_root: Path) -> list[dict[str, Any]]:
     """Every recorded replay of `data_root`, oldest first."""
-    folder = replays_dir(data_root)
-    runs = [json.loads(path.read_text(encoding="utf-8")) for path in folder.glob("*.json")] if folder.is_dir() else []
-    return sorted(runs, key=lambda run: run["started_at"])
+    return sorted(read_json_records(replays_dir(data_root)), key=lambda run: run["started_at"])
 
 
 def landed_record_ids(data_root: Path) -> set[str]:

@@ -49,7 +49,6 @@ the current contracts, which route these items directly.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.atomic_files import write_json_atomically
+from streaming.atomic_files import read_json_records, write_json_atomically
 from streaming.contracts.model import (
     CHANGE_RECORD_COLUMN,
     PIPELINE_COLUMNS,
@@ -182,9 +181,7 @@ def replays_dir(data_root: Path) -> Path:
 
 def replay_runs(data_root: Path) -> list[dict[str, Any]]:
     """Every recorded unrouted replay of `data_root`, oldest first."""
-    folder = replays_dir(data_root)
-    runs = [json.loads(path.read_text(encoding="utf-8")) for path in folder.glob("*.json")] if folder.is_dir() else []
-    return sorted(runs, key=lambda run: run["started_at"])
+    return sorted(read_json_records(replays_dir(data_root)), key=lambda run: run["started_at"])
 
 
 def unfinished_replays(data_root: Path) -> list[str]:
