@@ -233,7 +233,7 @@ def test_customer_history_keeps_every_version_in_event_order(incremental_runs) -
 def test_summarize_marts_lists_every_mart(incremental_runs) -> None:
     data_dir = incremental_runs.data_dir
     summary = summarize_marts(data_dir)
-    rows = dict(re.findall(r"^(\w+) +(\d+)$", summary, re.MULTILINE))
+    rows = dict(re.findall(r"^(\w+) +(\d+) *$", summary, re.MULTILINE))
     assert (rows["dim_customers"], rows["dim_customers_history"], rows["fct_order_lines"]) == ("5", "10", "5")
     assert "SHIPPED" in summary and "20.30" in summary
 
