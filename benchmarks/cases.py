@@ -187,6 +187,12 @@ def run_copy(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": time.monotonic() - started}
 
 
+def run_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.stages import profile_stages
+
+    return profile_stages(spark, params)
+
+
 def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def case(params: dict[str, Any]) -> dict[str, Any]:
         spark = _session(params)
@@ -215,6 +221,7 @@ def dbt_build_case(params: dict[str, Any]) -> dict[str, Any]:
 CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "stream": _with_session(run_stream_job),
     "copy": _with_session(run_copy),
+    "stages": _with_session(run_stages),
     "dbt": dbt_case,
     "dbt_build": dbt_build_case,
 }

@@ -1,4 +1,4 @@
-"""`make bench`: throughput, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
+"""`make bench`: throughput, per-stage cost, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
 
     python -m benchmarks.run [--sizes 100000,1000000,2000000] [--quick] [--dbt-rows N] ...
 
@@ -54,6 +54,8 @@ class BenchPlan:
     # App-table records of the routing-cost comparison, and runs of each of its two variants.
     routing_events: int = 1_000_000
     routing_rounds: int = 2
+    # Records of the per-stage profile (benchmarks/stages.py), a prefix of the largest set.
+    stages_events: int = 500_000
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
@@ -62,7 +64,8 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
                          dbt_rows=100_000, memory_events=20_000, memory_driver_memory="1g",
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
                          freshness_drop_interval_s=2.3, scaling_events=20_000,
-                         microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1)
+                         microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1,
+                         stages_events=20_000)
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
@@ -79,6 +82,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "freshness_files": args.freshness_files,
         "routing_events": args.routing_events,
         "routing_rounds": args.routing_rounds,
+        "stages_events": args.stages_events,
     }
     return BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
 
@@ -196,6 +200,10 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         lines.append(f"           CPU seconds of the job's processes: routed {routing['routed_cpu_seconds']:.1f}, "
                      f"flat {routing['flat_cpu_seconds']:.1f}; routing share "
                      f"{_fmt_ratio(routing['routing_cpu_share'], TARGET_ROUTING_SHARE, at_most=True)}")
+    stages = results.get("stages")
+    if stages:
+        costs = "  ".join(f"{stage} {stages['us_per_record'][stage]:.1f}" for stage in stages["us_per_record"])
+        lines.append(f"stages     {stages['records']:,} events, us per record (wall, all cores): {costs}")
     scaling = results.get("scaling")
     if scaling:
         lines.append(f"scaling    local[2]/local[1] job speed-up {scaling['job_speedup']:.2f}, copy speed-up {scaling['copy_speedup']:.2f}")
@@ -245,14 +253,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--routing-events", type=int,
                         help="app-table events of the routing-cost comparison (default 1M)")
     parser.add_argument("--routing-rounds", type=int, help="runs of each routing variant (default 2; the fastest counts)")
-    parser.add_argument("--only", help="comma-separated sections: throughput,routing,scaling,microbatches,dbt,memory,"
-                                       "freshness")
+    parser.add_argument("--stages-events", type=int,
+                        help="records of the per-stage profile (default 500k; a prefix of the largest size)")
+    parser.add_argument("--only", help="comma-separated sections: throughput,stages,routing,scaling,microbatches,dbt,"
+                                       "memory,freshness")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
+SECTIONS = ("throughput", "stages", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     base: LandingSet | None = None
-    if {"throughput", "scaling", "memory"} & set(sections):
-        largest = max(plan.sizes)
+    if {"throughput", "stages", "scaling", "memory"} & set(sections):
+        largest = max(plan.sizes) if {"throughput", "scaling", "memory"} & set(sections) else plan.stages_events
         progress(f"generating {largest:,} landing records")
         base = generate_landing(work / "landing-base", largest, records_per_file=plan.records_per_file)
         progress(f"generated {base.records:,} records in {len(base.files)} files")
@@ -295,6 +305,16 @@ def main(argv: list[str] | None = None) -> int:
             return rows
 
         section("throughput", throughput)
+    if "stages" in sections and base:
+        def stages() -> dict[str, Any]:
+            landing = prefix_set(base, min(plan.stages_events, base.records), work / "landing-stages")
+            progress(f"stages: where the job's time goes, {landing.records:,} events ...")
+            run = run_case("stages", {"label": "stages", "landing_dir": str(landing.root),
+                                      "work_dir": str(work / "stages")})
+            shutil.rmtree(work / "stages", ignore_errors=True)
+            return run.result
+
+        section("stages", stages)
     if "routing" in sections:
         def routing() -> dict[str, Any]:
             progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "

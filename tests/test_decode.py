@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
-from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch
+from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections
 
 pytestmark = pytest.mark.spark
 
@@ -345,6 +345,21 @@ def test_ordering_value_stays_utc_in_another_session_time_zone(spark, contracts)
         spark.conf.set("spark.sql.session.timeZone", "UTC")
 
     assert row["_ordering_value"][:20] == "20231105053000000000"
+
+
+def test_the_decode_projections_are_built_once_per_set_of_contracts(spark, contracts):
+    decode_projections.cache_clear()
+    rows = []
+    for created in (1_700_000_000_000, 1_700_000_001_000):
+        tables, _ = decode_batch(envelope(spark, customer(created=created)), contracts)
+        rows += tables["customers"].select("_event_ts").collect()
+    narrower = {"customers": contracts["customers"]}
+    decode_batch(envelope(spark, customer()), narrower)
+
+    info = decode_projections.cache_info()
+    # The second batch reused the first one's projections and still read its own record.
+    assert (info.misses, info.hits) == (2, 1)
+    assert [row["_event_ts"] for row in rows] == [utc(2023, 11, 14, 22, 13, 20), utc(2023, 11, 14, 22, 13, 21)]
 
 
 BAD_SEQUENCE_CASES = [

@@ -165,13 +165,13 @@ def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contr
 def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_path, contracts, monkeypatch):
     import streaming.pipeline.batch as pipeline_module
 
-    real_split = pipeline_module.split_by_table
+    real_rows = pipeline_module.table_rows
 
-    def lossy_split(decoded, contracts):
-        tables, quarantine = real_split(decoded, contracts)
-        return {**tables, "orders": tables["orders"].limit(0)}, quarantine
+    def lossy_rows(decoded, contracts, table):
+        rows = real_rows(decoded, contracts, table)
+        return rows.limit(0) if table == "orders" else rows
 
-    monkeypatch.setattr(pipeline_module, "split_by_table", lossy_split)
+    monkeypatch.setattr(pipeline_module, "table_rows", lossy_rows)
     lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
     with pytest.raises(RecordsLostError, match="2 records in, but 1 decoded"):
         pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)

@@ -72,9 +72,9 @@ first that applies in this order:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import reduce
+from functools import lru_cache, reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import (
@@ -94,7 +94,7 @@ from streaming.pipeline.attributes import (
     image_schema,
     is_missing,
 )
-from streaming.pipeline.envelope import parse_records
+from streaming.pipeline.envelope import SOURCE_ERROR, Projections, parse_projections, project
 from streaming.pipeline.extras import container_attributes, extra_attributes, outline_schema
 from streaming.pipeline.routing import route_records
 
@@ -126,11 +126,12 @@ def split_by_table(
     (`_source_table`, `reason`, `payload`, `source_ref`) of a `decode_records` frame.
     Every record lands in exactly one of them.
     """
-    tables = {
-        table: valid_rows(decoded, contract, _table_column(index))
-        for index, (table, contract) in enumerate(contracts.items())
-    }
-    return tables, invalid_rows(decoded)
+    return {table: table_rows(decoded, contracts, table) for table in contracts}, invalid_rows(decoded)
+
+
+def table_rows(decoded: DataFrame, contracts: Mapping[str, TableContract], table: str) -> DataFrame:
+    """One raw table's rows of a `decode_records` frame, as `split_by_table` gives them."""
+    return valid_rows(decoded, contracts[table], _table_column(list(contracts).index(table)))
 
 
 def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) -> DataFrame:
@@ -141,25 +142,42 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     raw columns (null unless the record belongs to that table). The partition column is
     added later, per table, by `valid_rows`.
     """
-    for contract in contracts.values():
-        check_partition_expression(envelope.sparkSession, contract, evaluate=False)
-    parsed = parse_records(envelope, {contract.table for contract in contracts.values()})
-    routed, routing = route_records(parsed, contracts)
-    tables = list(contracts.values())
+    projections = decode_projections(envelope.sparkSession, tuple(contracts.items()), SOURCE_ERROR in envelope.columns)
+    return project(envelope, projections)
+
+
+@lru_cache(maxsize=8)
+def decode_projections(
+    spark: SparkSession, contracts: tuple[tuple[str, TableContract], ...], has_source_error: bool
+) -> Projections:
+    """The projections `decode_records` applies, built once per set of contracts (and
+    their partition expressions checked, see `check_partition_expression`).
+
+    They are expressions only, independent of any batch's data. Building them takes
+    thousands of calls into the JVM for the packaged contracts, more time than Spark's
+    analysis of them, so a stream builds them for its first micro-batch only.
+    """
+    for _, contract in contracts:
+        check_partition_expression(spark, contract, evaluate=False)
+    tables = [contract for _, contract in contracts]
+    names = [name for name, _ in contracts]
+    parsing = parse_projections({contract.table for contract in tables}, has_source_error)
+    route_values, routing = route_records(dict(contracts))
     # Whether the record lands in the i-th raw table, and whether it moves its item out of
     # it (routing.py); computed once per record, each read many times below.
-    routes = routed.select(
-        "*",
-        *[routing.lands[name].alias(_lands_column(index)) for index, name in enumerate(contracts)],
-        *[routing.leaves[name].alias(_leaves_column(index)) for index, name in enumerate(contracts)],
+    routes = (
+        F.col("*"),
+        *route_values,
+        *[routing.lands[name].alias(_lands_column(index)) for index, name in enumerate(names)],
+        *[routing.leaves[name].alias(_leaves_column(index)) for index, name in enumerate(names)],
     )
     owned = [F.col(_lands_column(index)) for index in range(len(tables))]
     left = [F.col(_leaves_column(index)) for index in range(len(tables))]
     # Three projections, each reading the previous one's columns: referenced twice in
     # one projection, a parse would run twice.
     is_deleted = F.col("_is_deleted")
-    typed = routes.select(
-        "*",
+    typed = (
+        F.col("*"),
         *[
             F.when(own | leaves, F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
             .alias(_typed_column(index))
@@ -172,15 +190,14 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
         ],
     )
     keys = [set(contract.key_attributes) for contract in tables]
-    descriptors = typed.select(
-        "_source_table",
-        "_record_error",
-        "_unusable_view_type",
-        "payload",
-        "source_ref",
-        *_SHARED_METADATA,
-        *[F.col(_lands_column(index)) for index in range(len(tables))],
-        *[F.col(_leaves_column(index)) for index in range(len(tables))],
+    descriptors = (
+        *[
+            F.col(name)
+            for name in ("_source_table", "_record_error", "_unusable_view_type", "payload", "source_ref",
+                         *_SHARED_METADATA)
+        ],
+        *owned,
+        *left,
         *[
             descriptor(
                 F.col(_typed_column(index)), spec, own | leaves if spec.name in keys[index] else own & ~is_deleted
@@ -200,8 +217,8 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
         *[F.when(own, _table_reason(contract, index)) for index, (contract, own) in enumerate(zip(tables, owned))],
     )
     unusable_view_type = F.col("_unusable_view_type")
-    return descriptors.select(
-        "_source_table",
+    decoded = (
+        F.col("_source_table"),
         reason.alias("reason"),
         # Only the quarantine needs the payload; valid rows do not carry it further.
         F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
@@ -218,6 +235,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
     )
+    return (*parsing, routes, typed, descriptors, decoded)
 
 
 def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -> DataFrame:

@@ -39,6 +39,14 @@ _INVALID_UTF8 = "_invalid_utf8"
 SOURCE_ERROR = "source_error"
 IMAGES = ("Keys", "NewImage", "OldImage")
 _RECORD = "_record"
+# Projections applied one after another, each reading the previous one's columns.
+Projections = tuple[tuple[Column, ...], ...]
+
+
+def project(frame: DataFrame, projections: Projections) -> DataFrame:
+    for columns in projections:
+        frame = frame.select(*columns)
+    return frame
 
 PAYLOAD_SCHEMA = T.StructType(
     [
@@ -71,13 +79,16 @@ PAYLOAD_SCHEMA = T.StructType(
 )
 
 
-def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFrame:
-    """Parse each payload once into the table-independent metadata of the change.
+def parse_projections(table_names: Collection[str], has_source_error: bool) -> Projections:
+    """The projections that parse each payload once into the table-independent metadata
+    of the change, applied in order to an envelope (with a `source_error` column when
+    `has_source_error`). They hold no data, so the decoder builds them once and reuses
+    them for every micro-batch.
 
-    `_record_error` holds the first record-level quarantine reason (null when the
-    record can be routed to its table); `_image` is the JSON text of the image the
-    item's attribute values are read from (NewImage, or the key attributes for a
-    REMOVE); `_keys` and `_old_image` are the Keys' and the OldImage's;
+    The last one's columns: `_record_error` holds the first record-level quarantine
+    reason (null when the record can be routed to its table); `_image` is the JSON text
+    of the image the item's attribute values are read from (NewImage, or the key
+    attributes for a REMOVE); `_keys` and `_old_image` are the Keys' and the OldImage's;
     `_unusable_view_type` is the record's StreamViewType when it is one of
     `UNUSABLE_VIEW_TYPES` and the record belongs to one of `table_names`.
     """
@@ -85,15 +96,16 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     # raw would make its Parquet unreadable (pyarrow, Athena), so such a payload is
     # replaced by its readable form (U+FFFD for each bad sequence) and quarantined.
     readable = F.decode(F.encode("payload", "UTF-8"), "UTF-8")
-    source_error = F.col(SOURCE_ERROR) if SOURCE_ERROR in envelope.columns else F.lit(None).cast("string")
-    with_record = envelope.select(
+    source_error = F.col(SOURCE_ERROR) if has_source_error else F.lit(None).cast("string")
+    envelope = (
         readable.alias("payload"),
         F.coalesce(F.col("payload") != readable, F.lit(False)).alias(_INVALID_UTF8),
         source_error.alias(SOURCE_ERROR),
-        "source_ref",
-        "kinesis_sequence_number",
-    ).select(
-        "*",
+        F.col("source_ref"),
+        F.col("kinesis_sequence_number"),
+    )
+    with_record = (
+        F.col("*"),
         F.from_json("payload", PAYLOAD_SCHEMA, {"columnNameOfCorruptRecord": _CORRUPT}).alias(_RECORD),
     )
     record = F.col(_RECORD)
@@ -103,8 +115,8 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     # try_cast has no Column method in PySpark 3.5; with ANSI mode a plain cast would
     # fail the whole batch on one malformed time.
     event_time = F.expr(f"try_cast({_RECORD}.dynamodb.ApproximateCreationDateTime AS decimal(38,9))")
-    with_time = with_record.select(
-        "*",
+    with_time = (
+        F.col("*"),
         F.coalesce(
             record["tableName"],
             F.nullif(F.regexp_extract(record["eventSourceARN"], r":table/([^/]+)", 1), F.lit("")),
@@ -114,8 +126,9 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         ).alias("_sequence_number"),
         event_time.alias("_event_time"),
     )
-    with_micros = with_time.select(
-        "*", _event_micros(F.col("_event_time"), stream["ApproximateCreationDateTimePrecision"]).alias("_micros")
+    with_micros = (
+        F.col("*"),
+        _event_micros(F.col("_event_time"), stream["ApproximateCreationDateTimePrecision"]).alias("_micros"),
     )
     table = F.col("_source_table")
     sequence_number = F.col("_sequence_number")
@@ -130,7 +143,7 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
     is_ttl_delete = is_deleted & F.coalesce(
         (identity_type == TTL_IDENTITY_TYPE) & (principal == TTL_PRINCIPAL), F.lit(False)
     )
-    known_table = F.coalesce(table.isin(list(table_names)), F.lit(False))
+    known_table = F.coalesce(table.isin(sorted(table_names)), F.lit(False))
     # Spark writes an object read as text back out as JSON, so it starts with `{`; a
     # JSON string holding such text would pass too, and is then decoded as the image.
     images_are_objects = reduce(
@@ -147,9 +160,9 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         .when(sequence_number.isNull(), reasons.INVALID_SEQUENCE_NUMBER)
         .when(~is_deleted & stream["NewImage"].isNull(), reasons.MISSING_NEW_IMAGE)
     )
-    parsed = with_micros.select(
-        "payload",
-        "source_ref",
+    parsed = (
+        F.col("payload"),
+        F.col("source_ref"),
         record_error.alias("_record_error"),
         table.alias("_source_table"),
         event_name.alias("_event_name"),
@@ -170,7 +183,7 @@ def parse_records(envelope: DataFrame, table_names: Collection[str]) -> DataFram
         F.when(known_table & stream["StreamViewType"].isin(list(UNUSABLE_VIEW_TYPES)), stream["StreamViewType"])
         .alias("_unusable_view_type"),
     )
-    return parsed
+    return (envelope, with_record, with_time, with_micros, parsed)
 
 
 def _event_micros(value: Column, precision: Column) -> Column:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -42,8 +42,9 @@ class Routing:
     leaves: dict[str, Column]
 
 
-def route_records(parsed: DataFrame, contracts: Mapping[str, TableContract]) -> tuple[DataFrame, Routing]:
-    """`parsed` (envelope.parse_records) plus the columns routing reads, and the routing.
+def route_records(contracts: Mapping[str, TableContract]) -> tuple[tuple[Column, ...], Routing]:
+    """The columns routing reads, to be added to the parsed records (envelope.py's
+    projections), and the routing, whose conditions read them.
 
     Each routed DynamoDB table's routing values are parsed once per record, as S text:
     the key attributes from the record's Keys when its routes read keys only, else the
@@ -73,7 +74,6 @@ def route_records(parsed: DataFrame, contracts: Mapping[str, TableContract]) -> 
             columns.append(
                 F.when(belongs[table], F.from_json("_old_image", _values_schema(attributes))).alias(_old(index))
             )
-    with_values = parsed.select("*", *columns) if columns else parsed
 
     lands: dict[str, Column] = {}
     leaves: dict[str, Column] = {}
@@ -108,7 +108,7 @@ def route_records(parsed: DataFrame, contracts: Mapping[str, TableContract]) -> 
             & _lands(contract.route, before, contract, keys, old_values)
             & ~lands[name]
         )
-    return with_values, Routing(lands=lands, leaves=leaves)
+    return tuple(columns), Routing(lands=lands, leaves=leaves)
 
 
 def _lands(
