@@ -103,6 +103,27 @@ def test_the_schema_given_copy_writes_what_the_inferring_copy_writes(spark, tmp_
 
 
 @pytest.mark.spark
+def test_the_stage_profile_covers_every_stage_and_leaves_the_decode_whole(spark, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    from benchmarks.stages import STAGES, profile_stages
+    from streaming.contracts.model import load_contracts
+    from streaming.io.sources import landing_files_batch
+    from streaming.pipeline import decode
+
+    landing = generate_landing(tmp_path / "landing", 60, records_per_file=100, seed=9)
+    profile = profile_stages(spark, {"landing_dir": str(landing.root), "work_dir": str(tmp_path / "work"), "rounds": 1})
+
+    assert profile["records"] == landing.records
+    assert set(profile["us_per_record"]) == set(STAGES) == set(profile["seconds"])
+    assert profile["process_batch_seconds"] > 0
+    # The typing-only variant swaps the extras out for its run alone.
+    contracts = load_contracts()
+    tables, _ = decode.decode_batch(landing_files_batch(spark, str(landing.root)), contracts)
+    assert sum(rows.where(F.col("_extra_attributes").isNotNull()).count() for rows in tables.values()) > 0
+
+
+@pytest.mark.spark
 def test_property_drill_change_log_holds_each_batch_s_distinct_events_and_converges(spark) -> None:
     records, expected = key_history_records([["PUT", "PUT", "REMOVE"], ["PUT", "PUT"]])
     k0e0, k0e1, k0e2, k1e0, k1e1 = (line for _, _, line in records)

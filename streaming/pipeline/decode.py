@@ -130,7 +130,11 @@ def split_by_table(
 
 
 def table_rows(decoded: DataFrame, contracts: Mapping[str, TableContract], table: str) -> DataFrame:
-    """One raw table's rows of a `decode_records` frame, as `split_by_table` gives them."""
+    """One raw table's rows of a `decode_records` frame, as `split_by_table` gives them.
+
+    The frame must be cached or fenced (`decode_batch`): over the bare decode plan Spark
+    pushes this filter into the projections, and planning that once ran out of a 1 GB heap.
+    """
     return valid_rows(decoded, contracts[table], _table_column(list(contracts).index(table)))
 
 
