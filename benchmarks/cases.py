@@ -82,6 +82,8 @@ class KillableSink:
         self.plan = plan
         # The pipeline caches a batch's changes or not as the wrapped sink reads them.
         self.reads_changes_once = getattr(inner, "reads_changes_once", False)
+        # A planned kill names a write by its order, so the writes then run one by one.
+        self.writes_tables_concurrently = getattr(inner, "writes_tables_concurrently", False) and plan.batch_id is None
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -348,3 +349,35 @@ def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(spark, tmp_pat
     assert report.landed == {"customers": 1, "orders": 1} and report.duplicates_dropped == 1
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
     assert LocalParquetSink.reads_changes_once
+
+
+class ThreadRecordingSink:
+    """A sink that may write tables at once; it records the thread of each write and fails
+    the tables it is told to."""
+
+    writes_tables_concurrently = True
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing = failing
+        self.threads: dict[str, str] = {}
+
+    def write(self, changes, contract, batch_id, rows=None) -> None:
+        self.threads[contract.table] = threading.current_thread().name
+        if contract.table in self.failing:
+            raise OSError(f"disk full writing {contract.table}")
+
+
+def test_a_sink_that_allows_it_gets_its_tables_written_at_once_and_one_failure_fails_the_batch(
+        spark, tmp_path, contracts):
+    lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
+    sink = ThreadRecordingSink(failing=set())
+    Pipeline(contracts, sink, QuarantineWriter(str(tmp_path))).process_batch(envelope_of(spark, lines), 0)
+    assert set(sink.threads) == {"customers", "orders"}
+    assert all(name.startswith("raw-write") for name in sink.threads.values())
+
+    failing = ThreadRecordingSink(failing={"customers"})
+    with pytest.raises(OSError, match="disk full writing customers"):
+        Pipeline(contracts, failing, QuarantineWriter(str(tmp_path))).process_batch(envelope_of(spark, lines), 1)
+    # The other table was still written, and nothing reached the quarantine or the commit.
+    assert set(failing.threads) == {"customers", "orders"}
+    assert not (tmp_path / "quarantine" / "_batch_id=1").exists()

@@ -81,6 +81,8 @@ class LocalParquetSink:
 
     # One Parquet write per table reads the changes once: the pipeline need not cache them.
     reads_changes_once = True
+    # Each table's batch is staged in its own scratch folder and renamed into place.
+    writes_tables_concurrently = True
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip("/")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import reduce
+from functools import partial, reduce
 from typing import Protocol
 
 from pyspark import StorageLevel
@@ -29,6 +30,8 @@ from streaming.pipeline.ordering import drop_duplicate_events
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+# Raw-table writes running at once for a sink that allows it (`writes_tables_concurrently`).
+CONCURRENT_WRITES = 2
 
 
 def utc_now() -> datetime:
@@ -41,6 +44,8 @@ class RawSink(Protocol):
     A sink that reads each table's changes in one pass can declare it with a class
     attribute `reads_changes_once = True`; the pipeline then leaves them uncached (see
     Pipeline.process_batch). Without it, they are cached for the sink's several reads.
+    A sink whose writes of different tables may run at once (in threads, as concurrent
+    Spark jobs) declares `writes_tables_concurrently = True`.
     """
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
@@ -218,6 +223,28 @@ class Pipeline:
         self.refuse_unusable_view_types = refuse_unusable_view_types
         # Per-batch counts for alarms (CloudWatch on Glue); nothing is published locally.
         self.metrics = metrics or NoMetricsPublisher()
+        self._writers: ThreadPoolExecutor | None = None
+
+    def _run_writes(self, writes: list[Callable[[], None]]) -> None:
+        """Every raw table's write; concurrent Spark jobs when the sink allows it.
+
+        Each write is a job of its own whose driver-side work (planning, committing files)
+        leaves the cores idle; running two at a time lets one job's tasks fill them. A
+        failed write fails the batch once the others have ended; its replay replaces
+        whatever any of them wrote.
+        """
+        if not getattr(self.sink, "writes_tables_concurrently", False) or len(writes) < 2:
+            for write in writes:
+                write()
+            return
+        if self._writers is None:
+            self._writers = ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="raw-write")
+        futures = [self._writers.submit(write) for write in writes]
+        wait(futures)
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
 
     def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
         started = time.monotonic()
@@ -277,13 +304,15 @@ class Pipeline:
                     f"{quarantined} quarantined; every record must land or be quarantined"
                 )
             spark = records.sparkSession
-            for table, contract in self.contracts.items():
-                if table in change_rows:
-                    self.sink.write(change_rows[table], contract, batch_id, rows=counts[f"landed:{table}"]["rows"])
-                else:
-                    # Still told, so that a sink replaces whatever an earlier attempt of the batch left.
-                    empty = spark.createDataFrame([], change_log_schema(contract))
-                    self.sink.write(empty, contract, batch_id, rows=0)
+            writes = [
+                partial(self.sink.write, change_rows[table], contract, batch_id, rows=counts[f"landed:{table}"]["rows"])
+                if table in change_rows
+                # Still told, so that a sink replaces whatever an earlier attempt of the batch left.
+                else partial(self.sink.write, spark.createDataFrame([], change_log_schema(contract)), contract,
+                             batch_id, rows=0)
+                for table, contract in self.contracts.items()
+            ]
+            self._run_writes(writes)
             self.quarantine.write(quarantine_rows, batch_id, rows=quarantined)
         finally:
             for frame in cached:
