@@ -17,6 +17,12 @@ _ROW = "__row"
 _UNMERGED = "__unmerged"
 
 
+def ordering_columns(contract: TableContract) -> list[str]:
+    """The columns `drop_duplicate_events` groups and orders by: on these alone it keeps
+    as many rows as on the whole change."""
+    return [*contract.key_columns, "_event_id", "_ordering_value"]
+
+
 def drop_duplicate_events(df: DataFrame, contract: TableContract) -> DataFrame:
     """One row per `_event_id`, hash-partitioned by the record key.
 
