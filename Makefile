@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The Hudi Spark bundle (Glue 5.1's Hudi 1.0.2) from Maven Central, pinned by SHA-256 in
+# streaming/runtime/jars.py, into .venv/jars/ where the local Spark session loads it.
+JARS_STAMP := $(VENV)/jars/.fetched
 # checkov pins boto3 and others below the project's, so it gets a virtualenv of its own.
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
@@ -13,7 +16,7 @@ CONFIG ?= deploy/config.example.yml
 
 .PHONY: venv demo test test-fast lint bench drills clean synth deploy destroy node
 
-venv: $(STAMP)
+venv: $(STAMP) $(JARS_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 12) else "Python 3.11 or 3.12 is required (Glue 5.1 runs 3.11; choose one with make PYTHON=python3.11); found " + sys.version.split()[0])'
@@ -25,6 +28,10 @@ $(STAMP): pyproject.toml constraints.txt
 		$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,deploy,java]"; \
 	fi
 	@touch $(STAMP)
+
+# Without Maven Central the Hudi sink cannot run; everything else (and --sink parquet) still does.
+$(JARS_STAMP): $(STAMP) streaming/runtime/jars.py
+	@if $(BIN)/python -m streaming.runtime.jars fetch; then touch $@; fi
 
 demo: venv
 	$(BIN)/lakehouse demo

@@ -123,7 +123,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     landing = Path(params["landing_dir"])
     query_name = params.get("query_name", QUERY_NAME)
     trigger = params.get("trigger", "available-now")
-    options = StreamOptions(trigger=trigger, interval=params.get("interval", "10 seconds"), sink="local",
+    options = StreamOptions(trigger=trigger, interval=params.get("interval", "10 seconds"), sink="parquet",
                             max_files_per_trigger=params.get("max_files_per_trigger"),
                             max_bytes_per_trigger=params.get("max_bytes_per_trigger"),
                             query_name=query_name, checkpoint_name=query_name)

@@ -59,7 +59,7 @@ def cli_environment() -> dict[str, str]:
 
 
 def stream_command(data_dir: Path, master: str, files_per_batch: int) -> list[str]:
-    return [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data_dir), "--sink", "local",
+    return [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data_dir), "--sink", "parquet",
             "--master", master, "--max-files-per-trigger", str(files_per_batch)]
 
 

@@ -14,6 +14,20 @@ def spark():
 
 
 @pytest.fixture
+def hudi_spark(spark):
+    """The session, with the Hudi bundle `make venv` fetched. A missing bundle fails the
+    test instead of skipping it: these machines reach Maven Central, so a Hudi test that
+    cannot run means the set-up is broken, not that Hudi is out of reach."""
+    from streaming.io.hudi_sink import hudi_bundle_available
+    from streaming.runtime.jars import HUDI_SPARK_BUNDLE, jars_dir
+
+    if not hudi_bundle_available(spark):
+        pytest.fail(f"the Hudi bundle {HUDI_SPARK_BUNDLE.file_name} is not on the session's classpath "
+                    f"(looked in {jars_dir()}): run `make venv` to fetch it")
+    return spark
+
+
+@pytest.fixture
 def mocked_aws(monkeypatch):
     """moto's in-process AWS (every service), with moto's documented dummy credentials, in
     eu-west-1: a test's AWS clients reach nothing outside this process."""
@@ -39,6 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if "hudi_spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.hudi)
         folder = Path(str(item.path)).relative_to(tests_dir).parts[0]
         if folder in _FOLDER_MARKS:
             item.add_marker(getattr(pytest.mark, _FOLDER_MARKS[folder]))

@@ -88,14 +88,14 @@ def lakes(spark, cdc, exports, tmp_path_factory):
     root = tmp_path_factory.mktemp("lakes")
     bootstrap, cdc_only = DataLayout(root / "bootstrap"), DataLayout(root / "cdc_only")
     printed: list[str] = []
-    results = {table: backfill(bootstrap, path, sink="local", spark=spark, out=printed.append)
+    results = {table: backfill(bootstrap, path, sink="parquet", spark=spark, out=printed.append)
                for table, path in exports.items()}
     cutoff_us = int((EXPORT_TIME - OVERLAP).timestamp() * 1_000_000)
     overlapping = [record for record, event_us in zip(cdc.records, cdc.arrival_times_us) if event_us >= cutoff_us]
     land(bootstrap.landing, overlapping)
-    stream(bootstrap, sink="local", spark=spark, out=printed.append)
+    stream(bootstrap, sink="parquet", spark=spark, out=printed.append)
     land(cdc_only.landing, cdc.records)
-    stream(cdc_only, sink="local", spark=spark, out=printed.append)
+    stream(cdc_only, sink="parquet", spark=spark, out=printed.append)
     export_us = int(EXPORT_TIME.timestamp() * 1_000_000)
     overlap_events = [t for t in cdc.arrival_times_us if t >= cutoff_us]
     return {"bootstrap": bootstrap, "cdc_only": cdc_only, "results": results, "printed": printed,
@@ -144,7 +144,7 @@ def test_backfill_retry_rewrites_the_same_folders_with_the_same_rows(spark, lake
     folders_before = sorted(p.name for p in (layout.raw / f"{ORDERS}_changes").glob("*/*"))
     rows_before = batch_rows(folder)
 
-    again = backfill(layout, exports[ORDERS], sink="local", spark=spark, out=lambda _: None)
+    again = backfill(layout, exports[ORDERS], sink="parquet", spark=spark, out=lambda _: None)
 
     assert again.batch_id == first.batch_id
     assert sorted(p.name for p in (layout.raw / f"{ORDERS}_changes").glob("*/*")) == folders_before
@@ -274,7 +274,7 @@ def test_dry_run_refuses_the_lines_the_real_run_would_refuse(exports, tmp_path, 
     ]
 
     for dry_run in (["--dry-run"], []):
-        code = main(["backfill", "--data-dir", str(data_dir), "--export", str(export_dir), "--sink", "local", *dry_run])
+        code = main(["backfill", "--data-dir", str(data_dir), "--export", str(export_dir), "--sink", "parquet", *dry_run])
         captured = capsys.readouterr()
         assert code == 2, dry_run
         assert "is valid" not in captured.out and "Traceback" not in captured.err
@@ -306,7 +306,7 @@ def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path)
     export_dir = write_full_export(tmp_path / "exports", "inventory", items, EXPORT_TIME, contracts=contracts)
     layout = DataLayout(tmp_path / "data")
 
-    result = backfill(layout, export_dir, sink="local", contracts_dir=str(contracts_dir), spark=spark,
+    result = backfill(layout, export_dir, sink="parquet", contracts_dir=str(contracts_dir), spark=spark,
                       out=lambda _: None)
 
     assert result.landed == len(items) and result.quarantined == 0
@@ -427,7 +427,7 @@ def app_backfills(spark, tmp_path_factory):
     full = write_app_full_export(root / "exports", APP_FULL, EXPORT_TIME)
     incremental = write_app_incremental_export(root / "exports", APP_INCREMENT, EXPORT_TIME, INCREMENT_END)
     layout = DataLayout(root / "data")
-    results = [backfill(layout, export, table="app", sink="local", spark=spark, out=lambda _: None)
+    results = [backfill(layout, export, table="app", sink="parquet", spark=spark, out=lambda _: None)
                for export in (full, incremental)]
     return layout, results
 

@@ -107,7 +107,7 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
     record_demo_output(layout.root)  # an earlier demo wrote it
     printed: list[str] = []
 
-    result = run_demo(layout, seed=9, customers=8, tenants=3, record_format="streams", sink="local", spark=spark,
+    result = run_demo(layout, seed=9, customers=8, tenants=3, record_format="streams", sink="parquet", spark=spark,
                       out=printed.append)
 
     assert not stale.exists(), "the demo starts from a fresh data directory"
@@ -199,7 +199,7 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
     # A second demo with another seed starts clean: its marts hold its own customers only,
     # nothing of the first demo's incremental tables.
     assert (layout.root / DEMO_MARKER).is_file()
-    run_demo(layout, seed=2, customers=3, record_format="streams", sink="local", spark=spark, out=lambda _: None)
+    run_demo(layout, seed=2, customers=3, record_format="streams", sink="parquet", spark=spark, out=lambda _: None)
     second = generate_cdc(seed=2, customers=3, record_format="streams")
     live_ids = Counter(key[0] for key, item in second.expected_state[CUSTOMERS].items() if item is not None)
     with duckdb.connect(str(layout.root / "lakehouse.duckdb"), read_only=True) as con:

@@ -270,7 +270,7 @@ def test_the_interval_check_agrees_with_spark(spark):
 def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
     data = tmp_path / "data"
     assert main(["generate", "--data-dir", str(data), "--customers", "3", "--records-per-file", "40"]) == 0
-    stream = LakehouseProcess(["stream", "--data-dir", str(data), "--sink", "local", "--trigger", "processing-time",
+    stream = LakehouseProcess(["stream", "--data-dir", str(data), "--sink", "parquet", "--trigger", "processing-time",
                                "--interval", "1 hour", "--max-bytes-per-trigger", "64m"], cwd=tmp_path)
     try:
         stream.wait_until(lambda: "\nrunning:" in "\n" + stream.out, "the stream's start")

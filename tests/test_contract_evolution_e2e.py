@@ -54,7 +54,7 @@ def evolved(spark, tmp_path_factory):
                         malformed_rate=0.0)
     from streaming.operations.stream import stream
 
-    stream(layout, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
 
     edit_customers_contract(contracts_dir, lambda attributes: attributes.update(
         loyaltyTier={"column": "loyalty_tier", "type": "S", "description": "Loyalty programme tier."}))
@@ -62,7 +62,7 @@ def evolved(spark, tmp_path_factory):
     later.mkdir(parents=True)
     (later / "late.jsonl").write_text(customer_record("z-1", "evolved-1", 4_070_908_800, loyaltyTier={"S": "gold"}) + "\n")
     printed: list[str] = []
-    stream(layout, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=printed.append)
+    stream(layout, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=printed.append)
     return layout, contracts_dir, printed
 
 

@@ -44,7 +44,7 @@ def test_a_data_dir_named_with_every_glob_character_streams_and_counts_only_its_
         land_strangers(tmp_path / sibling)
     layout = DataLayout(tmp_path / "da[t]a*?{x}'q")
 
-    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, record_format="streams", sink="local",
+    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, record_format="streams", sink="parquet",
                       spark=spark, build_marts=False, out=lambda _: None)
 
     assert_counts_are_its_own(result)

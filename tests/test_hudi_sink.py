@@ -23,7 +23,6 @@ from streaming.io.hudi_sink import (
     TimelineHead,
     commit_metadata,
     completed_instants,
-    hudi_bundle_available,
     read_timeline_head,
     table_column_order,
 )
@@ -257,12 +256,8 @@ def test_unknown_contract_is_refused(tmp_path, customers_batch):
         sink.write(changes, contract, 1, rows=3)
 
 
-def test_hudi_sink_writes_real_hudi_tables(spark, tmp_path, customers_batch):
-    if not hudi_bundle_available(spark):
-        pytest.skip(
-            "Hudi Spark bundle not on the classpath: no Maven repository is reachable here to fetch "
-            "hudi-spark3.5-bundle; HudiSink runs on Glue 5.1 (--datalake-formats hudi)"
-        )
+def test_hudi_sink_writes_real_hudi_tables(hudi_spark, tmp_path, customers_batch):
+    spark = hudi_spark
     contract, changes = customers_batch
     sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="stream-a")
     sink.write(changes, contract, 7)

@@ -154,7 +154,7 @@ def test_a_keys_only_stream_stops_lakehouse_stream_and_a_restart_after_moving_it
     keys_only.write_text("".join(json.dumps(record | {"eventSourceARN": arn}) + "\n" for record in sample["Records"]))
 
     with pytest.raises(Exception) as refused:
-        stream(target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+        stream(target, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
 
     assert exit_code_of(refused.value) == REFUSED
     message = message_of(refused.value)
@@ -169,6 +169,6 @@ def test_a_keys_only_stream_stops_lakehouse_stream_and_a_restart_after_moving_it
     fixed["dynamodb"] = fixed["dynamodb"] | {"StreamViewType": "NEW_AND_OLD_IMAGES",
                                              "NewImage": fixed["dynamodb"]["Keys"]}
     (hour / "new-and-old-images.json").write_text(json.dumps(fixed) + "\n")
-    stream(target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    stream(target, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
     landed = spark.read.parquet(str(target.raw / "forum_changes")).collect()
     assert [(row._event_id, row.subject) for row in landed] == [("after-the-fix", "DynamoDB Thread 3")]

@@ -18,7 +18,7 @@ def test_after_a_stream_no_file_under_the_data_dir_is_readable_by_group_or_other
     try:
         assert main(["generate", "--data-dir", str(layout.root), "--customers", "3", "--records-per-file", "40"]) == 0
         os.umask(0o022)  # the stream alone must not depend on the CLI having set it
-        stream(layout, sink="local", spark=spark, out=lambda _: None)
+        stream(layout, sink="parquet", spark=spark, out=lambda _: None)
     finally:
         os.umask(shell_umask)
 

@@ -81,7 +81,7 @@ def streamed(spark, cdc, contract_dirs, tmp_path) -> DataLayout:
     """A data directory streamed with the orders-only contracts."""
     layout = DataLayout(tmp_path / "data")
     land_cdc(layout.landing, cdc, records_per_file=40)
-    stream(layout, sink="local", contracts_dir=contract_dirs[0], spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=contract_dirs[0], spark=spark, out=lambda _: None)
     return layout
 
 
@@ -132,7 +132,7 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     customers, still_bad = _customers_truth(cdc)
     quarantine_before = _tree(streamed.quarantine)
 
-    first = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
+    first = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="parquet",
                        contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
 
     # A record is its text in its landing file: a re-delivery in another file is another
@@ -149,7 +149,7 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     assert {batch for _, batch in landed} == {first.batch_id} and first.batch_id < 0
     assert _tree(streamed.quarantine) == quarantine_before, "the quarantine itself is never rewritten"
 
-    second = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
+    second = quarantine_replay(streamed, reason="unknown_table", table="customers", sink="parquet",
                         contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
 
     assert second.records == len(bad_records), "only what still fails is selected again"
@@ -208,7 +208,7 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
 
 @pytest.mark.spark
 def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc, contract_dirs, tmp_path):
-    quarantine_replay(streamed, reason="unknown_table", table="customers", sink="local",
+    quarantine_replay(streamed, reason="unknown_table", table="customers", sink="parquet",
                contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
     live_events = Counter(event for event, _ in _raw_rows(streamed.root, "customers"))
     # Retention removed one landing file holding customers records since the replay:
@@ -229,7 +229,7 @@ def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc
     gone.unlink()
 
     target = tmp_path / "v2"
-    reprocess(streamed, target, sink="local", contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
+    reprocess(streamed, target, sink="parquet", contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
 
     rebuilt = _raw_rows(target, "customers")
     replayed_here = Counter(event for event, batch in rebuilt if batch < 0)
@@ -373,12 +373,12 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
                for n, (table, item) in enumerate(items.items())]
     write_quarantine_rows(layout.root, [("unknown_table", record, "app") for record in records])
 
-    result = quarantine_replay(layout, table="app", sink="local", contracts_dir=str(PACKAGED_CONTRACTS),
+    result = quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS),
                                spark=spark, out=lambda _: None)
 
     assert (result.records, result.landed, result.still_quarantined) == (4, 4, {})
     assert {table: [event for event, _ in _raw_rows(layout.root, table)] for table in items} == {
         table: [f"e-{table}"] for table in items}
     assert ops.open_records(layout.root) == []
-    assert quarantine_replay(layout, table="app", sink="local", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
+    assert quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
                              out=lambda _: None) is None, "nothing is left to replay"

@@ -30,7 +30,7 @@ def landed(spark, tmp_path_factory):
     items = cdc.state_at(ORDERS, EXPORT_TIME)
     export_dir = write_full_export(root / "exports", ORDERS, items.values(), EXPORT_TIME)
     layout = DataLayout(root / "data")
-    result = backfill(layout, export_dir, sink="local", spark=spark, out=lambda _: None)
+    result = backfill(layout, export_dir, sink="parquet", spark=spark, out=lambda _: None)
     return {"export": export_dir, "raw": layout.raw, "items": items, "batch_id": result.batch_id}
 
 
@@ -244,7 +244,7 @@ def app_landed(spark, tmp_path_factory):
     bad_invoice = {**invoice("t2", "i2"), "amount": {"S": "twelve"}}
     export_dir = write_app_full_export(root / "exports", [*APP_ITEMS, bad_invoice], EXPORT_TIME)
     layout = DataLayout(root / "data")
-    backfill(layout, export_dir, table="app", sink="local", spark=spark, out=lambda _: None)
+    backfill(layout, export_dir, table="app", sink="parquet", spark=spark, out=lambda _: None)
     return {"export": export_dir, "raw": layout.raw}
 
 

@@ -33,7 +33,7 @@ def live(spark, tmp_path_factory):
     """A data directory whose raw tables were streamed from its landing files."""
     layout = DataLayout(tmp_path_factory.mktemp("live") / "data")
     write_landing_files(layout.landing, seed=52, customers=10, orders_per_customer=2, records_per_file=40)
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
     return layout
 
 
@@ -42,7 +42,7 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
     live_raw_before = tree(live.raw)
     target = tmp_path / "v2"
 
-    rebuilt = reprocess(live, target, sink="local", spark=spark, out=lambda _: None)
+    rebuilt = reprocess(live, target, sink="parquet", spark=spark, out=lambda _: None)
 
     assert tree(live.raw) == live_raw_before, "the live raw tables are untouched"
     assert not (live.root / POINTER_FILE).exists(), "readers move only on switch"
@@ -61,7 +61,7 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
 
     # After the switch the stream writes to the new root, resuming from its checkpoint.
     write_landing_files(live.landing, seed=53, customers=3, records_per_file=500)
-    stream(live, sink="local", spark=spark, out=lambda _: None)
+    stream(live, sink="parquet", spark=spark, out=lambda _: None)
     assert tree(live.raw) == live_raw_before
     batches = {p.name for p in (target / "raw" / "orders_changes").glob("*/_batch_id=*")}
     assert len(batches) == 2, f"one reprocess batch plus one new batch, got {batches}"
@@ -97,9 +97,9 @@ def test_a_table_without_rows_on_either_side_reconciles_and_switches(spark, tmp_
     (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
     layout = DataLayout(tmp_path / "data")
     write_landing_files(layout.landing, seed=61, customers=3, orders_per_customer=1, records_per_file=40)
-    stream(layout, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
     target = tmp_path / "v2"
-    reprocess(layout, target, sink="local", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
+    reprocess(layout, target, sink="parquet", contracts_dir=str(contracts_dir), spark=spark, out=lambda _: None)
     capsys.readouterr()
 
     assert main(["reconcile", "--source", str(layout.raw), "--target", str(target / "raw"),

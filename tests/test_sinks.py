@@ -116,19 +116,35 @@ def test_quarantine_writer_has_the_same_batch_semantics(spark, tmp_path):
     assert batches() == {"_batch_id=3": 1}
 
 
-def test_choose_sink(spark, tmp_path, caplog):
-    contracts = load_contracts()
-    bundle = hudi_bundle_available(spark)
+def test_the_bundle_given_as_a_jar_is_found_where_spark_loads_datasources(hudi_spark):
+    """spark.jars (like --jars and --packages) adds the bundle to Spark's own class loader:
+    py4j's Class.forName, which the check used before, never sees it."""
+    jvm = hudi_spark.sparkContext._jvm
+    with pytest.raises(Exception, match="ClassNotFoundException"):
+        jvm.java.lang.Class.forName("org.apache.hudi.DefaultSource")
+    assert hudi_bundle_available(hudi_spark)
+
+
+def test_choose_sink(hudi_spark, tmp_path, caplog):
+    spark, contracts = hudi_spark, load_contracts()
     with caplog.at_level("INFO", logger="streaming.io.sinks"):
-        auto = choose_sink("auto", spark, data_dir=str(tmp_path), contracts=contracts)
-    assert type(auto).__name__ == ("HudiSink" if bundle else "LocalParquetSink")
-    assert ("sink=hudi" if bundle else "no Hudi bundle on the classpath") in caplog.text
-    assert isinstance(choose_sink("local", spark, data_dir=str(tmp_path), contracts=contracts), LocalParquetSink)
-    with pytest.raises(ValueError, match="sink must be"):
-        choose_sink("delta", spark, data_dir=str(tmp_path), contracts=contracts)
-    if not bundle:
-        with pytest.raises(RuntimeError, match="Hudi Spark bundle"):
-            choose_sink("hudi", spark, data_dir=str(tmp_path), contracts=contracts)
+        default = choose_sink(None, spark, data_dir=str(tmp_path / "new"), contracts=contracts)
+    assert type(default).__name__ == "HudiSink" and "sink=hudi" in caplog.text
+    assert isinstance(choose_sink("parquet", spark, data_dir=str(tmp_path), contracts=contracts), LocalParquetSink)
+    with pytest.raises(ValueError, match="sink must be one of hudi, parquet"):
+        choose_sink("auto", spark, data_dir=str(tmp_path), contracts=contracts)
+
+
+def test_a_data_dir_keeps_the_format_its_raw_tables_have(spark, tmp_path, customers):
+    contracts = load_contracts()
+    LocalParquetSink(str(tmp_path)).write(changes(spark, [1], 1), customers, 1)
+    # Without a choice, the sink of the tables already there; the other one is refused.
+    assert isinstance(choose_sink(None, spark, data_dir=str(tmp_path), contracts=contracts), LocalParquetSink)
+    with pytest.raises(RuntimeError, match="are parquet tables; write them with --sink parquet"):
+        choose_sink("hudi", spark, data_dir=str(tmp_path), contracts=contracts)
+    (tmp_path / "raw" / "orders_changes" / ".hoodie").mkdir(parents=True)
+    with pytest.raises(RuntimeError, match="holds Hudi raw tables .orders_changes. and Parquet ones"):
+        choose_sink(None, spark, data_dir=str(tmp_path), contracts=contracts)
 
 
 def test_a_root_with_glob_characters_is_taken_literally(spark, tmp_path, customers):

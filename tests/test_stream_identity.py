@@ -29,7 +29,7 @@ def streamed(spark, tmp_path_factory) -> DataLayout:
     """A data directory the real stream ran on once."""
     layout = DataLayout(tmp_path_factory.mktemp("identity") / "data")
     write_landing_files(layout.landing, seed=21, customers=4, orders_per_customer=1, records_per_file=30)
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
     return layout
 
 
@@ -65,7 +65,7 @@ def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
     before = status(layout)
     write_landing_files(layout.landing / "later", seed=22, customers=2, orders_per_customer=1, records_per_file=30)
 
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
 
     after = status(layout)
     written = [table for table, rows in before.change_rows.items() if rows]
@@ -204,10 +204,10 @@ def test_a_committed_batch_that_wrote_nothing_does_not_block_a_restart(spark, tm
     empty = layout.landing / "2026" / "11" / "23" / "10" / "blank.jsonl"
     empty.parent.mkdir(parents=True)
     empty.write_text("\n  \n")
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
     assert (layout.root / CHECKPOINT / "commits" / "0").is_file() and not list(layout.raw.rglob("*.parquet"))
 
     write_landing_files(layout.landing, seed=23, customers=2, orders_per_customer=1, records_per_file=30)
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
 
     assert status(layout).change_rows["customers"] > 0

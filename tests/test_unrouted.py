@@ -63,7 +63,7 @@ def streamed(spark, tmp_path_factory) -> Path:
     folder = layout.landing / "2026" / "09" / "21" / "00"
     folder.mkdir(parents=True)
     (folder / "cdc-app.jsonl").write_text("\n".join(RECORDS) + "\n", encoding="utf-8")
-    stream(layout, sink="local", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
     return layout.root
 
 
@@ -108,7 +108,7 @@ def files_of(root: Path) -> dict[str, int]:
 
 
 def replay(layout: DataLayout, contracts_dir: str, spark) -> ops.UnroutedReplayResult | None:
-    return ops.unrouted_replay(layout, table="app", sink="local", contracts_dir=contracts_dir, spark=spark,
+    return ops.unrouted_replay(layout, table="app", sink="parquet", contracts_dir=contracts_dir, spark=spark,
                                out=lambda _: None)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 
 from streaming.cli.options import (
-    SINKS,
     add_batch_size_options,
     add_sink_option,
     interval_argument,
@@ -54,7 +53,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     demo.add_argument("--customers", type=positive_int, default=200)
     demo.add_argument("--tenants", type=non_negative_int, default=None,
                       help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
-    demo.add_argument("--sink", choices=SINKS, default="auto")
+    add_sink_option(demo)
     demo.set_defaults(run=demo_run)
 
 

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from streaming.io.layout import DATA_DIR_ENV, DataDirUnusable, local_data_dir
+from streaming.io.sinks import DEFAULT_SINK, SINK_NAMES
 
-SINKS = ("auto", "local", "hudi")
 _SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
 
 
@@ -20,8 +20,9 @@ def add_project_options(parser: argparse.ArgumentParser, default: object) -> Non
 
 
 def add_sink_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sink", choices=SINKS, default="auto",
-                        help="raw sink: hudi, local Parquet, or auto (Hudi when its bundle is on the classpath)")
+    parser.add_argument("--sink", choices=SINK_NAMES, default=None,
+                        help=f"raw tables: hudi (as on AWS) or a plain Parquet change log (faster); default: the "
+                             f"format of the data directory's raw tables, {DEFAULT_SINK} for a new one")
 
 
 def add_batch_size_options(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SinkName = Literal["auto", "local", "hudi"]
+SinkName = Literal["hudi", "parquet"]
+SINK_NAMES: tuple[SinkName, ...] = ("hudi", "parquet")
+# The production format is the local default too (DESIGN.md); Parquet is named explicitly.
+DEFAULT_SINK: SinkName = "hudi"
 
 
 def _is_empty(df: DataFrame, rows: int | None) -> bool:
@@ -110,8 +113,30 @@ class QuarantineWriter:
         replace_batch_folder(df, self.path, batch_id, rows)
 
 
+def raw_format_on_disk(
+    spark: SparkSession, data_dir: str, contracts: Mapping[str, TableContract]
+) -> SinkName | None:
+    """The format the raw change logs under `<data_dir>/raw/` were written in: `hudi`
+    (a `.hoodie` timeline), `parquet` (batch folders), or None while there are none.
+    Raises when both are there: one data directory holds one sink's tables."""
+    files = HadoopFiles(spark)
+    found: dict[str, str] = {}
+    for contract in contracts.values():
+        table = raw_layout.uri(data_dir, raw_layout.RAW_FOLDER, contract.changes_table)
+        if files.exists(f"{table}/.hoodie"):
+            found.setdefault("hudi", contract.changes_table)
+        elif files.exists(table):
+            found.setdefault("parquet", contract.changes_table)
+    if len(found) > 1:
+        raise RuntimeError(
+            f"{data_dir} holds Hudi raw tables ({found['hudi']}) and Parquet ones ({found['parquet']}); "
+            "one data directory is written by one sink: rebuild one of them with `lakehouse reprocess`"
+        )
+    return next(iter(found), None)  # type: ignore[return-value]
+
+
 def choose_sink(
-    name: SinkName,
+    name: SinkName | None,
     spark: SparkSession,
     *,
     data_dir: str,
@@ -120,29 +145,34 @@ def choose_sink(
     sync_mode: SyncMode = "none",
     stream_id: str | None = None,
 ) -> RawSink:
-    """The raw sink for a local run: `auto` is Hudi when its bundle is on the classpath.
+    """The raw sink for a local run: `hudi` (the production format) or `parquet`; None
+    means the format of the raw tables already there, else `hudi`.
 
     Locally the Hudi tables go under `<data_dir>/raw/`, where the Parquet change log goes,
-    so downstream paths do not depend on the sink. `stream_id` names the streaming query
+    so downstream paths do not depend on the sink. A data directory whose raw tables are
+    in the other format is refused, never mixed. `stream_id` names the streaming query
     (its checkpoint), which the Hudi sink records with each commit.
     """
-    if name not in ("auto", "local", "hudi"):
-        raise ValueError(f"sink must be 'auto', 'local' or 'hudi', not {name!r}")
+    if name is not None and name not in SINK_NAMES:
+        raise ValueError(f"sink must be one of {', '.join(SINK_NAMES)}, not {name!r}")
+    on_disk = raw_format_on_disk(spark, data_dir, contracts)
+    name = name or on_disk or DEFAULT_SINK
+    if on_disk is not None and on_disk != name:
+        raise RuntimeError(
+            f"the raw tables under {raw_layout.uri(data_dir, raw_layout.RAW_FOLDER)} are {on_disk} tables; "
+            f"write them with --sink {on_disk}, or rebuild them as {name} with `lakehouse reprocess --sink {name}`"
+        )
+    if name == "parquet":
+        log.info("sink=parquet change log")
+        return LocalParquetSink(data_dir)
     from streaming.io.hudi_sink import HudiSink, hudi_bundle_available
 
-    bundle = hudi_bundle_available(spark)
-    if name == "hudi" and not bundle:
+    if not hudi_bundle_available(spark):
         raise RuntimeError(
-            "sink 'hudi' needs the Hudi Spark bundle on the classpath (org.apache.hudi.DefaultSource "
-            "was not found); add it with --packages/--jars, or use --sink local"
+            "the Hudi sink needs the Hudi Spark bundle (org.apache.hudi.DefaultSource was not found): "
+            "`make venv` fetches it (python -m streaming.runtime.jars fetch); on a cluster add it with "
+            "--packages or --jars; or write the Parquet change log with --sink parquet"
         )
-    if name == "hudi" or (name == "auto" and bundle):
-        log.info("sink=hudi (%s)", "requested" if name == "hudi" else "auto: Hudi bundle found on the classpath")
-
-        return HudiSink(raw_layout.uri(data_dir, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
-                        stream_id=stream_id)
-    log.info(
-        "sink=local parquet change log (%s)",
-        "requested" if name == "local" else "auto: no Hudi bundle on the classpath",
-    )
-    return LocalParquetSink(data_dir)
+    log.info("sink=hudi")
+    return HudiSink(raw_layout.uri(data_dir, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
+                    stream_id=stream_id)

@@ -9,9 +9,15 @@ from pyspark.sql import SparkSession
 
 
 def jvm_class_loadable(spark: SparkSession, class_name: str) -> bool:
-    """True when the session's JVM can load `class_name` (a datasource, a catalog client)."""
+    """True when the session's JVM can load `class_name` (a datasource, a catalog client).
+
+    Asked of the thread's context class loader, the one Spark loads datasources with:
+    jars given by `spark.jars`, `--jars` or `--packages` are added to Spark's own
+    class loader, which `Class.forName` from py4j (the system loader) does not see.
+    """
+    jvm = spark.sparkContext._jvm
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName(class_name)
+        jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(class_name)
         return True
     except Exception:  # py4j wraps ClassNotFoundException
         return False

@@ -475,7 +475,7 @@ def backfill(
     *,
     table: str | None = None,
     dry_run: bool = False,
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     contracts_dir: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,

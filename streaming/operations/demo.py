@@ -224,7 +224,7 @@ def run_demo(
     customers: int = 200,
     tenants: int | None = None,
     record_format: str = "mixed",
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     contracts_dir: str | None = None,
     build_marts: bool = True,
     spark: SparkSession | None = None,

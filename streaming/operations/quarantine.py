@@ -614,7 +614,7 @@ def quarantine_replay(
     reason: str | None = None,
     table: str | None = None,
     batches: Sequence[int] = (),
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     contracts_dir: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,

@@ -259,7 +259,7 @@ def reprocess(
     *,
     from_landing: Path | None = None,
     dry_run: bool = False,
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | None = None,
     contracts_dir: str | None = None,

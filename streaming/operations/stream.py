@@ -34,7 +34,7 @@ def stream(
     *,
     trigger: Trigger = "available-now",
     interval: str = DEFAULT_INTERVAL,
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | None = None,
     contracts_dir: str | None = None,

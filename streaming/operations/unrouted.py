@@ -456,7 +456,7 @@ def unrouted_replay(
     layout: DataLayout,
     *,
     table: str | None = None,
-    sink: SinkName = "auto",
+    sink: SinkName | None = None,
     contracts_dir: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,

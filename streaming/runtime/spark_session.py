@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
 from streaming.runtime.data_lock import PRIVATE_UMASK
+from streaming.runtime.jars import HUDI_SPARK_BUNDLE, HUDI_SPARK_CONF, local_jar
 from streaming.runtime.package_zip import build_package_zip
 
-HUDI_SPARK_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
 DEFAULT_MASTER = "local[2]"
 # The package executors must import to run Python functions the driver ships to them.
 
@@ -88,14 +88,24 @@ def ship_package_to_executors(spark: SparkSession) -> Path:
     return archive
 
 
+def hudi_conf() -> dict[str, str]:
+    """The fetched Hudi bundle on the classpath with the settings Hudi needs, or nothing
+    when `make venv` could not fetch it (the Parquet sink needs none of it)."""
+    bundle = local_jar(HUDI_SPARK_BUNDLE)
+    if bundle is None:
+        return {}
+    return {"spark.jars": str(bundle), **HUDI_SPARK_CONF}
+
+
 def local_session(
     app_name: str = "dynamodb-lakehouse",
     master: str = DEFAULT_MASTER,
     shuffle_partitions: int = 4,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """A small SparkSession: few shuffle partitions, UTC, no UI. Local by default; with a
-    cluster `master` (spark://..., yarn) this package is shipped to the executors."""
+    """A small SparkSession: few shuffle partitions, UTC, no UI, the Hudi bundle when it
+    was fetched. Local by default; with a cluster `master` (spark://..., yarn) this
+    package is shipped to the executors (and the bundle with `spark.jars`)."""
     _prepare_driver_environment()
     if is_local_master(master):
         # Spark starts executors' Python as $PYSPARK_PYTHON, else `python3` from PATH, which
@@ -121,7 +131,7 @@ def local_session(
         # this setting (022 by default: world-readable), whatever the process's umask is.
         .config("spark.hadoop.fs.permissions.umask-mode", f"{PRIVATE_UMASK:03o}")
     )
-    for key, value in (extra_conf or {}).items():
+    for key, value in {**hudi_conf(), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

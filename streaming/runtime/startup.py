@@ -54,7 +54,7 @@ class StreamOptions:
 
     trigger: Trigger = "available-now"
     interval: str = "100 seconds"
-    sink: SinkName = "auto"
+    sink: SinkName | None = None
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     # The Spark query's name, and the checkpoint folder's under <data root>/checkpoints/.

@@ -175,7 +175,7 @@ def test_daily_activity_counts_the_true_events_streamed_through_the_pipeline(spa
     land_cdc(layout.landing, cdc, records_per_file=60)
     # Several micro-batches, so that re-deliveries also land in a later batch than the
     # original (the stream de-duplicates only within a batch).
-    stream(layout, sink="local", spark=spark, max_files_per_trigger=4, out=lambda _line: None)
+    stream(layout, sink="parquet", spark=spark, max_files_per_trigger=4, out=lambda _line: None)
 
     truth: dict[date, Counter[str]] = defaultdict(Counter)
     for event in cdc.true_events(CUSTOMERS):

@@ -1,0 +1,147 @@
+"""The JVM libraries the local Spark session loads: pinned, checksummed, kept outside git.
+
+Production gets Hudi from Glue 5.1 (`--datalake-formats hudi`, Hudi 1.0.2). Locally the
+same bundle comes from Maven Central, fetched once by `make venv`
+(`python -m streaming.runtime.jars fetch`) into `<venv>/jars/`, where `local_session`
+finds it. Each jar is checked against the SHA-256 recorded here, so a changed artifact
+is refused instead of run.
+
+Fetching uses Maven when it is on PATH, else Spark's own resolver (Ivy, through the
+pyspark wheel's spark-submit), so a machine with Python and Java alone can fetch too.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+JARS_ENV = "LAKEHOUSE_JARS_DIR"
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+
+# The Hudi version AWS Glue 5.1 ships, built for Spark 3.5 and Scala 2.12 (pyspark 3.5.6).
+HUDI_SPARK_BUNDLE = MavenJar(
+    "org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.0.2",
+    "2c2ab65a11e91265e4b7346f954448c46df52d66fb72f52dad83767b621deae8",
+)
+LOCAL_JARS = (HUDI_SPARK_BUNDLE,)
+
+# Spark settings Hudi needs before the JVM starts (hudi.apache.org/docs/quick-start-guide,
+# "Spark Shell/SQL"): Kryo with Hudi's registrator, and Hudi's SQL extension and catalog.
+HUDI_SPARK_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+}
+
+
+class JarError(RuntimeError):
+    """A pinned jar could not be fetched, or is not the artifact that was pinned."""
+
+
+def jars_dir() -> Path:
+    """`$LAKEHOUSE_JARS_DIR`, else `jars/` in the running Python's environment (the venv)."""
+    return Path(os.environ.get(JARS_ENV) or Path(sys.prefix) / "jars")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def local_jar(jar: MavenJar, folder: Path | None = None) -> Path | None:
+    """The fetched jar's path, or None when it was never fetched."""
+    path = (folder or jars_dir()) / jar.file_name
+    return path if path.is_file() else None
+
+
+def _fetch_with_maven(jar: MavenJar, into: Path) -> Path:
+    subprocess.run(
+        ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={jar.coordinate}", f"-DoutputDirectory={into}"],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    return into / jar.file_name
+
+
+def _fetch_with_spark(jar: MavenJar, into: Path) -> Path:
+    """Spark's --packages resolver; it runs an empty application once the jars are resolved."""
+    import pyspark
+
+    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    with tempfile.TemporaryDirectory() as scratch:
+        app = Path(scratch) / "resolve_only.py"
+        app.write_text("")
+        ivy = Path(scratch) / "ivy"
+        subprocess.run(
+            [str(spark_submit), "--packages", jar.coordinate, "--conf", f"spark.jars.ivy={ivy}", str(app)],
+            check=True, stdout=subprocess.DEVNULL, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+        resolved = ivy / "jars" / f"{jar.group}_{jar.file_name}"
+        shutil.copy(resolved, into / jar.file_name)
+    return into / jar.file_name
+
+
+def fetch(jar: MavenJar, folder: Path | None = None) -> Path:
+    """Put `jar` into `folder` (default: jars_dir()) unless a verified copy is there."""
+    folder = folder or jars_dir()
+    target = folder / jar.file_name
+    if target.is_file() and sha256_of(target) == jar.sha256:
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as staging:
+        fetcher = _fetch_with_maven if shutil.which("mvn") else _fetch_with_spark
+        try:
+            fetched = fetcher(jar, Path(staging))
+        except (subprocess.CalledProcessError, OSError) as exc:
+            raise JarError(f"could not fetch {jar.coordinate} from Maven Central ({exc})") from exc
+        found = sha256_of(fetched)
+        if found != jar.sha256:
+            raise JarError(f"{jar.coordinate}: SHA-256 {found} is not the pinned {jar.sha256}; not used")
+        os.replace(fetched, target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming.runtime.jars",
+                                     description="Fetch the pinned jars the local Spark session loads.")
+    parser.add_argument("command", choices=["fetch"])
+    parser.add_argument("--into", type=Path, default=None, help=f"folder (default: ${JARS_ENV}, else <venv>/jars)")
+    args = parser.parse_args(argv)
+    for jar in LOCAL_JARS:
+        try:
+            path = fetch(jar, args.into)
+        except JarError as exc:
+            print(f"{exc}: the Hudi sink cannot run here; the Parquet sink (--sink parquet) still works",
+                  file=sys.stderr)
+            return 1
+        print(f"{jar.coordinate}: {path} (sha256 verified)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
