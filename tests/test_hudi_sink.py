@@ -16,15 +16,15 @@ import pytest
 
 from streaming.contracts.model import change_log_schema, load_contracts
 from streaming.io.hudi_options import BATCH_MARKER_KEY
-from streaming.io.hudi_sink import (
-    HudiSchemaError,
-    HudiSink,
+from streaming.io.hudi_sink import HudiSchemaError, HudiSink, table_column_order
+from streaming.io.hudi_timeline import (
     HudiTimelineError,
+    LocalFiles,
     TimelineHead,
     commit_metadata,
     completed_instants,
     read_timeline_head,
-    table_column_order,
+    table_commits,
 )
 from streaming.io.storage import HadoopFiles
 
@@ -274,3 +274,14 @@ def test_hudi_sink_writes_real_hudi_tables(hudi_spark, tmp_path, customers_batch
         properties = (tmp_path / table / ".hoodie" / "hoodie.properties").read_text()
         assert "hoodie.table.version=6" in properties
         assert read_timeline_head(files, str(tmp_path / table)).batch_marker == "stream-a:8"
+
+
+def test_commits_of_a_real_table_with_their_rows(tmp_path):
+    cow = sample_table("cow_v6_complexkeygen_hivestyle", tmp_path / "cow")
+    commits = table_commits(LocalFiles(), str(cow))
+    assert [(commit.instant, commit.operation) for commit in commits] == [
+        ("20240418173213674", "UPSERT"), ("20240418173235694", "UPSERT")]
+    # Its write stats: three rows inserted into two partitions, then one updated and one
+    # inserted into a third partition (the four rows of the snapshot).
+    assert [(c.inserted, c.updated, c.files_written) for c in commits] == [(3, 0, 2), (1, 1, 2)]
+    assert commits[1].batch_marker is None

@@ -16,19 +16,14 @@ schema evolution on write accepts them.
 """
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contracts.model import raw_schema
 from streaming.io.hudi_options import (
-    ATHENA_TABLE_VERSION,
-    BATCH_MARKER_KEY,
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
     DEFAULT_SYNC_MODE,
@@ -39,6 +34,7 @@ from streaming.io.hudi_options import (
     current_state_write_options,
     hudi_table_path,
 )
+from streaming.io.hudi_timeline import TableFiles, read_timeline_head
 from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.pipeline.ordering import latest_per_key
 
@@ -54,109 +50,12 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
     """True when the Hudi Spark datasource can be loaded by this session's JVM."""
     return jvm_class_loadable(spark, HUDI_DATASOURCE_CLASS)
 
-# Completed instants of a table version 6 timeline: `.hoodie/<instant time>.<action>`,
-# JSON-serialised HoodieCommitMetadata. Requested and inflight instants carry a further
-# suffix (`.commit.requested`, `.inflight`) and are not commits yet. Version 8 moved the
-# timeline to `.hoodie/timeline/` with Avro files, which this reader refuses.
-_COMPLETED_INSTANT = re.compile(r"^(?P<instant>\d+)\.(?P<action>commit|deltacommit|replacecommit)$")
 
 HudiWriter = Callable[[DataFrame, Mapping[str, str], str], None]
 
 
-class HudiTimelineError(RuntimeError):
-    """A table's timeline cannot be read the way the replay check needs."""
-
-
 class HudiSchemaError(ValueError):
     """A batch's columns cannot be written to the table without breaking its readers."""
-
-
-class TableFiles(Protocol):
-    """The few file operations the timeline reader needs (Hadoop FileSystem on the JVM)."""
-
-    def exists(self, path: str) -> bool: ...
-
-    def list_names(self, folder: str) -> list[str]: ...
-
-    def read_text(self, path: str) -> str: ...
-
-
-def _table_version(files: TableFiles, table_path: str) -> str | None:
-    properties = files.read_text(f"{table_path}/.hoodie/hoodie.properties")
-    for line in properties.splitlines():
-        key, separator, value = line.partition("=")
-        if separator and key.strip() == "hoodie.table.version":
-            return value.strip()
-    return None
-
-
-def completed_instants(files: TableFiles, table_path: str) -> list[str]:
-    """File names of the completed commits in the table's active timeline, oldest first.
-
-    A table that does not exist yet has none. Only table version 6 is read: it is the
-    layout the raw tables are pinned to, and anything else fails loudly instead of
-    passing for an empty timeline.
-    """
-    table_path = table_path.rstrip("/")
-    if not files.exists(f"{table_path}/.hoodie/hoodie.properties"):
-        return []
-    version = _table_version(files, table_path)
-    if version != ATHENA_TABLE_VERSION:
-        raise HudiTimelineError(
-            f"{table_path}: hoodie.table.version is {version}, but the raw tables are written as version "
-            f"{ATHENA_TABLE_VERSION}; this reader knows only the version {ATHENA_TABLE_VERSION} timeline layout"
-        )
-    matches = (_COMPLETED_INSTANT.match(name) for name in files.list_names(f"{table_path}/.hoodie"))
-    return [match.string for match in sorted((m for m in matches if m), key=lambda m: m["instant"])]
-
-
-def commit_metadata(files: TableFiles, table_path: str, instant_file: str) -> dict:
-    """One completed commit's HoodieCommitMetadata (JSON in table version 6)."""
-    path = f"{table_path.rstrip('/')}/.hoodie/{instant_file}"
-    text = files.read_text(path)
-    try:
-        metadata = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise HudiTimelineError(f"{path}: not JSON commit metadata: {exc}") from exc
-    if not isinstance(metadata, dict):
-        raise HudiTimelineError(f"{path}: commit metadata is not a JSON object")
-    return metadata
-
-
-@dataclass(frozen=True)
-class TimelineHead:
-    """What the newest commits say about a table."""
-
-    batch_marker: str | None
-    """`<stream_id>:<batch_id>` of the newest commit that records one."""
-    columns: tuple[str, ...] | None
-    """Top-level columns of the newest commit's writer schema, in the table's order."""
-
-
-def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
-    """The newest batch marker and column order, read newest commit first.
-
-    Commits without a marker (table services, manual maintenance) are passed over for
-    the marker. A steady stream costs one listing and one small read per write.
-    """
-    marker: str | None = None
-    columns: tuple[str, ...] | None = None
-    for instant_file in reversed(completed_instants(files, table_path)):
-        extra = commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}
-        if marker is None and extra.get(BATCH_MARKER_KEY) is not None:
-            marker = str(extra[BATCH_MARKER_KEY])
-        if columns is None and extra.get("schema"):
-            columns = _schema_columns(extra["schema"], f"{table_path}/.hoodie/{instant_file}")
-        if marker is not None and columns is not None:
-            break
-    return TimelineHead(marker, columns)
-
-
-def _schema_columns(avro_schema: str, source: str) -> tuple[str, ...]:
-    try:
-        return tuple(field["name"] for field in json.loads(avro_schema)["fields"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise HudiTimelineError(f"{source}: extraMetadata.schema is not an Avro record schema: {exc}") from exc
 
 
 def table_column_order(frame_columns: Sequence[str], table_columns: Sequence[str] | None) -> list[str]:
