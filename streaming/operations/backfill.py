@@ -497,7 +497,9 @@ def backfill(
     with hold_data_dir(layout.root, "backfill", report=out):
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            pipeline = local_pipeline(session, target, contracts, sink)
+            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
+            # marker "backfill:<batch id>" lets a retry skip the tables already committed.
+            pipeline = local_pipeline(session, target, contracts, sink, stream_id="backfill")
             try:
                 result = run_backfill(session, plan, pipeline, out=out)
             except (BackfillError, ExportValidationError) as exc:

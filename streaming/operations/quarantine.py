@@ -634,7 +634,9 @@ def quarantine_replay(
             return None
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            pipeline = local_pipeline(session, target, contracts, sink)
+            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
+            # marker "quarantine-replay:<batch id>" lets a retry skip the tables already committed.
+            pipeline = local_pipeline(session, target, contracts, sink, stream_id="quarantine-replay")
             try:
                 result = run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
             except QuarantineError as exc:

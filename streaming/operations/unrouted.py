@@ -135,32 +135,33 @@ def unrouted_contracts(contracts: Mapping[str, TableContract], table: str | None
     return found
 
 
-def _change_log_files(raw_root: Path, contract: TableContract) -> list[Path]:
-    table_dir = raw_layout.change_log_dir(raw_root, contract)
-    if (table_dir / ".hoodie").is_dir():
-        raise UnroutedReplayError(
-            f"{table_dir} is a Hudi table; an unrouted replay reads the local Parquet change log only"
-        )
-    return raw_layout.change_log_files(table_dir)
-
-
 def read_unrouted_rows(raw_root: Path, contract: TableContract) -> list[UnroutedRow]:
-    """Every row of an unrouted table's change log, oldest ordering value first."""
+    """Every row of an unrouted table's change log, oldest ordering value first: the
+    Parquet change log's files, or the Hudi change log's snapshot (read with hudi-rs)."""
     import duckdb
 
-    files = _change_log_files(raw_root, contract)
-    if not files:
-        return []
+    table_dir = raw_layout.change_log_dir(raw_root, contract)
     keys = len(contract.key_columns)
     key_columns = ", ".join(f'"{column}"' for column in contract.key_columns)
     with duckdb.connect() as connection:
+        if (table_dir / ".hoodie").is_dir():
+            from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+
+            connection.register("unrouted_changes", read_hudi_snapshot(str(table_dir)))
+            source, parameters = "unrouted_changes", []
+        else:
+            files = raw_layout.change_log_files(table_dir)
+            if not files:
+                return []
+            source = "read_parquet(?, hive_partitioning = false)"
+            parameters = [[duckdb_glob_literal(path) for path in files]]
         connection.execute("set TimeZone = 'UTC'")
         rows = connection.execute(
             f"select {key_columns}, \"{contract.partition_column}\", _ordering_value, _event_ts, "
             f"_sequence_number, _is_deleted, {CHANGE_RECORD_COLUMN}, "
             f"json_extract_string({CHANGE_RECORD_COLUMN}, '$.eventName'), _batch_id "
-            "from read_parquet(?, hive_partitioning = false) order by _ordering_value",
-            [[duckdb_glob_literal(path) for path in files]],
+            f"from {source} order by _ordering_value",
+            parameters,
         ).fetchall()
     return [
         UnroutedRow(contract.raw_table, tuple(row[:keys]), partition, ordering_value,
@@ -475,7 +476,9 @@ def unrouted_replay(
             return None
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            pipeline = local_pipeline(session, target, contracts, sink)
+            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
+            # marker "unrouted-replay:<batch id>" lets a retry skip the tables already committed.
+            pipeline = local_pipeline(session, target, contracts, sink, stream_id="unrouted-replay")
             try:
                 result = run_replay(session, plan, pipeline.contracts, pipeline.sink)
             except UnroutedReplayError as exc:

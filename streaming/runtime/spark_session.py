@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -56,21 +57,34 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def _master_in_submit_args() -> str | None:
+    """The `--master` of PYSPARK_SUBMIT_ARGS, the arguments pyspark gives the JVM it starts."""
+    words = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for flag, value in zip(words, words[1:]):
+        if flag == "--master":
+            return value
+    return None
+
+
 def resolve_master(master: str | None) -> str:
     """`master` when given; else the master spark-submit was given (`--master yarn` on EMR,
-    or in PYSPARK_SUBMIT_ARGS); else local. Setting the builder's master unconditionally
+    or in PYSPARK_SUBMIT_ARGS); else local[2]. Setting the builder's master unconditionally
     would override spark-submit's.
 
-    spark-submit hands its configuration to the application as JVM system properties
-    (apache/spark core/src/main/scala/org/apache/spark/deploy/SparkApplication.scala,
-    `JavaMainApplication.start`), and a SparkConf loads `spark.*` system properties.
+    Under spark-submit the JVM runs already (PYSPARK_GATEWAY_PORT), and spark-submit hands
+    its configuration to the application as JVM system properties (apache/spark
+    core/src/main/scala/org/apache/spark/deploy/SparkApplication.scala,
+    `JavaMainApplication.start`), which a SparkConf loads. A plain `python` process starts
+    no JVM here: the session starts it with the Hudi jars and settings, which must be
+    there from the JVM's start; and pyspark's own launcher would set `local[*]`.
     """
     if master:
         return master
     _prepare_driver_environment()
-    # Joins the JVM spark-submit started, or starts one as pyspark does for a plain script.
-    SparkContext._ensure_initialized()
-    return SparkConf().get("spark.master", DEFAULT_MASTER)
+    if os.environ.get("PYSPARK_GATEWAY_PORT") or SparkContext._gateway is not None:
+        SparkContext._ensure_initialized()
+        return SparkConf().get("spark.master", DEFAULT_MASTER)
+    return _master_in_submit_args() or DEFAULT_MASTER
 
 
 def ship_package_to_executors(spark: SparkSession) -> Path:
