@@ -7,6 +7,7 @@ minutes on a 2-core machine, far over the test budget: it is `make drills`
 """
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -133,3 +134,18 @@ def test_free_port_is_bindable_on_loopback() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", port))
         assert listener.getsockname() == ("127.0.0.1", port)
+
+
+@pytest.mark.parametrize(("submit_args", "master"), [(None, "local[2]"), ("--master local[3] pyspark-shell", "local[3]")])
+def test_a_plain_python_process_starts_no_jvm_to_find_its_master(submit_args: str | None, master: str) -> None:
+    """The session must start the JVM itself: the Hudi jars and settings can only be given
+    at the JVM's start, and pyspark's launcher would have set local[*]."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYSPARK_SUBMIT_ARGS", "PYSPARK_GATEWAY_PORT")}
+    if submit_args:
+        env["PYSPARK_SUBMIT_ARGS"] = submit_args
+    printed = subprocess.run(
+        [sys.executable, "-c", "from pyspark import SparkContext; from streaming.runtime.spark_session import "
+                               "resolve_master; print(resolve_master(None), SparkContext._gateway is None)"],
+        capture_output=True, text=True, check=True, env=env, cwd=REPO,
+    ).stdout.split()
+    assert printed == [master, "True"]
