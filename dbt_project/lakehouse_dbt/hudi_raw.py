@@ -1,11 +1,22 @@
 """Raw-from-Hudi mode for the local target: loads Hudi table snapshots with hudi-rs
 (the PyPI package `hudi`, read-only) into DuckDB tables `raw_hudi.<table>`. With
 `--vars '{raw_format: hudi}'` the on-run-start macro register_raw_sources then
-exposes them as the `raw.<table>` sources."""
+exposes them as the `raw.<table>` sources.
+
+Time travel: `as_of` (a Hudi instant time, `yyyyMMddHHmmssSSS`, as `lakehouse status`
+lists them) reads each table as its commits up to that instant left it, the way
+Spark reads `spark.read.format("hudi").option("as.of.instant", ...)` and Athena
+cannot. One instant serves several tables: each shows its newest commit at or before it.
+
+hudi-rs reads every base file with the table's newest writer schema, so a column
+added to a contract after older files were written reads as null in their rows
+(tests/test_hudi_read.py pins it on tables the Spark sink wrote).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import duckdb
@@ -14,26 +25,49 @@ from hudi import HudiReadOptions, HudiTableBuilder
 
 HUDI_SCHEMA = "raw_hudi"
 
+# A Hudi instant time: yyyyMMddHHmmss, and milliseconds since Hudi 0.9 (the timeline's
+# file names). hudi-rs would also take other spellings; one keeps `--raw-as-of` plain.
+INSTANT = re.compile(r"\d{14}(\d{3})?")
 
-def read_hudi_snapshot(base_uri: str) -> pa.Table:
-    """The latest snapshot of a Hudi table (COW or MOR, deletes applied) as Arrow."""
+
+def check_instant(text: str) -> str:
+    """`text` if it is a Hudi instant time, else ValueError naming the expected form."""
+    if not INSTANT.fullmatch(text):
+        raise ValueError(f"{text!r} is not a Hudi instant: give yyyyMMddHHmmssSSS, e.g. 20260404081500000 "
+                         "(`lakehouse status` lists each raw table's commits)")
+    return text
+
+
+def read_hudi_snapshot(base_uri: str, as_of: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+    """The snapshot of a Hudi table (COW or MOR, deletes applied) as Arrow: the latest,
+    or as of the instant `as_of` (the commits up to it; none before the first commit);
+    all columns, or only `columns`."""
     table = HudiTableBuilder.from_base_uri(base_uri).build()
-    batches = table.read(HudiReadOptions())
+    options = HudiReadOptions(projection=None if columns is None else list(columns))
+    if as_of is not None:
+        options = options.with_as_of_timestamp(check_instant(as_of))
+    batches = table.read(options)
     if not batches:
-        return table.get_schema().empty_table()
+        schema = table.get_schema()
+        return (schema if columns is None else pa.schema([schema.field(name) for name in columns])).empty_table()
     return pa.Table.from_batches(batches)
 
 
-def load_hudi_tables(data_dir: Path | str, base_uris: Mapping[str, str]) -> dict[str, int]:
-    """Replaces `raw_hudi.<name>` in `<data_dir>/lakehouse.duckdb` with the snapshot of
-    each Hudi table `base_uris[name]`; returns the row count loaded per name."""
+def load_hudi_tables(
+    data_dir: Path | str, base_uris: Mapping[str, str], as_of: str | None = None
+) -> dict[str, int]:
+    """Makes schema `raw_hudi` of `<data_dir>/lakehouse.duckdb` hold exactly the snapshot of
+    each Hudi table `base_uris[name]` as `raw_hudi.<name>` (as of `as_of` when given):
+    a table left from an earlier load (another raw root before `lakehouse switch`) would
+    otherwise still feed dbt. Returns the row count loaded per name."""
     database = Path(data_dir) / "lakehouse.duckdb"
     database.parent.mkdir(parents=True, exist_ok=True)
     loaded: dict[str, int] = {}
     with duckdb.connect(str(database)) as con:
-        con.sql(f"create schema if not exists {HUDI_SCHEMA}")
+        con.sql(f"drop schema if exists {HUDI_SCHEMA} cascade")
+        con.sql(f"create schema {HUDI_SCHEMA}")
         for name, base_uri in base_uris.items():
-            snapshot = read_hudi_snapshot(base_uri)
+            snapshot = read_hudi_snapshot(base_uri, as_of)
             con.register("hudi_snapshot", snapshot)
             con.sql(f'create or replace table {HUDI_SCHEMA}."{name}" as select * from hudi_snapshot')
             con.unregister("hudi_snapshot")
