@@ -7,9 +7,14 @@
     view while a table has no files yet.
     raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw (an
     empty typed view for a table it did not load).
-  Current state (sources with meta.change_log): a view keeping, per meta.key_columns,
-  the change latest_change_first() puts first (the greatest _ordering_value), tombstones
-  included: the rows the production Hudi upsert table holds, derived instead of stored.
+  Current state (sources with meta.change_log):
+    raw_format=hudi with raw_hudi.<table> loaded: a view over that current-state Hudi table,
+    the upsert table Athena reads, in the change log's columns (but _ingest_hour).
+    Otherwise: a view keeping, per meta.key_columns, the change latest_change_first() puts
+    first (the greatest _ordering_value), tombstones included: the rows the Hudi upsert
+    table holds, derived instead of stored.
+  Hudi's meta columns (_hoodie_commit_time, ...) stay out of every view: Athena's Glue
+  tables have them, but no model reads them and the Parquet views have none.
   On Athena the sources are the Glue tables themselves: nothing to do.
 #}
 {% macro register_raw_sources() %}
@@ -81,6 +86,36 @@
   {{ return("read_parquet(" ~ duckdb__sql_string(pattern) ~ ", " ~ hive_options ~ union_option ~ ")") }}
 {% endmacro %}
 
+{# Whether DuckDB holds the table raw_hudi.<table> (lakehouse_dbt.hudi_raw loaded it). #}
+{% macro duckdb__hudi_table_loaded(table) %}
+  {{ return(run_query("select count(*) from information_schema.tables where table_schema = 'raw_hudi'"
+                      ~ " and table_name = " ~ duckdb__sql_string(table)).columns[0].values()[0] > 0) }}
+{% endmacro %}
+
+{#
+  The select list of a raw view over `relation` (none: no data yet) in the columns a
+  source declares, but those in `skipped`. A declared column the relation lacks (a table
+  with no files, or an attribute added to the contract after the files were written)
+  reads as null: the contract evolution rule. Columns of an attribute added to the
+  contract but not (yet) to the YAML pass through as they are, as the Hudi catalog sync
+  adds them to the Glue table; Hudi's meta columns do not.
+#}
+{% macro duckdb__raw_columns(declared, relation, skipped=[]) %}
+  {% set present = [] %}
+  {% if relation is not none %}
+    {% set present = run_query('select column_name from (describe select * from ' ~ relation ~ ')').columns[0].values() %}
+  {% endif %}
+  {% set columns = [] %}
+  {% for column in declared.values() if column.name not in skipped %}
+    {% set value = column.name if column.name in present else 'null' %}
+    {% do columns.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as ' ~ column.name) %}
+  {% endfor %}
+  {% for name in present if name not in declared and name not in skipped and not name.startswith('_hoodie_') %}
+    {% do columns.append('"' ~ name ~ '"') %}
+  {% endfor %}
+  {{ return(columns | join(', ')) }}
+{% endmacro %}
+
 {% macro duckdb__register_raw_sources() %}
   {% if not execute %}{{ return('select 1') }}{% endif %}
   {% set data_dir = env_var('LAKEHOUSE_DATA_DIR', 'data') %}
@@ -94,45 +129,34 @@
     {% if var('raw_format') == 'hudi' %}
       {# A table the loader did not load (no Hudi table of it yet) reads as empty, as a
          change log without Parquet files does. #}
-      {% set loaded = run_query("select count(*) from information_schema.tables where table_schema = 'raw_hudi'"
-                                ~ " and table_name = " ~ duckdb__sql_string(table)).columns[0].values()[0] %}
-      {% set relation = 'raw_hudi.' ~ table if loaded > 0 else none %}
+      {% set relation = 'raw_hudi.' ~ table if duckdb__hudi_table_loaded(table) else none %}
     {% else %}
       {% set pattern = duckdb__glob_literal(raw_dir) ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
       {% set file_count = run_query("select count(*) from glob(" ~ duckdb__sql_string(pattern) ~ ")").columns[0].values()[0] %}
       {% set relation = duckdb__raw_change_log_relation(table, pattern) if file_count > 0 else none %}
     {% endif %}
-    {#
-      A declared column no file has yet (a table with no files, or an attribute added to
-      the contract after the files were written) reads as null: the contract evolution rule.
-    #}
-    {% set present = [] %}
+    {% set columns = duckdb__raw_columns(source_node.columns, relation) %}
     {% if relation is not none %}
-      {% set present = run_query('select column_name from (describe select * from ' ~ relation ~ ')').columns[0].values() %}
-    {% endif %}
-    {% set columns = [] %}
-    {% for column in source_node.columns.values() %}
-      {% set value = column.name if column.name in present else 'null' %}
-      {% do columns.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as ' ~ column.name) %}
-    {% endfor %}
-    {# Columns of an attribute added to the contract but not (yet) to this YAML pass
-       through as they are, as the Hudi catalog sync adds them to the Glue table. #}
-    {% for name in present if name not in source_node.columns %}
-      {% do columns.append('"' ~ name ~ '"') %}
-    {% endfor %}
-    {% if relation is not none %}
-      {% set body = 'select ' ~ columns | join(', ') ~ ' from ' ~ relation %}
+      {% set body = 'select ' ~ columns ~ ' from ' ~ relation %}
     {% else %}
-      {% set body = 'select ' ~ columns | join(', ') ~ ' where false' %}
+      {% set body = 'select ' ~ columns ~ ' where false' %}
     {% endif %}
     {% do statements.append('create or replace view raw.' ~ table ~ ' as ' ~ body) %}
   {% endfor %}
   {% for source_node in sources if source_node.meta.change_log %}
-    {% set keys = source_node.meta.key_columns | join(', ') %}
-    {% do statements.append(
-        'create or replace view raw.' ~ source_node.name ~ ' as select * exclude (_ingest_hour) from raw.'
-        ~ source_node.meta.change_log ~ ' qualify row_number() over (partition by ' ~ keys
-        ~ ' order by ' ~ latest_change_first() ~ ') = 1') %}
+    {% if var('raw_format') == 'hudi' and duckdb__hudi_table_loaded(source_node.name) %}
+      {% set change_log = sources | selectattr('name', 'equalto', source_node.meta.change_log) | first %}
+      {% set relation = 'raw_hudi.' ~ source_node.name %}
+      {% do statements.append(
+          'create or replace view raw.' ~ source_node.name ~ ' as select '
+          ~ duckdb__raw_columns(change_log.columns, relation, ['_ingest_hour']) ~ ' from ' ~ relation) %}
+    {% else %}
+      {% set keys = source_node.meta.key_columns | join(', ') %}
+      {% do statements.append(
+          'create or replace view raw.' ~ source_node.name ~ ' as select * exclude (_ingest_hour) from raw.'
+          ~ source_node.meta.change_log ~ ' qualify row_number() over (partition by ' ~ keys
+          ~ ' order by ' ~ latest_change_first() ~ ') = 1') %}
+    {% endif %}
   {% endfor %}
   {{ return(statements | join(';\n')) }}
 {% endmacro %}

@@ -12,7 +12,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     dbt = commands.add_parser(
         "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)",
         epilog="--reprocess-from DAY --reprocess-to DAY (end exclusive) redo those event days in the "
-               "current-state staging models and the microbatch marts (docs/operations.md)",
+               "current-state staging models and the microbatch marts (docs/operations.md); "
+               "--raw-as-of INSTANT reads Hudi raw tables as of that commit (docs/dbt.md)",
     )
     dbt.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt command and its options")
     dbt.set_defaults(run=run_dbt, takes_project_options_from_rest=True)
@@ -36,14 +37,15 @@ def _own_options(default: object) -> argparse.ArgumentParser:
     add_project_options(own, default=default)
     own.add_argument("--reprocess-from", type=date.fromisoformat, default=None)
     own.add_argument("--reprocess-to", type=date.fromisoformat, default=None)
+    own.add_argument("--raw-as-of", default=None)
     return own
 
 
 def take_project_options(args: argparse.Namespace) -> None:
     """Move our own options found among dbt's arguments (`lakehouse dbt build --data-dir X
-    --reprocess-from 2026-11-01 --reprocess-to 2026-11-03`) onto `args`; dbt gets the rest
-    in their order."""
-    args.reprocess_from = args.reprocess_to = None
+    --reprocess-from 2026-11-01 --reprocess-to 2026-11-03`, `--raw-as-of 20261101120000000`)
+    onto `args`; dbt gets the rest in their order."""
+    args.reprocess_from = args.reprocess_to = args.raw_as_of = None
     found, args.dbt_args = _own_options(argparse.SUPPRESS).parse_known_args(args.dbt_args)
     vars(args).update(vars(found))
 
@@ -59,7 +61,7 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
             dbt_args += reprocess_args(args.reprocess_from, args.reprocess_to)
         except ValueError as exc:
             raise DbtFailed(str(exc)) from exc
-    run_dbt_command(layout.root, dbt_args)
+    run_dbt_command(layout.root, dbt_args, raw_as_of=args.raw_as_of)
 
 
 def scaffold_table(args: argparse.Namespace, layout: DataLayout) -> None:

@@ -9,11 +9,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from lakehouse_dbt.hudi_raw import check_instant, load_hudi_tables
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
 from streaming.errors import OperatorError
-from streaming.io.layout import DataLayout, dbt_env, require_data_dir
+from streaming.io.layout import DataLayout, dbt_env, hudi_tables, local_raw_format, read_pointer, require_data_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -132,16 +134,65 @@ class DbtFailed(OperatorError):
     """A dbt command failed; the message carries dbt's own words and the log's path."""
 
 
-def run_dbt_command(data_dir: Path, dbt_args: Sequence[str]) -> None:
+def with_dbt_var(dbt_args: Sequence[str], name: str, value: Any) -> list[str]:
+    """`dbt_args` with the var `name` set to `value` unless they set it already. dbt keeps
+    only the last --vars, so the var joins that one (YAML, as dbt reads it)."""
+    args = list(dbt_args)
+    found = [i for i, arg in enumerate(args) if arg == "--vars" or arg.startswith("--vars=")]
+    if not found:
+        return [*args, "--vars", json.dumps({name: value})]
+    at = found[-1]
+    if args[at] == "--vars":
+        if at + 1 == len(args):
+            return args  # dbt itself reports the missing value
+        text, value_at = args[at + 1], at + 1
+    else:
+        text, value_at = args[at].split("=", 1)[1], at
+    try:
+        given = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise DbtFailed(f"--vars {text!r} is not YAML: {exc}") from exc
+    if not isinstance(given, dict):
+        raise DbtFailed(f"--vars {text!r} is not a mapping of names to values")
+    merged = json.dumps({name: value, **given})
+    args[value_at] = merged if args[at] == "--vars" else f"--vars={merged}"
+    return args
+
+
+def raw_hudi_args(data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None = None) -> list[str]:
+    """dbt arguments for the data directory's active raw folder. Hudi raw tables (the
+    local default sink) are loaded with hudi-rs into DuckDB's raw_hudi schema, each as
+    of `raw_as_of` when given, and dbt runs with raw_format=hudi; a Parquet change log
+    is read by dbt directly, as it is."""
+    raw_dir = read_pointer(data_dir).raw_dir
+    if local_raw_format(raw_dir) != "hudi":
+        if raw_as_of is not None:
+            raise DbtFailed(f"--raw-as-of reads Hudi raw tables as of a commit; {raw_dir} holds none "
+                            "(a Parquet change log keeps no commits to go back to)")
+        return list(dbt_args)
+    if raw_as_of is not None:
+        try:
+            check_instant(raw_as_of)
+        except ValueError as exc:
+            raise DbtFailed(f"--raw-as-of: {exc}") from exc
+    check_database_folder(data_dir.resolve())
+    tables = {name: str(path.resolve()) for name, path in hudi_tables(raw_dir).items()}
+    load_hudi_tables(data_dir, tables, raw_as_of)
+    return with_dbt_var(dbt_args, "raw_format", "hudi")
+
+
+def run_dbt_command(data_dir: Path, dbt_args: Sequence[str], *, raw_as_of: str | None = None) -> None:
     """`lakehouse dbt <args>`: dbt on this repository's project with the local data directory.
 
-    dbt writes its own progress; a failure ends with dbt's own error (failure_summary),
-    not only a pointer to a log that a usage error never writes.
+    Hudi raw tables are read through hudi-rs (raw_hudi_args), as of `raw_as_of` when
+    given. dbt writes its own progress; a failure ends with dbt's own error
+    (failure_summary), not only a pointer to a log that a usage error never writes.
     """
     if not dbt_args:
         raise DbtFailed("name a dbt command, e.g. `lakehouse dbt build`")
     # dbt would create a missing one empty and build nothing from it.
     require_data_dir(data_dir)
+    dbt_args = raw_hudi_args(data_dir, dbt_args, raw_as_of)
     result = run_dbt(list(dbt_args), data_dir)
     if not result.success:
         log_file = DataLayout(data_dir).dbt_logs / "dbt.log"
