@@ -1,4 +1,9 @@
-"""`lakehouse status`: row counts of the local raw tables, the unrouted items and the quarantine, read with DuckDB."""
+"""`lakehouse status`: row counts of the local raw tables, the unrouted items and the quarantine.
+
+A Parquet change log is counted with DuckDB, its current state derived (distinct keys).
+Hudi raw tables (the default local sink) are read without Spark: rows through hudi-rs,
+each table's own current-state table counted as it is, and batches and commits from
+the timeline (streaming.io.hudi_timeline)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -10,17 +15,20 @@ from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
+from streaming.io.hudi_timeline import HudiCommit, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
-from streaming.io.layout import DataLayout, is_switched, require_data_dir
+from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
 from streaming.operations.backfill import unfinished_backfills
 from streaming.operations.unrouted import unfinished_replays
+from streaming.contracts.model import TableContract
 from streaming.runtime.startup import load_checked_contracts
 
 
 @dataclass(frozen=True)
 class StatusReport:
     # Per raw table: rows of its change log, rows of its current state (keys, tombstones
-    # included), and batch folders of the change log.
+    # included), and the change log's batches (Parquet: batch folders; Hudi: commits
+    # carrying a batch marker).
     change_rows: dict[str, int]
     current_rows: dict[str, int]
     raw_batches: dict[str, int]
@@ -39,6 +47,19 @@ class StatusReport:
     unrouted_tables: dict[str, str] = field(default_factory=dict)
     # Warnings for unrouted replays that failed or were stopped before they finished.
     unfinished_unrouted_replays: tuple[str, ...] = ()
+    # Hudi raw tables only: each table's completed commits (change log `<t>_changes` and
+    # current state `<t>`), oldest first. A Parquet change log has no commits.
+    commits: dict[str, tuple[HudiCommit, ...]] = field(default_factory=dict)
+
+    def commit_lines(self, newest: int = 3) -> list[str]:
+        """Each Hudi table's newest commits: instant, operation, rows written, batch."""
+        out = []
+        for table, commits in self.commits.items():
+            out.append(f"{table}: {len(commits)} commits" + (", newest:" if commits else ""))
+            out += [f"  {commit.instant}  {commit.operation or commit.action:<7} {commit.inserted:>6} inserted "
+                    f"{commit.updated:>6} updated" + (f"  batch {commit.batch_marker}" if commit.batch_marker else "")
+                    for commit in reversed(commits[-newest:])]
+        return out
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -74,11 +95,20 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     current_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
     unrouted_items: dict[str, int] = {}
+    commits: dict[str, tuple[HudiCommit, ...]] = {}
+    hudi = local_raw_format(layout.raw) == "hudi"
     with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
         for contract in contracts.values():
+            if hudi:
+                counts = _hudi_counts(layout.raw, contract)
+                change_rows[contract.raw_table], current_rows[contract.raw_table], live_items = counts.rows
+                commits.update(counts.commits)
+                raw_batches[contract.raw_table] = sum(
+                    commit.batch_marker is not None for commit in counts.commits.get(contract.changes_table, ()))
+                if contract.unrouted:
+                    unrouted_items[contract.raw_table] = live_items
+                continue
             table_dir = raw_layout.change_log_dir(layout.raw, contract)
-            if (table_dir / ".hoodie").is_dir():
-                raise OperatorError(f"{table_dir} is a Hudi table; `status` counts the local Parquet change log only")
             files = raw_layout.change_log_files(table_dir)
             change_rows[contract.raw_table], current_rows[contract.raw_table] = _count_rows_and_keys(
                 connection, files, contract.key_columns
@@ -100,7 +130,34 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
                         tuple(unfinished_backfills(layout.root)), unrouted_items,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
-                        tuple(unfinished_replays(layout.root)))
+                        tuple(unfinished_replays(layout.root)), commits)
+
+
+@dataclass(frozen=True)
+class _HudiCounts:
+    rows: tuple[int, int, int]
+    """Change-log rows, current rows (tombstones included), current rows that are no tombstone."""
+    commits: dict[str, tuple[HudiCommit, ...]]
+
+
+def _hudi_counts(raw_dir: Path, contract: TableContract) -> _HudiCounts:
+    """A raw table's Hudi change log and current-state table, read with hudi-rs: each
+    holds what its own commits wrote (the current state is stored, not derived). A table
+    not created yet (no rows for it so far) counts nothing."""
+    from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+
+    tombstones: dict[str, list[bool]] = {}
+    commits: dict[str, tuple[HudiCommit, ...]] = {}
+    for table in (contract.changes_table, contract.raw_table):
+        path = raw_dir / table
+        if (path / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
+            commits[table] = tuple(table_commits(LocalFiles(), str(path)))
+            # One small column is all the counts need.
+            snapshot = read_hudi_snapshot(str(path.resolve()), columns=["_is_deleted"])
+            tombstones[table] = snapshot.column("_is_deleted").to_pylist()
+    changes = tombstones.get(contract.changes_table, [])
+    current = tombstones.get(contract.raw_table, [])
+    return _HudiCounts((len(changes), len(current), current.count(False)), commits)
 
 
 @contextmanager
