@@ -13,6 +13,7 @@ from streaming.io.hudi_options import (
     BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,
     GLUE_SYNC_TOOL,
+    HIVE_SYNC_TOOL,
     NONPARTITIONED_KEY_GENERATOR,
     SIMPLE_KEY_GENERATOR,
     HudiOptionsError,
@@ -21,11 +22,9 @@ from streaming.io.hudi_options import (
     check_archival_rules,
     current_state_write_options,
     hudi_table_path,
+    meta_sync_tools,
     retention_options,
 )
-
-HIVE_SYNC_TOOL = "org.apache.hudi.hive.HiveSyncTool"
-
 
 @pytest.fixture(scope="module")
 def contracts():
@@ -109,6 +108,15 @@ def test_change_log_is_an_insert_only_table_per_ingest_hour(contracts, table):
     assert options["hoodie.parquet.small.file.limit"] == "0"
 
 
+def test_only_the_current_state_url_encodes_its_partition_folders(contracts):
+    """Its partition value is a key's last character (`/`, `=`, `%` break a Hive-style
+    folder); the change log's ingest hour never needs encoding. tests/test_hudi_tables.py
+    reads encoded folders back through Spark and hudi-rs."""
+    change_log, current = both_tables(contracts["customers"])
+    assert current["hoodie.datasource.write.partitionpath.urlencode"] == "true"
+    assert "hoodie.datasource.write.partitionpath.urlencode" not in change_log
+
+
 def test_both_tables_are_pinned_to_version_6_without_metadata_table(contracts):
     for options in both_tables(contracts["customers"]):
         assert options["hoodie.write.table.version"] == "6"
@@ -151,6 +159,17 @@ def test_each_sync_mode_runs_exactly_its_sync_tool(contracts, hudi_0_13):
     for mode, expected in (("glue", {GLUE_SYNC_TOOL}), ("hms", {HIVE_SYNC_TOOL}), ("none", set())):
         for options in both_tables(contracts["customers"], sync_mode=mode):
             assert sync_tools_run(options, hudi_0_13=hudi_0_13) == expected, mode
+
+
+def test_the_sync_tools_a_replay_runs_again_are_those_of_the_write(contracts):
+    for mode, expected in (("glue", [GLUE_SYNC_TOOL]), ("hms", [HIVE_SYNC_TOOL]), ("none", [])):
+        for options in both_tables(contracts["customers"], sync_mode=mode):
+            assert meta_sync_tools(options) == expected, mode
+            assert set(expected) == sync_tools_run(options, hudi_0_13=False)
+    # hive_sync.mode glue adds the Glue tool to the configured ones, once.
+    assert meta_sync_tools({"hoodie.datasource.meta.sync.enable": "true", "hoodie.datasource.hive_sync.mode": "glue",
+                            "hoodie.meta.sync.client.tool.class": f"{HIVE_SYNC_TOOL}, {GLUE_SYNC_TOOL}"}) == [
+        HIVE_SYNC_TOOL, GLUE_SYNC_TOOL]
 
 
 def test_sync_settings(contracts):

@@ -24,6 +24,7 @@ ORDERING_FIELD = "_ordering_value"
 # older change never overwrites a newer one (event-time ordering).
 EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 GLUE_SYNC_TOOL = "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool"
+HIVE_SYNC_TOOL = "org.apache.hudi.hive.HiveSyncTool"
 
 SIMPLE_KEY_GENERATOR = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KEY_GENERATOR = "org.apache.hudi.keygen.ComplexKeyGenerator"
@@ -159,6 +160,25 @@ def sync_options(sync_mode: SyncMode, database: str, table: str, partition_colum
             }
         )
     return options
+
+
+def meta_sync_tools(options: Mapping[str, str]) -> list[str]:
+    """The sync tool classes a Hudi 1.0.x Spark write runs after its commit, none when sync is off.
+
+    HoodieSparkSqlWriter.metaSync (hudi-spark-common): sync runs when hive_sync.enable or
+    meta.sync.enable is true; the tools are hoodie.meta.sync.client.tool.class (default
+    HiveSyncTool) plus the Glue tool when hive_sync.mode is glue.
+    """
+    enabled = (
+        options.get("hoodie.datasource.hive_sync.enable", "false").lower() == "true"
+        or options.get("hoodie.datasource.meta.sync.enable", "false").lower() == "true"
+    )
+    if not enabled:
+        return []
+    tools = [name.strip() for name in options.get("hoodie.meta.sync.client.tool.class", HIVE_SYNC_TOOL).split(",")]
+    if options.get("hoodie.datasource.hive_sync.mode", "").lower() == "glue":
+        tools.append(GLUE_SYNC_TOOL)
+    return list(dict.fromkeys(name for name in tools if name))
 
 
 def retention_options(retain_hours: int, commit_interval_seconds: int) -> dict[str, str]:
@@ -303,6 +323,14 @@ def current_state_write_options(
             "hoodie.datasource.write.recordkey.field": record_key,
             "hoodie.datasource.write.keygenerator.class": key_generator_class(key_columns, partition_column),
             "hoodie.datasource.write.partitionpath.field": partition_column or "",
+            # The partition value is a key's last character, so it may be `/` (a nested
+            # folder), `=` or `%`: Spark's partition discovery then fails on the table
+            # ("Empty partition column value"). URL-encoded folders (`id_suffix=%2F`) are
+            # decoded again by Spark's Hudi reader and by hudi-rs; the data column keeps
+            # the raw character. The Hive sync ("hms") registers the encoded value (`%2F`)
+            # as the catalog's partition value: its HMSDDLExecutor ignores
+            # hoodie.meta.sync.decode_partition (tests/test_hudi_tables.py).
+            "hoodie.datasource.write.partitionpath.urlencode": "true",
             "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
             "hoodie.datasource.write.payload.class": EVENT_TIME_PAYLOAD,
             "hoodie.payload.ordering.field": ORDERING_FIELD,
