@@ -285,3 +285,24 @@ def test_commits_of_a_real_table_with_their_rows(tmp_path):
     # inserted into a third partition (the four rows of the snapshot).
     assert [(c.inserted, c.updated, c.files_written) for c in commits] == [(3, 0, 2), (1, 1, 2)]
     assert commits[1].batch_marker is None
+
+
+def test_a_replayed_batch_syncs_the_catalog_again(spark, tmp_path, customers_batch):
+    """Hudi syncs after its commit, so a crash in the sync leaves the batch committed but
+    not in the catalog; the replay that skips the write runs the sync again.
+    (tests/test_hudi_tables.py runs the real HiveSyncTool against a Derby metastore.)"""
+    contract, changes = customers_batch
+    change_log = change_log_from_sample(tmp_path, changes.columns, "stream-a:7")
+    synced: list[tuple[str, str]] = []
+
+    def meta_sync(session, options, path):
+        synced.append((path, options["hoodie.datasource.hive_sync.table"]))
+
+    for mode in ("none", "hms"):
+        writer = RecordingWriter()
+        sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode=mode, stream_id="stream-a",
+                        writer=writer, meta_sync=meta_sync)
+        sink.write(changes, contract, 7, rows=3)
+        # The current state, without the marker, is written (and Hudi syncs it itself).
+        assert [path for path, _, _ in writer.writes] == [str(tmp_path / "customers")]
+    assert synced == [(str(change_log), "customers_changes")]

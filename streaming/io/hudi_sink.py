@@ -8,7 +8,9 @@ Replays: a micro-batch that Spark runs again after a crash must not insert its c
 twice. Every commit records `<stream_id>:<batch_id>` in its extraMetadata; before
 writing, the sink reads the newest commit of the table's timeline and skips the write
 when it already holds this batch. Batches of one stream commit in order and one writer
-owns a table, so the only batch that can be replayed is the one committed last.
+owns a table, so the only batch that can be replayed is the one committed last. Hudi
+syncs the catalog after its commit, so a sync that failed left the batch committed but
+not synced: a skipped table is therefore synced again when catalog sync is on.
 
 Schema: the same newest commit holds the table's writer schema; the batch's columns are
 put in the table's order with new contract columns at the end, the only place Hudi's
@@ -33,6 +35,7 @@ from streaming.io.hudi_options import (
     change_log_write_options,
     current_state_write_options,
     hudi_table_path,
+    meta_sync_tools,
 )
 from streaming.io.hudi_timeline import TableFiles, read_timeline_head
 from streaming.io.storage import HadoopFiles, jvm_class_loadable
@@ -52,6 +55,7 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
 
 
 HudiWriter = Callable[[DataFrame, Mapping[str, str], str], None]
+MetaSync = Callable[[SparkSession, Mapping[str, str], str], None]
 
 
 class HudiSchemaError(ValueError):
@@ -84,13 +88,34 @@ def save_with_hudi(df: DataFrame, options: Mapping[str, str], path: str) -> None
     df.write.format("hudi").options(**options).mode("append").save(path)
 
 
+def run_meta_sync(spark: SparkSession, options: Mapping[str, str], path: str) -> None:
+    """Sync the table at `path` to the catalog the way a Hudi write does after its commit.
+
+    Mirrors HoodieSparkSqlWriter.metaSync of Hudi 1.0.x: each tool of meta_sync_tools runs
+    through SyncUtilHelpers.runHoodieMetaSync(tool, props, conf, fs, basePath, fileFormat)
+    with the write options as its properties, plus the two the writer adds: the Spark
+    version the tool records and whether to list files through the metadata table.
+    """
+    jvm = spark.sparkContext._jvm
+    properties = jvm.org.apache.hudi.common.config.TypedProperties()
+    for key, value in options.items():
+        properties.setProperty(key, value)
+    properties.setProperty("hoodie.meta_sync.spark.version", spark.version)
+    properties.setProperty("hoodie.meta.sync.metadata_file_listing", options.get("hoodie.metadata.enable", "false"))
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf())
+    helpers = jvm.org.apache.hudi.sync.common.util.SyncUtilHelpers
+    for tool in meta_sync_tools(options):
+        helpers.runHoodieMetaSync(tool, properties, fs.getConf(), fs, path, "PARQUET")
+
+
 class HudiSink:
     """Writes each table's changes to its Hudi change log and upserts its current state.
 
     `stream_id` identifies the streaming query (its checkpoint); without it a replayed
     batch cannot be recognised and its changes would be inserted twice, so the sink
-    warns once. `writer` and `files` default to the Hudi datasource and the session's
-    Hadoop FileSystem.
+    warns once. `writer`, `meta_sync` and `files` default to the Hudi datasource, Hudi's
+    own sync tools and the session's Hadoop FileSystem.
     """
 
     def __init__(
@@ -105,12 +130,14 @@ class HudiSink:
         extra_options: Mapping[str, str] | None = None,
         commit_interval_seconds: int = DEFAULT_COMMIT_INTERVAL_SECONDS,
         writer: HudiWriter = save_with_hudi,
+        meta_sync: MetaSync = run_meta_sync,
         files: TableFiles | None = None,
     ) -> None:
         self.base_path = base_path.rstrip("/")
         self.database = database
         self.stream_id = stream_id or None
         self._writer = writer
+        self._meta_sync = meta_sync
         self._files = files
         self._contracts = {contract.raw_table: contract for contract in contracts.values()}
         common = dict(
@@ -163,6 +190,9 @@ class HudiSink:
             marker = batch_marker(self.stream_id, batch_id)
             if head.batch_marker == marker:
                 log.info("hudi %s: batch %s is already committed, not written again", table, marker)
+                if meta_sync_tools(options):
+                    # The commit may be all the crashed run achieved: sync it again (idempotent).
+                    self._meta_sync(changes.sparkSession, options, path)
                 continue
             log.debug("hudi write table=%s batch=%s", table, marker)
             self._writer(frame, {**options, **batch_marker_options(self.stream_id, batch_id)}, path)
