@@ -13,7 +13,7 @@ def spark():
     session.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def hudi_spark(spark):
     """The session, with the Hudi bundle `make venv` fetched. A missing bundle fails the
     test instead of skipping it: these machines reach Maven Central, so a Hudi test that

@@ -58,7 +58,7 @@ def dbt_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, list[str]]]:
     """What `lakehouse dbt` would run: dbt itself is replaced, the wiring is not."""
     calls: list[tuple[Path, list[str]]] = []
     monkeypatch.setattr("streaming.runtime.dbt_runner.run_dbt_command",
-                        lambda data_dir, args: calls.append((data_dir, list(args))))
+                        lambda data_dir, args, **options: calls.append((data_dir, list(args))))
     return calls
 
 

@@ -21,7 +21,7 @@ from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.duckdb_files import duckdb_glob_literal
+from streaming.io.duckdb_files import register_change_log
 from streaming.io.layout import DBT_FOLDER, DUCKDB_FILE, DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts
@@ -197,21 +197,21 @@ def _unrouted_kinds(layout: DataLayout, unrouted: TableContract, entities: list[
     routes_on_sort_key = any(entity.route is not None and entity.route.sort_key_prefix is not None
                              for entity in entities)
     key = unrouted.sort_key if routes_on_sort_key and unrouted.sort_key else unrouted.partition_key
-    files = raw_layout.change_log_files(raw_layout.change_log_dir(layout.raw, unrouted))
-    if not files or unrouted.attribute(key).type != "S":
+    if unrouted.attribute(key).type != "S":
         return None
     key_column = unrouted.attribute(key).column
     keys = ", ".join(f'"{column}"' for column in unrouted.key_columns)
     with duckdb.connect() as connection:
+        if not register_change_log(connection, "unrouted_changes", raw_layout.change_log_dir(layout.raw, unrouted)):
+            return None
         counted = connection.execute(
             f"""
             select kind, count(*) as items from (
                 select distinct {keys}, coalesce(regexp_extract("{key_column}", '^[^#]*#'), '') as kind
-                from read_parquet(?)
+                from unrouted_changes
             )
             group by kind order by items desc, kind limit {KINDS_SHOWN + 1}
-            """,
-            [[duckdb_glob_literal(path) for path in files]],
+            """
         ).fetchall()
     shown = ", ".join(f"{kind or '(no #)'} {items}" for kind, items in counted[:KINDS_SHOWN])
     return shown + (", ..." if len(counted) > KINDS_SHOWN else "")
@@ -248,6 +248,8 @@ def run_demo(
             out(f"[3/{steps}] raw tables and quarantine")
             report = status(layout, contracts_dir=contracts_dir)
             for line in report.lines():
+                out(line)
+            for line in report.commit_lines():
                 out(line)
             single_table = tuple(single_table_lines(layout, load_checked_contracts(contracts_dir), report))
             for line in single_table:

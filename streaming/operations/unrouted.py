@@ -66,7 +66,7 @@ from streaming.contracts.model import (
 )
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.duckdb_files import duckdb_glob_literal
+from streaming.io.duckdb_files import register_change_log
 from streaming.io.layout import DataLayout, require_data_dir
 from streaming.io.sinks import QuarantineWriter, SinkName
 from streaming.operations.backfill import operation_batch_id
@@ -140,28 +140,17 @@ def read_unrouted_rows(raw_root: Path, contract: TableContract) -> list[Unrouted
     Parquet change log's files, or the Hudi change log's snapshot (read with hudi-rs)."""
     import duckdb
 
-    table_dir = raw_layout.change_log_dir(raw_root, contract)
     keys = len(contract.key_columns)
     key_columns = ", ".join(f'"{column}"' for column in contract.key_columns)
     with duckdb.connect() as connection:
-        if (table_dir / ".hoodie").is_dir():
-            from lakehouse_dbt.hudi_raw import read_hudi_snapshot
-
-            connection.register("unrouted_changes", read_hudi_snapshot(str(table_dir)))
-            source, parameters = "unrouted_changes", []
-        else:
-            files = raw_layout.change_log_files(table_dir)
-            if not files:
-                return []
-            source = "read_parquet(?, hive_partitioning = false)"
-            parameters = [[duckdb_glob_literal(path) for path in files]]
+        if not register_change_log(connection, "unrouted_changes", raw_layout.change_log_dir(raw_root, contract)):
+            return []
         connection.execute("set TimeZone = 'UTC'")
         rows = connection.execute(
             f"select {key_columns}, \"{contract.partition_column}\", _ordering_value, _event_ts, "
             f"_sequence_number, _is_deleted, {CHANGE_RECORD_COLUMN}, "
             f"json_extract_string({CHANGE_RECORD_COLUMN}, '$.eventName'), _batch_id "
-            f"from {source} order by _ordering_value",
-            parameters,
+            "from unrouted_changes order by _ordering_value"
         ).fetchall()
     return [
         UnroutedRow(contract.raw_table, tuple(row[:keys]), partition, ordering_value,
