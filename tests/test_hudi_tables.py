@@ -200,6 +200,12 @@ def test_table_properties_pin_version_6_and_the_configured_keys(hudi_spark, land
     assert current["hoodie.table.partition.fields"] == "id_suffix"
     assert current["hoodie.datasource.write.partitionpath.urlencode"] == "true"
     assert change_log["hoodie.datasource.write.partitionpath.urlencode"] == "false"
+    # Unlike the version-6 tables Hudi 0.14 wrote (../shared/hudi-samples), Hudi 1.0.2
+    # stores the key generator only as its 1.x type and names the archive folder with
+    # its 1.x name: a 0.x writer looks for hoodie.table.keygenerator.class.
+    for properties in (change_log, current):
+        assert "hoodie.table.keygenerator.class" not in properties
+        assert properties["hoodie.archivelog.folder"] == "history"
 
 
 def test_the_bucket_index_names_file_groups_by_bucket(hudi_spark, landed):
