@@ -21,7 +21,7 @@ from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import change_log_schema, load_contracts
-from streaming.io.hudi_sink import HudiSink, hudi_bundle_available, save_with_hudi
+from streaming.io.hudi_sink import HudiSink, save_with_hudi
 from streaming.io.hudi_timeline import LocalFiles, read_timeline_head, table_commits
 
 pytestmark = pytest.mark.spark
@@ -64,14 +64,6 @@ def hudi_rs_batches(table: Path) -> list[pa.RecordBatch]:
 
 def data_files(table: Path) -> list[Path]:
     return sorted(path for path in table.rglob("*.parquet") if ".hoodie" not in path.parts)
-
-
-@pytest.fixture(scope="module")
-def session(spark):
-    # Module fixtures cannot use the function-scoped hudi_spark; same rule: never skip.
-    if not hudi_bundle_available(spark):
-        pytest.fail("the Hudi bundle is not on the session's classpath: run `make venv`")
-    return spark
 
 
 class FailsOnceOn:
@@ -120,7 +112,7 @@ def forge_pending_commit(table: Path, instant: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def landed(session, tmp_path_factory):
+def landed(hudi_spark, tmp_path_factory):
     """One stream's batches through one sink, with a crash between the two tables, a
     replay, a late and a tied change, a failed write and a writer killed inside a commit.
     Returns the base path and what each step left behind."""
@@ -135,7 +127,7 @@ def landed(session, tmp_path_factory):
             written=list(writer.written), **more,
         )
 
-    batch_1 = session.createDataFrame([
+    batch_1 = hudi_spark.createDataFrame([
         change("c1", "old@x", 100, event_id="e1"),
         change("c1", "new@x", 200, event_id="e2"),
         change("c2", "a@x", 100),
@@ -150,7 +142,7 @@ def landed(session, tmp_path_factory):
     record("replayed again")
 
     # c1: an older change arriving late; c2: another change with the stored ordering value.
-    batch_2 = session.createDataFrame([
+    batch_2 = hudi_spark.createDataFrame([
         change("c1", "late@x", 150, batch_id=2), change("c2", "tie@x", 100, batch_id=2)], SCHEMA)
     sink.write(batch_2, CUSTOMERS, 2)
     record("late and tied")
@@ -162,14 +154,14 @@ def landed(session, tmp_path_factory):
             raise ValueError("executor lost inside the commit")
         return email
 
-    batch_3 = session.createDataFrame([change("c4", "d@x", 300, batch_id=3)], SCHEMA)
-    failing = session.createDataFrame([change("c9", "boom@x", 300, batch_id=3)], SCHEMA).unionByName(batch_3)
+    batch_3 = hudi_spark.createDataFrame([change("c4", "d@x", 300, batch_id=3)], SCHEMA)
+    failing = hudi_spark.createDataFrame([change("c9", "boom@x", 300, batch_id=3)], SCHEMA).unionByName(batch_3)
     with pytest.raises(Exception, match="executor lost inside the commit"):
         sink.write(failing.withColumn("email", crash_on_boom("email")), CUSTOMERS, 3)
     pending_instant = str(int(steps["late and tied"]["current"][-1].instant) + 1)
     forged = forge_pending_commit(base / "customers", pending_instant)
     pending = {table: pending_instant_files(base / table) for table in ("customers_changes", "customers")}
-    emails_while_pending = {row.email for row in session.read.format("hudi").load(str(base / "customers")).collect()}
+    emails_while_pending = {row.email for row in hudi_spark.read.format("hudi").load(str(base / "customers")).collect()}
     emails_while_pending |= set(pa.Table.from_batches(hudi_rs_batches(base / "customers")).column("email").to_pylist())
     record("crashed inside a commit", pending=pending, forged=forged, pending_instant=pending_instant,
            emails_while_pending=emails_while_pending)
@@ -296,7 +288,7 @@ OLD_CUSTOMERS = dataclasses.replace(
 
 
 @pytest.fixture(scope="module")
-def evolved(session, tmp_path_factory):
+def evolved(hudi_spark, tmp_path_factory):
     """Four batches under the smallest archival limits Hudi accepts, cleaning by commits so
     that every update makes the cleaner and archival run; the first two batches predate
     the contract's registration_date, the last two carry it. Batch 4 is replayed."""
@@ -314,10 +306,10 @@ def evolved(session, tmp_path_factory):
         if batch_id <= 2:
             rows = [change(key, f"{key}-{batch_id}@x", batch_id, batch_id=batch_id, schema=old_schema)
                     for key in ("c1", "c2")]
-            return session.createDataFrame(rows, old_schema), OLD_CUSTOMERS
+            return hudi_spark.createDataFrame(rows, old_schema), OLD_CUSTOMERS
         rows = [change(key, f"{key}-{batch_id}@x", batch_id, batch_id=batch_id, registration_date=f"2026-0{batch_id}")
                 for key in ("c1", "c2")]
-        return session.createDataFrame(rows, SCHEMA), CUSTOMERS
+        return hudi_spark.createDataFrame(rows, SCHEMA), CUSTOMERS
 
     for batch_id in range(1, 5):
         sink.write(*batch(batch_id), batch_id)
@@ -379,7 +371,7 @@ ODD_KEYS = ("c/", "c%", "c=", "c ", "c1")
 
 
 @pytest.fixture(scope="module")
-def synced(session, tmp_path_factory):
+def synced(hudi_spark, tmp_path_factory):
     """Catalog sync through HiveSyncTool (sync_mode "hms") into an embedded Derby metastore.
 
     Hive reads its settings from JVM system properties (HiveConf.applySystemProperties),
@@ -389,7 +381,7 @@ def synced(session, tmp_path_factory):
     fails, the current state is never written. The replay runs with the metastore back.
     """
     folder = tmp_path_factory.mktemp("metastore")
-    system = session.sparkContext._jvm.java.lang.System
+    system = hudi_spark.sparkContext._jvm.java.lang.System
     settings = {
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder / 'db'};create=true",
         "datanucleus.schema.autoCreateAll": "true",
@@ -403,7 +395,7 @@ def synced(session, tmp_path_factory):
     base = tmp_path_factory.mktemp("synced")
     sink = HudiSink(str(base), "raw", CONTRACTS, sync_mode="hms", stream_id=STREAM)
     rows = [change(key, f"{key}@x", 1) for key in ODD_KEYS]
-    batch = session.createDataFrame(rows, SCHEMA)
+    batch = hudi_spark.createDataFrame(rows, SCHEMA)
     try:
         system.setProperty("hive.metastore.uris", "thrift://127.0.0.1:1")
         with pytest.raises(Exception, match="HiveSyncTool"):
@@ -411,7 +403,7 @@ def synced(session, tmp_path_factory):
         system.clearProperty("hive.metastore.uris")
         after_failure = {table: commits(base, table) for table in ("customers_changes", "customers")}
         sink.write(batch, CUSTOMERS, 1)
-        hive = session.sparkContext._jvm.org.apache.hadoop.hive
+        hive = hudi_spark.sparkContext._jvm.org.apache.hadoop.hive
         client = hive.metastore.HiveMetaStoreClient(hive.conf.HiveConf())
         try:
             catalog = {
