@@ -8,6 +8,15 @@ copy are compared on the work alone; the caller measures memory and wall time ou
 (the Python driver and its JVM) at a point of that micro-batch, for the kill drill:
 `before_write` (decoded, nothing written), `mid_write` (the first table's change log
 written, the other not), `after_write` (everything written, checkpoint commit not yet done).
+
+With the Hudi sink (`"sink": "hudi"`), each raw table's write is two Hudi commits, the
+change log's then the current state's, and `<batch_id>:<phase>:<n>` names the batch's
+n-th Hudi commit (0: the first table's change log, 1: its current state, 2: the next
+table's change log, ...): `hudi_after_commit` kills once commit n completed, before the
+next one starts (n even: between a table's change log and its current state);
+`hudi_inflight` kills while commit n is in flight, as soon as its `.inflight` instant is
+on the timeline; `hudi_files` kills while it is in flight with its first data file
+written (both in the table's folder, the commit not completed).
 """
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +41,9 @@ from streaming.pipeline.batch import BatchReport, RawSink
 
 KILL_ENV = "BENCH_KILL_AT"
 KILL_PHASES = ("before_write", "mid_write", "after_write")
+HUDI_KILL_PHASES = ("hudi_after_commit", "hudi_inflight", "hudi_files")
+# How often the in-flight watcher looks at the table's folder.
+WATCH_INTERVAL_S = 0.005
 
 
 def _session(params: dict[str, Any]) -> SparkSession:
@@ -51,19 +64,24 @@ def _kill_own_process_group() -> None:
 
 
 class KillPlan:
-    """Counts sink writes per batch and kills the process at the planned one."""
+    """Counts sink writes (and Hudi commits) per batch and kills the process at the planned one."""
 
     def __init__(self, spec: str | None) -> None:
         self.batch_id: int | None = None
         self.phase: str | None = None
+        self.commit: int = 0
         if spec:
-            batch, phase = spec.split(":")
-            if phase not in KILL_PHASES:
-                raise ValueError(f"{KILL_ENV} phase must be one of {KILL_PHASES}, got {phase!r}")
+            batch, phase, *commit = spec.split(":")
+            if phase not in (*KILL_PHASES, *HUDI_KILL_PHASES):
+                raise ValueError(f"{KILL_ENV} phase must be one of {KILL_PHASES + HUDI_KILL_PHASES}, got {phase!r}")
             self.batch_id, self.phase = int(batch), phase
+            self.commit = int(commit[0]) if commit else 0
         self._raw_writes: dict[int, int] = {}
+        self._hudi_commits: dict[int, int] = {}
+        self.current_batch: int | None = None
 
     def before_raw_write(self, batch_id: int) -> None:
+        self.current_batch = batch_id
         writes = self._raw_writes.get(batch_id, 0)
         if batch_id == self.batch_id and (
             (self.phase == "before_write" and writes == 0) or (self.phase == "mid_write" and writes == 1)
@@ -75,6 +93,60 @@ class KillPlan:
         if batch_id == self.batch_id and self.phase == "after_write":
             _kill_own_process_group()
 
+    def hudi_commit(self, commit: Callable[[], None], table_path: str) -> None:
+        """Run one Hudi commit of the current batch, killing the process around or inside it as planned."""
+        batch_id = self.current_batch
+        number = self._hudi_commits.get(batch_id, 0) if batch_id is not None else -1
+        if batch_id is not None:
+            self._hudi_commits[batch_id] = number + 1
+        planned = batch_id == self.batch_id and number == self.commit
+        if planned and self.phase in ("hudi_inflight", "hudi_files"):
+            _start_inflight_watcher(Path(table_path), files=self.phase == "hudi_files")
+        commit()
+        if planned and self.phase == "hudi_after_commit":
+            _kill_own_process_group()
+
+
+def _pending_instants(timeline: Path) -> set[str]:
+    """Instant times with an `.inflight` file and no completed instant (Hudi table version 6)."""
+    try:
+        names = os.listdir(timeline)
+    except OSError:
+        return set()
+    # A commit's: `<t>.inflight`, `<t>.deltacommit.inflight`, `<t>.replacecommit.inflight`
+    # (not a rollback's or a clean's).
+    inflight = {name.split(".", 1)[0] for name in names
+                if name.endswith(".inflight") and name.count(".") == 1 or
+                name.endswith((".deltacommit.inflight", ".replacecommit.inflight"))}
+    completed = {name.split(".", 1)[0] for name in names
+                 if name.count(".") == 1 and name.split(".", 1)[1] in ("commit", "deltacommit", "replacecommit")}
+    return inflight - completed
+
+
+def _has_data_file(table: Path, instant: str) -> bool:
+    """A base or log file of `instant` written under the table (Hudi puts the instant in its name)."""
+    for root, folders, files in os.walk(table):
+        folders[:] = [folder for folder in folders if folder != ".hoodie"]
+        if any(instant in name and (name.endswith(".parquet") or ".log." in name) for name in files):
+            return True
+    return False
+
+
+def _start_inflight_watcher(table: Path, *, files: bool) -> None:
+    """Kill the process group while a new commit of `table` is in flight (with a data file
+    written when `files`); a commit that completes first is left alone and the kill missed."""
+    timeline = table / ".hoodie"
+    before = _pending_instants(timeline)
+
+    def watch() -> None:
+        while True:
+            for instant in _pending_instants(timeline) - before:
+                if not files or _has_data_file(table, instant):
+                    _kill_own_process_group()
+            time.sleep(WATCH_INTERVAL_S)
+
+    threading.Thread(target=watch, name="kill-drill-inflight-watcher", daemon=True).start()
+
 
 class KillableSink:
     def __init__(self, inner: RawSink, plan: KillPlan) -> None:
@@ -84,6 +156,15 @@ class KillableSink:
         self.reads_changes_once = getattr(inner, "reads_changes_once", False)
         # A planned kill names a write by its order, so the writes then run one by one.
         self.writes_tables_concurrently = getattr(inner, "writes_tables_concurrently", False) and plan.batch_id is None
+        # The Hudi sink's commits go through its writer: wrapped, a planned kill can land
+        # between a table's two commits or inside one.
+        if plan.phase in HUDI_KILL_PHASES and hasattr(inner, "_writer"):
+            commit = inner._writer
+
+            def planned_writer(frame: DataFrame, options: Any, path: str) -> None:
+                plan.hudi_commit(lambda: commit(frame, options, path), path)
+
+            inner._writer = planned_writer
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)
@@ -113,17 +194,19 @@ class RecordingPublisher:
 def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     """landing -> decode -> order -> quarantine split -> local sink, as `lakehouse stream` runs it.
 
-    Params: `data_dir`, `landing_dir`, optional `contracts_dir` (default: the packaged
-    contracts), `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
+    Params: `data_dir`, `landing_dir`, optional `sink` (`parquet`, the default, or
+    `hudi`), `contracts_dir` (default: the packaged contracts), `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
     (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
+    from streaming.runtime.data_lock import hold_data_dir
     from streaming.runtime.startup import StreamOptions, load_checked_contracts, start_stream
 
     landing = Path(params["landing_dir"])
     query_name = params.get("query_name", QUERY_NAME)
     trigger = params.get("trigger", "available-now")
-    options = StreamOptions(trigger=trigger, interval=params.get("interval", "10 seconds"), sink="parquet",
+    options = StreamOptions(trigger=trigger, interval=params.get("interval", "10 seconds"),
+                            sink=params.get("sink", "parquet"),
                             max_files_per_trigger=params.get("max_files_per_trigger"),
                             max_bytes_per_trigger=params.get("max_bytes_per_trigger"),
                             query_name=query_name, checkpoint_name=query_name)
@@ -138,16 +221,19 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     started = time.monotonic()
     # `lakehouse stream`'s start-up (streaming/runtime/startup.py), so that the kill
     # drill's restarts pass through every check an operator's restart would.
-    query, size = start_stream(spark, DataLayout(Path(params["data_dir"])), landing,
-                               load_checked_contracts(params.get("contracts_dir")), options, print, metrics=recorder,
-                               wrap_sinks=killable)
-    if trigger == "processing-time":
-        Path(params["ready_file"]).touch()
-        deadline = time.monotonic() + float(params.get("timeout_s", 600))
-        stop_file = Path(params["stop_file"])
-        while not stop_file.exists() and time.monotonic() < deadline:
-            query.awaitTermination(0.5)
-        query.stop()
+    # It holds the data directory's lock as `lakehouse stream` does (the kill drill's
+    # second writer is refused by it; a killed run's record is taken over on restart).
+    with hold_data_dir(Path(params["data_dir"]), "stream", report=print):
+        query, size = start_stream(spark, DataLayout(Path(params["data_dir"])), landing,
+                                   load_checked_contracts(params.get("contracts_dir")), options, print,
+                                   metrics=recorder, wrap_sinks=killable)
+        if trigger == "processing-time":
+            Path(params["ready_file"]).touch()
+            deadline = time.monotonic() + float(params.get("timeout_s", 600))
+            stop_file = Path(params["stop_file"])
+            while not stop_file.exists() and time.monotonic() < deadline:
+                query.awaitTermination(0.5)
+            query.stop()
     landed_by_table: dict[str, int] = {}
     for report in recorder.reports:
         for table, rows in report.landed.items():

@@ -9,12 +9,15 @@ with the real CLI, one file set per micro-batch:
    committed, one worker is SIGKILLed together with its executor; Spark reruns the lost
    tasks on the other worker and the stream finishes.
 
-Both runs use one data-directory path in turn (the reference's result is moved aside
+Both runs use the same sink (`sink`: `parquet`, or `hudi`, whose bundle local_session
+passes in `spark.jars`: the driver serves it and each executor fetches it; the drill
+checks that an executor of the cluster did). Both runs use one data-directory path in turn (the reference's result is moved aside
 before the cluster run), so every column, `source_ref` included, must match; the CLI
 gets it relative to its working directory, as `./data` is by default. Passed
 when the change logs and the quarantine are equal row for row with each row's batch id
 (`_ingested_at` aside: 0 lost, 0 duplicated, 0 unexpected), the current state per key
-reconciles (`lakehouse reconcile`'s comparison), the killed worker had an executor,
+reconciles (`lakehouse reconcile`'s comparison; with Hudi the current-state tables are
+also compared row for row per key), the killed worker had an executor,
 batches were committed after the kill, and every listening socket of the cluster and
 the driver was on 127.0.0.1.
 """
@@ -58,9 +61,16 @@ def cli_environment() -> dict[str, str]:
     return env
 
 
-def stream_command(data_dir: Path, master: str, files_per_batch: int) -> list[str]:
-    return [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data_dir), "--sink", "parquet",
+def stream_command(data_dir: Path, master: str, files_per_batch: int, sink: str = "parquet") -> list[str]:
+    return [sys.executable, "-m", "streaming.cli", "stream", "--data-dir", str(data_dir), "--sink", sink,
             "--master", master, "--max-files-per-trigger", str(files_per_batch)]
+
+
+def executors_fetched_jar(cluster_dir: Path, jar_name: str) -> list[str]:
+    """Executor folders of the cluster's workers (`worker-N/<app>/<executor>`) holding
+    `jar_name`: a jar in `spark.jars` is fetched from the driver into each executor's
+    folder before its classes are loaded there."""
+    return sorted(str(path.parent.relative_to(cluster_dir)) for path in cluster_dir.glob(f"worker-*/app-*/*/{jar_name}"))
 
 
 def generate_landing(data_dir: Path, customers: int, records_per_file: int, seed: int) -> list[Path]:
@@ -100,7 +110,8 @@ def _listening_addresses(process: subprocess.Popen[bytes]) -> set[str]:
     return found
 
 
-def _start_cli(data_dir: Path, master: str, files_per_batch: int, log_path: Path) -> subprocess.Popen[bytes]:
+def _start_cli(data_dir: Path, master: str, files_per_batch: int, log_path: Path,
+               sink: str = "parquet") -> subprocess.Popen[bytes]:
     """`lakehouse stream` in its own process group, so its driver JVM can be stopped with it.
 
     The data directory is given relative to the driver's working directory, as the
@@ -108,7 +119,7 @@ def _start_cli(data_dir: Path, master: str, files_per_batch: int, log_path: Path
     there instead of on the driver would land rows in the wrong place.
     """
     with open(log_path, "wb") as log:
-        return subprocess.Popen(stream_command(Path(data_dir.name), master, files_per_batch), cwd=data_dir.parent,
+        return subprocess.Popen(stream_command(Path(data_dir.name), master, files_per_batch, sink), cwd=data_dir.parent,
                                 env=cli_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -120,9 +131,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def run_reference(data_dir: Path, files_per_batch: int, log_path: Path) -> float:
+def run_reference(data_dir: Path, files_per_batch: int, log_path: Path, sink: str = "parquet") -> float:
     started = time.monotonic()
-    driver = _start_cli(data_dir, "local[2]", files_per_batch, log_path)
+    driver = _start_cli(data_dir, "local[2]", files_per_batch, log_path, sink)
     try:
         returncode = driver.wait(timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -135,10 +146,11 @@ def run_reference(data_dir: Path, files_per_batch: int, log_path: Path) -> float
 
 
 def run_on_cluster_killing_a_worker(cluster: StandaloneCluster, data_dir: Path, files_per_batch: int,
-                                    log_path: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+                                    log_path: Path, progress: Callable[[str], None],
+                                    sink: str = "parquet") -> dict[str, Any]:
     """Stream on `cluster`; after the first commit SIGKILL worker 0 and its executor."""
     started = time.monotonic()
-    driver = _start_cli(data_dir, cluster.master_url, files_per_batch, log_path)
+    driver = _start_cli(data_dir, cluster.master_url, files_per_batch, log_path, sink)
     try:
         deadline = started + RUN_TIMEOUT_S
         while committed_batches(data_dir) == 0 and driver.poll() is None and time.monotonic() < deadline:
@@ -173,7 +185,12 @@ def run_on_cluster_killing_a_worker(cluster: StandaloneCluster, data_dir: Path, 
 
 
 def _tail(path: Path, characters: int = 3000) -> str:
-    return path.read_text(errors="replace")[-characters:]
+    """The log's end, after its first few exception lines (a JVM stack trace's tail alone
+    does not say what failed)."""
+    text = path.read_text(errors="replace")
+    causes = [line for line in text.splitlines()
+              if ("Exception:" in line or "Error:" in line) and not line.startswith("\tat ")][:6]
+    return "\n".join(["...", *causes, "...", text[-characters:]]) if causes else text[-characters:]
 
 
 def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileReport:
@@ -184,7 +201,7 @@ def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileRep
 
 
 def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_per_batch: int, seed: int,
-                  progress: Callable[[str], None]) -> dict[str, Any]:
+                  progress: Callable[[str], None], sink: str = "parquet") -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     data_dir, reference_dir = work / "run", work / "reference"
@@ -192,8 +209,8 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
     pristine_landing = DataLayout(work).landing
     shutil.copytree(DataLayout(data_dir).landing, pristine_landing)
     batches = -(-len(files) // files_per_batch)
-    progress(f"cluster drill: {len(files)} landing files, {batches} micro-batches; local[2] reference run")
-    reference_seconds = run_reference(data_dir, files_per_batch, work / "reference.log")
+    progress(f"cluster drill ({sink}): {len(files)} landing files, {batches} micro-batches; local[2] reference run")
+    reference_seconds = run_reference(data_dir, files_per_batch, work / "reference.log", sink)
     data_dir.rename(reference_dir)
     reference = data_dir_rows(reference_dir)
     if not all(reference.values()):
@@ -205,8 +222,13 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
     with standalone_cluster(work / "cluster") as cluster:
         start_seconds = time.monotonic() - cluster_started
         progress(f"cluster drill: {cluster.master_url} up in {start_seconds:.0f}s; streaming on it")
-        run = run_on_cluster_killing_a_worker(cluster, data_dir, files_per_batch, work / "cluster-run.log", progress)
+        run = run_on_cluster_killing_a_worker(cluster, data_dir, files_per_batch, work / "cluster-run.log", progress,
+                                              sink)
         listening = set(run["listening_addresses"]) | cluster.listening_addresses()
+    from streaming.runtime.jars import HUDI_SPARK_BUNDLE, local_jar
+
+    bundle = local_jar(HUDI_SPARK_BUNDLE)
+    jar_fetched_by = executors_fetched_jar(work / "cluster", bundle.name) if bundle is not None else []
     diffs = compare_data_dirs(reference, data_dir_rows(data_dir))
     state = current_state_report(DataLayout(reference_dir).raw, DataLayout(data_dir).raw)
     leftovers = staged_leftovers(data_dir)
@@ -223,8 +245,10 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
         "no staged leftovers": not leftovers,
         "sockets on 127.0.0.1 only": bool(listening) and listening <= LOOPBACK_ADDRESSES,
     }
+    if sink == "hudi":
+        checks["executors fetched the Hudi bundle"] = bool(jar_fetched_by)
     reference_rows = {name: sum(rows.values()) for name, rows in reference.items()}
-    summary = (f"{sum(reference_rows.values())} rows in {batches} batches; worker killed after "
+    summary = (f"{sink}: {sum(reference_rows.values())} rows in {batches} batches; worker killed after "
                f"{run['committed_at_kill']} commit(s): lost={lost} duplicated={duplicated} unexpected={unexpected}, "
                f"current state {'reconciles' if state.ok else 'DIFFERS'}; cluster run {run['seconds']:.0f}s "
                f"vs local[2] {reference_seconds:.0f}s")
@@ -232,6 +256,8 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
     shutil.rmtree(work, ignore_errors=True)
     return {
         "passed": not failed,
+        "sink": sink,
+        "hudi_bundle_fetched_by_executors": jar_fetched_by,
         "summary": summary + (f"; FAILED: {', '.join(failed)}" if failed else ""),
         "checks": len(checks),
         "check_results": checks,

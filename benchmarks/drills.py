@@ -1,12 +1,18 @@
 """`make drills`: fault drills, each bounded in count and time and stopping by itself.
 
     python -m benchmarks.drills [--trials 20] [--quick] [--only kill,cluster,fuzz,property,dbt]
+                                [--sink parquet|hudi|both]
 
 - kill:     SIGKILL the streaming job at random points, restart until done; the raw
-            change logs and quarantine must equal a clean run's (no loss, no duplicates).
+            tables and quarantine must equal a clean run's on the same sink (no loss,
+            no duplicates). With Hudi also between a table's change-log and
+            current-state commits and inside a commit (`.inflight` on the timeline).
+            Then a lost checkpoint (refused, or no duplicate) and a second writer
+            (refused by the data-dir lock), once per sink.
 - cluster:  `lakehouse stream` on a Spark standalone cluster (master + 2 workers as
             separate JVMs on 127.0.0.1); one worker SIGKILLed after the first commit;
             change logs, quarantine and current state must equal a local[2] run's.
+--sink:     the raw sink of the kill and cluster drills (default both: one section each).
 - fuzz:     >= 1000 malformed and hostile records mixed with good ones: no batch fails,
             every bad record quarantined with its reason, every good record lands.
 - property: hypothesis: any interleaving, duplication and batching of key histories
@@ -32,6 +38,11 @@ from typing import Any
 from benchmarks.measure import REPO_ROOT, machine_info, prepare_run
 
 DRILLS = ("kill", "cluster", "fuzz", "property", "dbt")
+SINK_CHOICES = ("parquet", "hudi", "both")
+# The packaged contract of the quick Hudi kill drill: one raw table, two Hudi commits a
+# batch (the packaged three contracts make twelve, minutes a batch on a small machine);
+# the other tables' records go to the quarantine as unknown tables, compared too.
+QUICK_HUDI_KILL_CONTRACTS = ("customers.yml",)
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,8 @@ class DrillPlan:
     cluster_customers: int
     cluster_records_per_file: int
     cluster_files_per_batch: int
+    # The kill drill on the Hudi sink with the packaged contracts (else QUICK_HUDI_KILL_CONTRACTS).
+    hudi_kill_all_contracts: bool = True
     seed: int = 20261101
 
 
@@ -58,7 +71,8 @@ def plan_from_args(args: argparse.Namespace) -> DrillPlan:
         plan = DrillPlan(kill_trials=2, kill_files=2, kill_records_per_file=200, fuzz_bad=1100,
                          fuzz_good_customers=40, fuzz_batches=2, property_examples=4, property_staging_examples=1,
                          dbt_histories=1, dbt_batches=3, dbt_keys=12,
-                         cluster_customers=60, cluster_records_per_file=150, cluster_files_per_batch=2)
+                         cluster_customers=60, cluster_records_per_file=150, cluster_files_per_batch=2,
+                         hudi_kill_all_contracts=False)
     else:
         plan = DrillPlan(kill_trials=20, kill_files=4, kill_records_per_file=300, fuzz_bad=1500,
                          fuzz_good_customers=150, fuzz_batches=4, property_examples=25, property_staging_examples=4,
@@ -73,22 +87,45 @@ def progress(message: str) -> None:
     print(f"[drills {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def run_kill(plan: DrillPlan, work: Path) -> dict[str, Any]:
+def sinks_from_args(sink: str) -> tuple[str, ...]:
+    return ("parquet", "hudi") if sink == "both" else (sink,)
+
+
+def section_name(base: str, sink: str) -> str:
+    """`kill_9` and `cluster_worker_kill` keep their names on Parquet; Hudi's get `_hudi`."""
+    return base if sink == "parquet" else f"{base}_{sink}"
+
+
+def quick_contracts(work: Path) -> str:
+    from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+
+    folder = work / "contracts"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in QUICK_HUDI_KILL_CONTRACTS:
+        shutil.copy(Path(PACKAGED_CONTRACTS_DIR) / name, folder / name)
+    return str(folder)
+
+
+def run_kill(plan: DrillPlan, work: Path, sink: str = "parquet") -> dict[str, Any]:
     from benchmarks.datasets import generate_landing
     from benchmarks.kill_drill import kill_drill
 
-    landing = generate_landing(work / "kill" / "landing", plan.kill_files * plan.kill_records_per_file,
+    landing = generate_landing(work / "kill" / sink / "landing", plan.kill_files * plan.kill_records_per_file,
                                records_per_file=plan.kill_records_per_file, seed=plan.seed % 1000)
-    progress(f"kill drill: {plan.kill_trials} trials over {len(landing.files)} files ({landing.records} records)")
-    return kill_drill(landing, work / "kill", plan.kill_trials, plan.seed, progress)
+    contracts_dir = None if sink == "parquet" or plan.hudi_kill_all_contracts else quick_contracts(work / "kill")
+    progress(f"kill drill ({sink}): {plan.kill_trials} trials over {len(landing.files)} files ({landing.records} "
+             f"records){'; contracts ' + ', '.join(QUICK_HUDI_KILL_CONTRACTS) if contracts_dir else ''}")
+    return kill_drill(landing, work / "kill" / sink, plan.kill_trials, plan.seed, progress, sink=sink,
+                      contracts_dir=contracts_dir)
 
 
-def run_cluster(plan: DrillPlan, work: Path) -> dict[str, Any]:
+def run_cluster(plan: DrillPlan, work: Path, sink: str = "parquet") -> dict[str, Any]:
     from benchmarks.cluster_drill import cluster_drill
 
-    return cluster_drill(work / "cluster", customers=plan.cluster_customers,
+    return cluster_drill(work / f"cluster-{sink}", customers=plan.cluster_customers,
                          records_per_file=plan.cluster_records_per_file,
-                         files_per_batch=plan.cluster_files_per_batch, seed=plan.seed % 1000, progress=progress)
+                         files_per_batch=plan.cluster_files_per_batch, seed=plan.seed % 1000, progress=progress,
+                         sink=sink)
 
 
 def run_dbt_drills(plan: DrillPlan, work: Path) -> dict[str, Any]:
@@ -116,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="few trials and examples (a few minutes)")
     parser.add_argument("--trials", type=int, help="kill -9 trials (default 20)")
     parser.add_argument("--only", help=f"comma-separated drills: {','.join(DRILLS)}")
+    parser.add_argument("--sink", choices=SINK_CHOICES, default="both",
+                        help="raw sink of the kill and cluster drills (default both: a section each)")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/drills-work, removed after)")
     return parser
@@ -127,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     results_dir: Path = args.results_dir
     work: Path = args.work_dir or results_dir / "drills-work"
     selected = prepare_run(args.only, DRILLS, results_dir, work)
-    results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "plan": asdict(plan),
+    sinks = sinks_from_args(args.sink)
+    results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "sinks": list(sinks), "plan": asdict(plan),
                                "machine": machine_info(), "drills": {}}
     json_path = results_dir / "drills.json"
 
@@ -148,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     # Subprocess drills first, before this process starts a JVM of its own.
-    if "kill" in selected:
-        attempt("kill_9", lambda: {"kill_9": run_kill(plan, work)})
-    if "cluster" in selected:
-        attempt("cluster_worker_kill", lambda: {"cluster_worker_kill": run_cluster(plan, work)})
+    for sink in sinks if "kill" in selected else ():
+        name = section_name("kill_9", sink)
+        attempt(name, lambda name=name, sink=sink: {name: run_kill(plan, work, sink)})
+    for sink in sinks if "cluster" in selected else ():
+        name = section_name("cluster_worker_kill", sink)
+        attempt(name, lambda name=name, sink=sink: {name: run_cluster(plan, work, sink)})
     if {"fuzz", "property"} & set(selected):
         from streaming.runtime.spark_session import local_session
 

@@ -87,8 +87,10 @@ def plot_drills(results: dict[str, Any], path: Path) -> None:
         ax.text(0.0, row, "PASS" if passed else "FAIL", color="white", fontsize=10, va="center", fontweight="bold",
                 bbox={"facecolor": "tab:green" if passed else "tab:red", "edgecolor": "none"})
         ax.text(0.06, row, name, fontsize=10, va="center")
-        detail = section.get("summary") or section.get("error", "")
-        ax.text(0.36, row, f"{section.get('checks', '-')} checks, {section.get('seconds', 0):.0f}s: {detail}",
+        # The first line only; plain text (an error's `$` would start matplotlib's mathtext).
+        detail = (section.get("summary") or section.get("error", "")).strip().split("\n", 1)[0][:200]
+        ax.text(0.36, row, f"{section.get('checks', '-')} checks, {section.get('seconds', 0):.0f}s: {detail}", usetex=False,
+                parse_math=False,
                 fontsize=9, va="center")
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.7, len(sections) - 0.3)

@@ -5,6 +5,12 @@ Files are found as every reader finds them (`streaming.io.layout`): change logs 
 `raw/<raw_table>_changes/_ingest_hour=<h>/_batch_id=<n>/*.parquet`, the quarantine at
 `quarantine/_batch_id=<n>/*.parquet`. Scratch folders (`_tmp`) hold batches not yet
 renamed into place and are not part of any table.
+
+A raw folder holding `.hoodie` is a Hudi table (the Hudi sink's change log `<t>_changes`
+or current state `<t>`): its rows are its snapshot as hudi-rs reads it (what dbt reads),
+each led by its `_batch_id` column, without the columns a write stamps (`_hoodie_*`,
+`_ingested_at`, `_ingest_hour`). A current-state table compared as a row multiset is
+compared per key: each key's one row.
 """
 from __future__ import annotations
 
@@ -25,6 +31,10 @@ QUARANTINE_FILE_GLOB = f"{raw_layout.BATCH_COLUMN}=*/*.parquet"
 # Differ between two runs over the same input by design: the processing time (the
 # ingest-hour folder is derived from it and is not a column of the files).
 RUN_DEPENDENT_COLUMNS = frozenset({"_ingested_at"})
+# A Hudi table's columns that differ between runs too: Hudi's meta columns (commit time,
+# sequence number, file name) and the ingest hour, stored as a column there.
+HUDI_META_PREFIX = "_hoodie_"
+HUDI_RUN_DEPENDENT_COLUMNS = RUN_DEPENDENT_COLUMNS | {raw_layout.INGEST_HOUR_COLUMN}
 
 Row = tuple[Any, ...]
 
@@ -60,6 +70,27 @@ def table_rows(table_dir: Path, pattern: str = raw_layout.CHANGE_LOG_FILE_GLOB,
     return rows
 
 
+def hudi_table_rows(table_dir: Path, exclude: Iterable[str] = HUDI_RUN_DEPENDENT_COLUMNS) -> Counter[Row]:
+    """Multiset of a Hudi table's snapshot rows, each led by its `_batch_id`, `exclude`d
+    and `_hoodie_*` columns left out."""
+    from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+
+    excluded = set(exclude)
+    table = read_hudi_snapshot(str(table_dir))
+    names = [name for name in table.column_names
+             if name not in excluded and not name.startswith(HUDI_META_PREFIX) and name != raw_layout.BATCH_COLUMN]
+    batch_ids = (table.column(raw_layout.BATCH_COLUMN).to_pylist() if raw_layout.BATCH_COLUMN in table.column_names
+                 else [None] * table.num_rows)
+    rows: Counter[Row] = Counter()
+    for batch_id, record in zip(batch_ids, table.select(names).to_pylist(), strict=True):
+        rows[(batch_id, *(_hashable(record[name]) for name in names))] += 1
+    return rows
+
+
+def is_hudi_table(table_dir: Path) -> bool:
+    return (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir()
+
+
 def change_log_dirs(data_dir: Path) -> list[Path]:
     """Every change-log folder under `<data_dir>/raw`; `_`-prefixed ones (scratch, the
     contract registry) are bookkeeping, not tables."""
@@ -68,15 +99,39 @@ def change_log_dirs(data_dir: Path) -> list[Path]:
 
 
 def data_dir_rows(data_dir: Path) -> dict[str, Counter[Row]]:
-    """Rows of every raw change log and of the quarantine under a local data directory."""
-    tables = {f"raw/{path.name}": table_rows(path) for path in change_log_dirs(data_dir)}
+    """Rows of every raw table (change logs, and the Hudi sink's current state) and of the
+    quarantine under a local data directory."""
+    tables = {f"raw/{path.name}": hudi_table_rows(path) if is_hudi_table(path) else table_rows(path)
+              for path in change_log_dirs(data_dir)}
     tables["quarantine"] = table_rows(DataLayout(data_dir).quarantine, QUARANTINE_FILE_GLOB)
     return tables
 
 
+def pending_hudi_instants(data_dir: Path) -> list[Path]:
+    """Requested or in-flight instants of the raw Hudi tables that never completed (a
+    commit a crash interrupted and no later write rolled back)."""
+    pending = []
+    for table in change_log_dirs(data_dir):
+        timeline = table / raw_layout.HUDI_TIMELINE_FOLDER
+        if not timeline.is_dir():
+            continue
+        names = {path.name for path in timeline.iterdir() if path.is_file()}
+        # `<instant>.<action>` once completed (commit, rollback, clean, ...); a rollback
+        # deletes the requested and in-flight files of the instant it rolled back.
+        # (A commit's in-flight file is `<instant>.inflight`: one dot, not completed.)
+        completed = {name.split(".", 1)[0] for name in names if name.count(".") == 1 and name[0].isdigit()
+                     and name.split(".", 1)[1] not in ("inflight", "requested")}
+        pending += [timeline / name for name in sorted(names)
+                    if (name.endswith(".inflight") or name.endswith(".requested"))
+                    and name.split(".", 1)[0] not in completed]
+    return pending
+
+
 def staged_leftovers(data_dir: Path) -> list[Path]:
-    """Files still in a scratch folder: after a finished run every batch was renamed into place."""
-    return sorted(path for path in data_dir.glob(f"**/{raw_layout.TEMPORARY_FOLDER}/**/*") if path.is_file())
+    """Files still in a scratch folder: after a finished run every batch was renamed into
+    place; and a Hudi table's instants that never completed."""
+    scratch = [path for path in data_dir.glob(f"**/{raw_layout.TEMPORARY_FOLDER}/**/*") if path.is_file()]
+    return sorted([*scratch, *pending_hudi_instants(data_dir)])
 
 
 @dataclass(frozen=True)

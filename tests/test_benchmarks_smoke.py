@@ -10,6 +10,7 @@ import glob
 import json
 import shutil
 import statistics
+import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -284,6 +285,69 @@ def test_kill_hook_fires_at_the_planned_write(monkeypatch: pytest.MonkeyPatch) -
         after.after_quarantine_write(0)
     with pytest.raises(ValueError):
         KillPlan("0:sometime")
+
+
+def test_hudi_kill_hook_fires_after_the_planned_commit_and_inside_one(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    class Killed(Exception):
+        pass
+
+    def kill() -> None:
+        raise Killed
+
+    monkeypatch.setattr(cases, "_kill_own_process_group", kill)
+    commits: list[str] = []
+    plan = KillPlan("1:hudi_after_commit:0")
+    plan.before_raw_write(0)
+    plan.hudi_commit(lambda: commits.append("b0 changes"), str(tmp_path))  # other batches pass
+    plan.before_raw_write(1)
+    with pytest.raises(Killed):
+        plan.hudi_commit(lambda: commits.append("b1 changes"), str(tmp_path))
+    assert commits == ["b0 changes", "b1 changes"], "killed once the change log's commit returned"
+
+    # Inside a commit: the watcher kills once the commit's `.inflight` is on the timeline
+    # (a completed earlier commit keeps its own `.inflight` file and does not count).
+    timeline = tmp_path / "table" / ".hoodie"
+    timeline.mkdir(parents=True)
+    for name in ("001.commit.requested", "001.inflight", "001.commit"):
+        (timeline / name).touch()
+    killed = threading.Event()
+    monkeypatch.setattr(cases, "_kill_own_process_group", killed.set)
+    inside = KillPlan("0:hudi_inflight:1")
+    inside.before_raw_write(0)
+    inside.hudi_commit(lambda: None, str(tmp_path / "table"))  # commit 0: not planned
+
+    def commit() -> None:
+        (timeline / "002.inflight").touch()
+        assert killed.wait(5), "no kill while 002 was in flight"
+        (timeline / "002.commit").touch()
+
+    inside.hudi_commit(commit, str(tmp_path / "table"))
+    assert cases._pending_instants(timeline) == set()
+
+
+def test_pending_hudi_instants_are_leftovers(tmp_path: Path) -> None:
+    timeline = tmp_path / "raw" / "customers_changes" / ".hoodie"
+    timeline.mkdir(parents=True)
+    for name in ("001.commit.requested", "001.inflight", "001.commit", "002.rollback.requested",
+                 "002.rollback.inflight", "002.rollback", "hoodie.properties"):
+        (timeline / name).touch()
+    assert staged_leftovers(tmp_path) == []
+    (timeline / "003.commit.requested").touch()
+    (timeline / "003.inflight").touch()
+    assert staged_leftovers(tmp_path) == [timeline / "003.commit.requested", timeline / "003.inflight"]
+
+
+def test_kill_drill_takes_every_way_to_kill_first() -> None:
+    import random
+
+    from benchmarks.kill_drill import HOWS, plan_kill, trial_hows
+
+    rng = random.Random(1)
+    assert trial_hows("hudi", 3, rng) == ["hudi_after_commit", "hudi_inflight", "hudi_files"]
+    assert set(trial_hows("parquet", 12, rng)) <= set(HOWS["parquet"])
+    assert plan_kill("hudi_after_commit", rng, 2)[1] == 0, "between the change log's and the current state's commits"
+    assert plan_kill("mid_write", rng, 2)[1] is None
 
 
 def test_fuzz_generator_yields_many_distinct_malformed_kinds() -> None:

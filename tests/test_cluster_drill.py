@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchmarks.cluster_drill import REPO_ROOT, cli_environment, committed_batches, generate_landing, stream_command
+from benchmarks.cluster_drill import (
+    REPO_ROOT,
+    cli_environment,
+    committed_batches,
+    executors_fetched_jar,
+    generate_landing,
+    stream_command,
+)
 
 
 def test_landing_files_are_taken_in_name_order_by_spark(tmp_path: Path) -> None:
@@ -29,6 +36,18 @@ def test_cli_runs_this_checkout_with_capped_memory() -> None:
     assert command[1:4] == ["-m", "streaming.cli", "stream"]
     assert command[command.index("--master") + 1] == "spark://127.0.0.1:7077"
     assert command[command.index("--max-files-per-trigger") + 1] == "2"
+    assert command[command.index("--sink") + 1] == "parquet"
+    assert stream_command(Path("/data"), "local[2]", 2, "hudi")[command.index("--sink") + 1] == "hudi"
+
+
+def test_the_hudi_bundle_is_found_in_executor_folders(tmp_path: Path) -> None:
+    jar = "hudi-spark3.5-bundle_2.12-1.0.2.jar"
+    assert executors_fetched_jar(tmp_path, jar) == []
+    executor = tmp_path / "worker-1" / "app-20261126-0000" / "0"
+    executor.mkdir(parents=True)
+    (executor / jar).touch()
+    (executor / "stderr").touch()
+    assert executors_fetched_jar(tmp_path, jar) == ["worker-1/app-20261126-0000/0"]
 
 
 def test_committed_batches_counts_commit_files_only(tmp_path: Path) -> None:
