@@ -193,14 +193,16 @@ def test_sync_settings(contracts):
 
 def test_cleaner_keeps_file_versions_by_hours_and_archival_covers_them(contracts):
     for options in both_tables(contracts["orders"]):
-        assert options["hoodie.cleaner.policy"] == "KEEP_LATEST_BY_HOURS"
-        assert options["hoodie.cleaner.hours.retained"] == "24"
+        assert options["hoodie.clean.policy"] == "KEEP_LATEST_BY_HOURS"
+        assert options["hoodie.clean.hours.retained"] == "24"
+        assert options["hoodie.clean.max.commits"] == "10"
+        assert not any(key.startswith("hoodie.cleaner.") for key in options), "Hudi 1.0 warns on the old names"
         # 24 h at one commit per 100 s is 864 commits; the cleaner looks for its earliest
         # commit to retain in the active timeline, so archival keeps more than that.
         assert int(options["hoodie.keep.min.commits"]) >= 864 + 2
         assert int(options["hoodie.keep.max.commits"]) > int(options["hoodie.keep.min.commits"])
     longer = retention_options(retain_hours=48, commit_interval_seconds=60)
-    assert longer["hoodie.cleaner.hours.retained"] == "48"
+    assert longer["hoodie.clean.hours.retained"] == "48"
     assert int(longer["hoodie.keep.min.commits"]) >= 48 * 60 + 2
     for hours, interval in ((0, 100), (24, 0)):
         with pytest.raises(HudiOptionsError):
@@ -211,8 +213,9 @@ def test_cleaner_keeps_file_versions_by_hours_and_archival_covers_them(contracts
     ("options", "accepted"),
     [
         ({}, True),  # Hudi's defaults: 10 retained, keep 20..30
-        ({"hoodie.cleaner.commits.retained": "20"}, False),
-        ({"hoodie.cleaner.commits.retained": "20", "hoodie.keep.min.commits": "21", "hoodie.keep.max.commits": "31"},
+        ({"hoodie.cleaner.commits.retained": "20"}, False),  # the old name still counts
+        ({"hoodie.clean.commits.retained": "20"}, False),
+        ({"hoodie.clean.commits.retained": "20", "hoodie.keep.min.commits": "21", "hoodie.keep.max.commits": "31"},
          True),
         ({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"}, False),
     ],

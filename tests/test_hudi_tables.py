@@ -294,8 +294,9 @@ def evolved(hudi_spark, tmp_path_factory):
     the contract's registration_date, the last two carry it. Batch 4 is replayed."""
     base = tmp_path_factory.mktemp("evolved")
     limits = {
-        "hoodie.cleaner.policy": "KEEP_LATEST_COMMITS",
-        "hoodie.cleaner.commits.retained": "1",
+        "hoodie.clean.policy": "KEEP_LATEST_COMMITS",
+        "hoodie.clean.commits.retained": "1",
+        "hoodie.clean.max.commits": "1",
         "hoodie.keep.min.commits": "2",
         "hoodie.keep.max.commits": "3",
     }

@@ -135,6 +135,13 @@ def test_choose_sink(hudi_spark, tmp_path, caplog):
         choose_sink("auto", spark, data_dir=str(tmp_path), contracts=contracts)
 
 
+def test_a_relative_data_dir_gives_hudi_an_absolute_base_path(hudi_spark, tmp_path, monkeypatch):
+    """Hudi refuses a relative base path ("Relative path in absolute URI: file:data/raw/...")."""
+    monkeypatch.chdir(tmp_path)
+    sink = choose_sink("hudi", hudi_spark, data_dir="data", contracts=load_contracts())
+    assert sink.base_path == str(tmp_path / "data" / "raw")
+
+
 def test_a_data_dir_keeps_the_format_its_raw_tables_have(spark, tmp_path, customers):
     contracts = load_contracts()
     LocalParquetSink(str(tmp_path)).write(changes(spark, [1], 1), customers, 1)

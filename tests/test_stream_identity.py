@@ -211,3 +211,23 @@ def test_a_committed_batch_that_wrote_nothing_does_not_block_a_restart(spark, tm
     stream(layout, sink="parquet", spark=spark, out=lambda _: None)
 
     assert status(layout).change_rows["customers"] > 0
+
+
+@pytest.mark.parametrize(("marker", "refused"), [("stream-a:3", True), ("backfill:-42", False)])
+def test_a_hudi_change_log_without_record_or_checkpoint_is_refused(tmp_path, marker, refused):
+    """Hudi commits carry their batch as `<stream id>:<batch id>`: a new stream id would not
+    recognise them and would insert every change again, so a lost checkpoint is refused
+    as it is for batch folders. One-off batches (negative ids) need no checkpoint."""
+    from test_hudi_sink import sample_table, set_marker
+
+    table = sample_table("cow_v6_nonpartitioned", tmp_path / "unzip")
+    (tmp_path / "raw").mkdir()
+    table = table.rename(tmp_path / "raw" / "customers_changes")
+    set_marker(table, "20240418173551906.commit", marker)
+
+    claim = lambda: claim_stream_identity(tmp_path, tmp_path / "cp", tmp_path / "landing", load_contracts())  # noqa: E731
+    if refused:
+        with pytest.raises(StreamIdentityError, match="holds stream batches 3 but there is no checkpoint"):
+            claim()
+    else:
+        assert claim() == checkpoint_stream_id(tmp_path / "cp")

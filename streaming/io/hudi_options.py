@@ -53,7 +53,15 @@ COMMIT_METADATA_PREFIX_KEY = "hoodie.datasource.write.commitmeta.key.prefix"
 COMMIT_METADATA_PREFIX = "lakehouse."
 BATCH_MARKER_KEY = COMMIT_METADATA_PREFIX + "batch"
 
-CLEANER_COMMITS_RETAINED_KEY = "hoodie.cleaner.commits.retained"
+# Hudi 1.0 renamed the cleaner's keys from hoodie.cleaner.* to hoodie.clean.* and warns on
+# every write given an old one (HoodieCleanConfig keeps the old names as alternatives).
+CLEANER_COMMITS_RETAINED_KEY = "hoodie.clean.commits.retained"
+_OLD_CLEANER_COMMITS_RETAINED_KEY = "hoodie.cleaner.commits.retained"
+# A clean is planned at most once per this many commits of a table (hoodie.clean.max.commits,
+# NUM_COMMITS trigger). Planning lists the partitions written since the last clean: about
+# a second of every micro-batch when run per commit (docs/performance.md). Files are kept
+# at least `retain_hours` either way; they may stay a few commits longer.
+CLEAN_EVERY_COMMITS = 10
 KEEP_MIN_COMMITS_KEY = "hoodie.keep.min.commits"
 KEEP_MAX_COMMITS_KEY = "hoodie.keep.max.commits"
 # Hudi's defaults for the three (HoodieCleanConfig / HoodieArchivalConfig), used when unset.
@@ -199,8 +207,9 @@ def retention_options(retain_hours: int, commit_interval_seconds: int) -> dict[s
     keep_min = commits_in_window + _ARCHIVAL_MARGIN
     return {
         "hoodie.clean.automatic": "true",
-        "hoodie.cleaner.policy": "KEEP_LATEST_BY_HOURS",
-        "hoodie.cleaner.hours.retained": str(retain_hours),
+        "hoodie.clean.policy": "KEEP_LATEST_BY_HOURS",
+        "hoodie.clean.hours.retained": str(retain_hours),
+        "hoodie.clean.max.commits": str(CLEAN_EVERY_COMMITS),
         KEEP_MIN_COMMITS_KEY: str(keep_min),
         KEEP_MAX_COMMITS_KEY: str(keep_min + _ARCHIVAL_MARGIN),
     }
@@ -213,7 +222,8 @@ def check_archival_rules(options: Mapping[str, str]) -> None:
     cleaner.commits.retained (hudi-client/hudi-client-common/src/main/java/org/apache/
     hudi/config/HoodieWriteConfig.java); a missing key counts with Hudi's default.
     """
-    values = {key: int(options.get(key, default)) for key, default in _HUDI_DEFAULT_COMMITS.items()}
+    options = {CLEANER_COMMITS_RETAINED_KEY: options.get(_OLD_CLEANER_COMMITS_RETAINED_KEY), **options}
+    values = {key: int(options.get(key) or default) for key, default in _HUDI_DEFAULT_COMMITS.items()}
     if values[KEEP_MAX_COMMITS_KEY] <= values[KEEP_MIN_COMMITS_KEY]:
         raise HudiOptionsError(
             f"{KEEP_MAX_COMMITS_KEY}={values[KEEP_MAX_COMMITS_KEY]} must be greater than "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -174,5 +175,8 @@ def choose_sink(
             "--packages or --jars; or write the Parquet change log with --sink parquet"
         )
     log.info("sink=hudi")
-    return HudiSink(raw_layout.uri(data_dir, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
+    # Hudi makes a Hadoop URI of its base path, and a relative one ("file:data/raw") is
+    # refused; so a local folder such as the default ./data is made absolute.
+    root = data_dir if "://" in data_dir else str(Path(data_dir).resolve())
+    return HudiSink(raw_layout.uri(root, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
                     stream_id=stream_id)

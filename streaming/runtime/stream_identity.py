@@ -6,7 +6,8 @@ source remembers the landing files it has read by absolute path. So an operator 
 deletes `checkpoints/`, or copies the data directory elsewhere, and restarts would
 re-read every landing file as new and write batch 0, 1, ... again: over the batch
 folders already in raw (rows lost where landing files have expired) or beside them
-(rows duplicated). The first stream start on a data root records, in
+(rows duplicated; on Hudi, whose commits are recognised by stream id and batch id, a new
+stream id would insert every change again). The first stream start on a data root records, in
 `<root>/raw/_stream.json`, the checkpoint's query id (Spark's `<checkpoint>/metadata`)
 and the absolute checkpoint and landing paths; every later start must match them. A
 checkpoint that committed batches beside a raw folder without that record (deleted with
@@ -30,6 +31,7 @@ from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
+from streaming.io.hudi_timeline import LocalFiles, table_commits
 from streaming.io.layout import DataLayout
 
 IDENTITY_FILE = "_stream.json"
@@ -81,13 +83,23 @@ def committed_batch_ids(checkpoint_dir: Path) -> set[int]:
     return {int(path.name) for path in commits.iterdir() if path.name.isdigit()} if commits.is_dir() else set()
 
 
+def change_log_batch_ids(table_dir: Path) -> set[int]:
+    """The batch ids a change log holds: its batch folders (Parquet sink), or the batch
+    markers of its completed commits (Hudi sink; those of the active timeline, which
+    always keeps the newest commits)."""
+    if not (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
+        return raw_layout.batch_ids(table_dir)
+    markers = (commit.batch_marker for commit in table_commits(LocalFiles(), str(table_dir)))
+    return {int(marker.rsplit(":", 1)[1]) for marker in markers if marker}
+
+
 def table_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> dict[str, set[int]]:
     """Per change log, the stream batch ids (not backfills or replays, which are negative)
-    with a folder in it."""
+    it holds."""
     raw = DataLayout(data_root).raw
     return {
         contract.changes_table: {
-            batch_id for batch_id in raw_layout.batch_ids(raw_layout.change_log_dir(raw, contract)) if batch_id >= 0
+            batch_id for batch_id in change_log_batch_ids(raw_layout.change_log_dir(raw, contract)) if batch_id >= 0
         }
         for contract in contracts.values()
     }
