@@ -128,6 +128,16 @@ def test_status_of_a_hudi_data_dir_counts_snapshots_and_batch_commits(hudi_spark
     assert not any(first in line for line in newest)
 
 
+def test_lakehouse_status_prints_the_newest_commits(hudi_data_dir: Path, capsys) -> None:
+    from streaming.cli import main
+
+    assert main(["status", "--data-dir", str(hudi_data_dir)]) == 0
+    printed = capsys.readouterr().out
+    _, second = _instants(hudi_data_dir, "customers_changes")
+    assert "customers_changes: 2 commits, newest:" in printed
+    assert any(line.split()[:2] == [second, "INSERT"] for line in printed.splitlines())
+
+
 def test_dbt_reads_a_hudi_data_dir_without_a_flag(hudi_spark, hudi_data_dir: Path) -> None:
     run_dbt_command(hudi_data_dir, ["run", "--select", "stg_dynamodb__customers"])
     with duckdb.connect(str(hudi_data_dir / "lakehouse.duckdb"), read_only=True) as con:

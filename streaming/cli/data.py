@@ -77,7 +77,8 @@ def stream(args: argparse.Namespace, layout: DataLayout) -> None:
 def status(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.operations.status import status as raw_status
 
-    for line in raw_status(layout, contracts_dir=args.contracts_dir).lines():
+    report = raw_status(layout, contracts_dir=args.contracts_dir)
+    for line in [*report.lines(), *report.commit_lines()]:
         print(line)
 
 
