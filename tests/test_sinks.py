@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from streaming.contracts.model import load_contracts
+from streaming.errors import OperatorError
 from streaming.io.hudi_sink import hudi_bundle_available
 from streaming.io.layout import CHANGE_LOG_FILE_GLOB
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, choose_sink
@@ -150,7 +151,7 @@ def test_a_data_dir_keeps_the_format_its_raw_tables_have(spark, tmp_path, custom
     with pytest.raises(RuntimeError, match="are parquet tables; write them with --sink parquet"):
         choose_sink("hudi", spark, data_dir=str(tmp_path), contracts=contracts)
     (tmp_path / "raw" / "orders_changes" / ".hoodie").mkdir(parents=True)
-    with pytest.raises(RuntimeError, match="holds Hudi raw tables .orders_changes. and Parquet ones"):
+    with pytest.raises(OperatorError, match="holds Hudi raw tables .orders_changes. and Parquet ones"):
         choose_sink(None, spark, data_dir=str(tmp_path), contracts=contracts)
 
 

@@ -187,9 +187,8 @@ def hudi_tables(raw_dir: Path) -> dict[str, Path]:
 
 
 def local_raw_format(raw_dir: Path) -> str | None:
-    """What a local raw folder holds, as streaming.io.sinks.raw_format_on_disk tells it
-    with Spark: `hudi`, `parquet` (change-log batch folders), or None while empty. Both at
-    once is refused: one data directory is written by one sink."""
+    """What a local raw folder holds: `hudi`, `parquet` (change-log batch folders), or
+    None while empty. Both at once is refused: one data directory is written by one sink."""
     hudi = hudi_tables(raw_dir)
     parquet = [folder.name for folder in (sorted(raw_dir.iterdir()) if raw_dir.is_dir() else [])
                if not folder.name.startswith("_") and batch_ids(folder)]

@@ -114,28 +114,6 @@ class QuarantineWriter:
         replace_batch_folder(df, self.path, batch_id, rows)
 
 
-def raw_format_on_disk(
-    spark: SparkSession, data_dir: str, contracts: Mapping[str, TableContract]
-) -> SinkName | None:
-    """The format the raw change logs under `<data_dir>/raw/` were written in: `hudi`
-    (a `.hoodie` timeline), `parquet` (batch folders), or None while there are none.
-    Raises when both are there: one data directory holds one sink's tables."""
-    files = HadoopFiles(spark)
-    found: dict[str, str] = {}
-    for contract in contracts.values():
-        table = raw_layout.uri(data_dir, raw_layout.RAW_FOLDER, contract.changes_table)
-        if files.exists(f"{table}/.hoodie"):
-            found.setdefault("hudi", contract.changes_table)
-        elif files.exists(table):
-            found.setdefault("parquet", contract.changes_table)
-    if len(found) > 1:
-        raise RuntimeError(
-            f"{data_dir} holds Hudi raw tables ({found['hudi']}) and Parquet ones ({found['parquet']}); "
-            "one data directory is written by one sink: rebuild one of them with `lakehouse reprocess`"
-        )
-    return next(iter(found), None)  # type: ignore[return-value]
-
-
 def choose_sink(
     name: SinkName | None,
     spark: SparkSession,
@@ -156,7 +134,7 @@ def choose_sink(
     """
     if name is not None and name not in SINK_NAMES:
         raise ValueError(f"sink must be one of {', '.join(SINK_NAMES)}, not {name!r}")
-    on_disk = raw_format_on_disk(spark, data_dir, contracts)
+    on_disk = raw_layout.local_raw_format(Path(data_dir) / raw_layout.RAW_FOLDER)
     name = name or on_disk or DEFAULT_SINK
     if on_disk is not None and on_disk != name:
         raise RuntimeError(
