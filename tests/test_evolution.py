@@ -73,6 +73,14 @@ def contracts_dir(tmp_path: Path, name: str, **documents: dict[str, Any]) -> dic
     return load_contracts(folder)
 
 
+def write_rows(raw_root: Path, *raw_tables: str) -> None:
+    """A change-log file in each raw table: rows written under the registered versions bind them."""
+    for raw_table in raw_tables:
+        folder = raw_root / f"{raw_table}_changes" / "_ingest_hour=2026-11-23-18" / "_batch_id=0"
+        folder.mkdir(parents=True)
+        (folder / "part-0.parquet").write_bytes(b"PAR1")
+
+
 def reversed_mapping(value: Any) -> Any:
     """The same YAML content with every mapping's keys in the opposite order."""
     if isinstance(value, dict):
@@ -465,6 +473,7 @@ def test_guard_restart_with_the_same_contracts_writes_nothing(tmp_path: Path) ->
 def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    write_rows(tmp_path / "raw", "customers")
     grown = contracts_dir(tmp_path, "grown", customers=edited("customers", _set("attributes.phoneNumber", {"type": "S"})),
                           orders=packaged("orders"))
     reported: list[str] = []
@@ -483,6 +492,7 @@ def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> N
 def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    write_rows(tmp_path / "raw", "customers", "orders")
     changed = contracts_dir(
         tmp_path, "changed",
         customers=edited("customers", _set("attributes.email.column", "email_address")),
@@ -505,6 +515,7 @@ def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_pat
 def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    write_rows(tmp_path / "raw", "customers", "orders")
     mixed = contracts_dir(
         tmp_path, "mixed",
         customers=edited("customers", _delete("attributes.email")),
@@ -521,6 +532,7 @@ def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> No
 def test_guard_refuses_a_renamed_raw_table(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    write_rows(tmp_path / "raw", "customers")
     renamed = contracts_dir(tmp_path, "renamed", customers=edited("customers", _set("raw_table", "clients")),
                             orders=packaged("orders"))
 
@@ -573,6 +585,7 @@ def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> 
 def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> None:
     registry = ContractRegistry("s3://lake/raw")
     guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    s3.put_object(Bucket="lake", Key="raw/customers_changes/_ingest_hour=2026-11-23-18/part-0.parquet", Body=b"PAR1")
     changed = contracts_dir(tmp_path, "changed", customers=edited("customers", _delete("attributes.email")),
                             orders=packaged("orders"))
 

@@ -14,6 +14,13 @@ start compares the contracts it was given with the registered ones:
   anything is written. The way forward is to rebuild the raw layer under the new contract
   (`lakehouse reprocess --to <new data root>`, then `lakehouse switch`).
 
+A registered version binds only once its raw table holds rows. A start registers the
+contracts before Spark runs a batch, so a start that wrote nothing (it stopped on a plan
+Spark refused, or before the first change of the table) leaves a version no row follows;
+any contract may replace it, e.g. one that renames a column with `column:`. A raw table
+holds rows once anything exists in its folder or its change log's (`<raw root>/<raw_table>`,
+`<raw root>/<raw_table>_changes`): both sinks create them with the first rows they write.
+
 Versions. `contract_version` is the first 12 hex digits of the SHA-256 of the canonical
 JSON (keys sorted, `(",", ":")` separators, ASCII escapes) of `column_document(...)`,
 the part of `schema_document` that decides the raw columns: table, raw_table, key,
@@ -42,7 +49,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.atomic_files import write_text_atomically
-from streaming.contracts.model import AttributeSpec, TableContract
+from streaming.contracts.model import CHANGES_SUFFIX, AttributeSpec, TableContract
 from streaming.errors import OperatorError
 
 log = logging.getLogger(__name__)
@@ -373,6 +380,7 @@ class ContractRegistry:
 
     def __init__(self, raw_root: str | Path, filesystem: RegistryFileSystem | None = None) -> None:
         root = str(raw_root).rstrip("/")
+        self.raw_root = root
         self.location = f"{root}/{REGISTRY_FOLDER}"
         if filesystem is None:
             filesystem = S3FileSystem() if root.startswith("s3://") else LocalFileSystem()
@@ -400,6 +408,10 @@ class ContractRegistry:
     def latest(self, raw_table: str) -> dict[str, Any] | None:
         entries = self.entries(raw_table)
         return entries[-1] if entries else None
+
+    def holds_rows(self, raw_table: str) -> bool:
+        """Whether the raw table (current state or change log) was ever written: anything in its folders."""
+        return any(self._files.list(f"{self.raw_root}/{name}") for name in (raw_table, raw_table + CHANGES_SUFFIX))
 
     def register(self, contract: TableContract, now: datetime) -> str:
         """Record the contract's version (once: a version already registered is left as it is)."""
@@ -431,7 +443,9 @@ def guard_contracts(
     """Check every contract against its raw table's latest registered version, then register.
 
     `contracts` is what `load_contracts` returns. Nothing is registered unless every
-    contract passes; otherwise one ContractEvolutionError lists every refused table.
+    contract passes; otherwise one ContractEvolutionError lists every refused table. A
+    registered version of a raw table that holds no rows binds nothing (module docstring):
+    the contract replaces it, and the replacement is reported.
     Allowed changes are passed to `report`, one line each. An edit of descriptions, pii or
     casts alone keeps the version, so the registered document keeps the old text and the
     edit is reported again at every start until a column is added. Returns each raw
@@ -439,13 +453,22 @@ def guard_contracts(
     """
     claimed = {contract.raw_table for contract in contracts.values()}
     reports = []
+    replaced = []
     for contract in contracts.values():
         previous = registry.latest(contract.raw_table) or _registered_under_other_name(registry, contract, claimed)
-        if previous is not None:
+        if previous is None:
+            continue
+        if registry.holds_rows(previous["raw_table"]):
             reports.append(evolution_changes(previous, contract))
+        elif document_version(previous) != contract_version(contract):
+            replaced.append(f"raw table {contract.raw_table!r}: registered contract {document_version(previous)} of "
+                            f"raw table {previous['raw_table']!r} was never written to; contract "
+                            f"{contract_version(contract)} replaces it")
     refused = [evolution for evolution in reports if not evolution.allowed]
     if refused:
         raise ContractEvolutionError(refused)
+    for line in replaced:
+        report(line)
     for evolution in reports:
         for change in (*evolution.additions, *evolution.harmless):
             report(f"raw table {evolution.raw_table!r} contract {evolution.previous_version} -> "
