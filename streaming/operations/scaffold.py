@@ -130,6 +130,8 @@ def scaffold(
     not written by scaffold or was edited since, unless `force`."""
     contracts = load_contracts() if contracts is None else contracts
     files = scaffold_files(contracts, table, history=history)
+    for generated in files:
+        _inside_project(project_dir, generated.path)
     _refuse_sources_declared_elsewhere(project_dir, files, contracts_of_table(contracts, table))
     changed = [generated for generated in files if _current_text(project_dir / generated.path) != generated.text]
     if not force:
@@ -188,6 +190,15 @@ def _checksum(body: str) -> str:
 def _with_header(path: Path, table: str, body: str) -> GeneratedFile:
     header = _SQL_HEADER if path.suffix == ".sql" else _YAML_HEADER
     return GeneratedFile(path, header.format(table=table, checksum=_checksum(body)) + "\n" + body)
+
+
+def _inside_project(project_dir: Path, relative: Path) -> None:
+    """Refuse a file that would land outside the project: file names carry the table's name,
+    and a name the contract loader did not check (or a symlinked folder) could lead anywhere."""
+    root = project_dir.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root):
+        raise ScaffoldRefused(f"{relative} resolves to {target}, outside the project {root}; nothing was written")
 
 
 def _current_text(path: Path) -> str | None:
