@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import resources
@@ -28,6 +28,16 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pyspark.sql import types as T
 
+from streaming.contracts.names import (
+    CAST_TEXT_SUFFIX,
+    DYNAMODB_TABLE_NAME,
+    DYNAMODB_TABLE_RULE,
+    MODEL_COLUMNS,
+    SQL_NAME,
+    SQL_NAME_RULE,
+    jinja_opener,
+    reserved_in,
+)
 from streaming.errors import OperatorError
 
 if TYPE_CHECKING:
@@ -56,9 +66,6 @@ _PARTITIONING_KEYS = frozenset({"column", "expression"})
 _ATTRIBUTE_KEYS = frozenset({"column", "type", "cast", "pii", "description", "items", "fields"})
 # A list item has no name or column of its own: it lives inside its list's column.
 _ITEM_KEYS = frozenset({"type", "cast", "description", "items", "fields"})
-
-# Starting with a letter also keeps business columns clear of the `_` metadata columns.
-_COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # The SQL types staging casts to (`cast:`): timestamp and date for ISO-8601 text (S),
 # bigint and decimal(p,s) for numbers (N). dbt reads them through
@@ -466,6 +473,8 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
         raise ContractError(f"{source}: a contract must be a YAML mapping")
     _reject_unknown(document, _TOP_LEVEL_KEYS, source, "")
     table = _required_text(document, "table", source)
+    if not DYNAMODB_TABLE_NAME.fullmatch(table):
+        raise ContractError(f"{source.at('table')} {table!r} is not a DynamoDB table name: {DYNAMODB_TABLE_RULE}")
     has_entities = "entities" in document
     if has_entities:
         if "raw_table" in document:
@@ -475,13 +484,14 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
             )
         raw_table = document.get("unrouted_table", snake_case(table) + UNROUTED_SUFFIX)
         raw_table_field = "unrouted_table"
+        raw_table_hint = "" if "unrouted_table" in document else f" (derived from table {table!r}; set unrouted_table:)"
     else:
         if "unrouted_table" in document:
             raise ContractError(f"{source.at('unrouted_table')}: is only allowed with entities")
         raw_table = _required_text(document, "raw_table", source)
         raw_table_field = "raw_table"
-    if not isinstance(raw_table, str) or not _COLUMN_NAME.match(raw_table):
-        raise ContractError(f"{source}: {raw_table_field} {raw_table!r} must be lower snake_case")
+        raw_table_hint = ""
+    _check_sql_name(raw_table, source, raw_table_field, raw_table_hint or "; choose another name")
 
     key = _section(document, "key", _KEY_KEYS, source, "partition_key (and optional sort_key)")
     partition_key = _required_text(key, "partition_key", source, "key.")
@@ -495,6 +505,7 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
     attributes = tuple(
         _parse_attribute(str(name), spec, source, f"attributes.{name}") for name, spec in raw_attributes.items()
     )
+    attribute_names = [(spec.name, f"attributes.{spec.name}") for spec in attributes]
     declared = {spec.name: spec for spec in attributes}
     for key_name, key_field in ((partition_key, "partition_key"), (sort_key, "sort_key")):
         if key_name is None:
@@ -514,10 +525,11 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
         raise ContractError(f"{source}: partitioning.expression is empty")
     _refuse_nondeterministic(partition_expression, {spec.column for spec in attributes}, source)
 
-    _check_columns(attributes, partition_column, source)
+    _check_columns(attributes, partition_column, source, lambda spec: f"attributes.{spec.name}")
     description = document.get("description") or ""
     if not isinstance(description, str):
         raise ContractError(f"{source}: description must be text")
+    _refuse_jinja(description, source, "description")
     table_contract = TableContract(
         table=table,
         raw_table=raw_table,
@@ -530,8 +542,9 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
         unrouted=has_entities,
     )
     if not has_entities:
+        _refuse_case_twins(attribute_names, source)
         return (table_contract,)
-    entities = _parse_entities(document["entities"], table_contract, source)
+    entities = _parse_entities(document["entities"], table_contract, source, attribute_names)
     return (*entities, replace(
         table_contract,
         description=f"Items of the DynamoDB table {table} that match none of its entities "
@@ -539,8 +552,13 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
     ))
 
 
-def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -> tuple[TableContract, ...]:
-    """One contract per entity: the shared attributes (keys first) and the entity's own."""
+def _parse_entities(
+    raw_entities: Any, shared: TableContract, source: _Source, attribute_names: list[tuple[str, str]]
+) -> tuple[TableContract, ...]:
+    """One contract per entity: the shared attributes (keys first) and the entity's own.
+
+    `attribute_names` holds the shared attributes' names and fields; the entities' own
+    and their match attributes are added, and no two may differ only in case."""
     if not isinstance(raw_entities, Mapping) or not raw_entities:
         raise ContractError(f"{source.at('entities')}: must be a non-empty mapping of entity name to spec")
     entities: list[TableContract] = []
@@ -549,12 +567,11 @@ def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -
         where = f"entities.{name}"
         if not isinstance(spec, Mapping):
             raise ContractError(f"{source.at(where)}: must be a mapping with raw_table, match and attributes")
-        if not _COLUMN_NAME.match(str(name)):
-            raise ContractError(f"{source.at(where)}: entity name {name!r} must be lower snake_case")
+        if not SQL_NAME.fullmatch(str(name)):
+            raise ContractError(f"{source.at(where)}: entity name {name!r} must be {SQL_NAME_RULE}")
         _reject_unknown(spec, _ENTITY_KEYS, source, f"{where}.")
         raw_table = spec.get("raw_table")
-        if not isinstance(raw_table, str) or not _COLUMN_NAME.match(raw_table):
-            raise ContractError(f"{source.at(where + '.raw_table')}: {raw_table!r} must be lower snake_case text")
+        _check_sql_name(raw_table, source, f"{where}.raw_table", "; choose another name")
         if raw_table in raw_tables:
             raise ContractError(
                 f"{source.at(where + '.raw_table')}: {raw_table!r} is already the raw table of "
@@ -562,9 +579,12 @@ def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -
             )
         raw_tables[raw_table] = where
         route = _parse_route(spec.get("match"), shared, source, f"{where}.match")
+        if route.attribute is not None:
+            attribute_names.append((route.attribute, f"{where}.match.attribute"))
         description = spec.get("description") or ""
         if not isinstance(description, str):
             raise ContractError(f"{source.at(where + '.description')}: must be text")
+        _refuse_jinja(description, source, f"{where}.description")
         own = spec.get("attributes") or {}
         if not isinstance(own, Mapping):
             raise ContractError(f"{source.at(where + '.attributes')}: must be a mapping of attribute name to spec")
@@ -572,6 +592,7 @@ def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -
         for attribute_name, attribute_spec in own.items():
             attribute_where = f"{where}.attributes.{attribute_name}"
             attribute = _parse_attribute(str(attribute_name), attribute_spec, source, attribute_where)
+            attribute_names.append((attribute.name, attribute_where))
             earlier = attributes.get(attribute.name)
             if earlier is not None and (earlier.type, earlier.column) != (attribute.type, attribute.column):
                 what = "key attribute" if attribute.name in shared.key_attributes else "shared attribute"
@@ -590,8 +611,15 @@ def _parse_entities(raw_entities: Any, shared: TableContract, source: _Source) -
             route=route,
             unrouted=False,
         )
-        _check_columns(entity.attributes, entity.partition_column, source)
+        own_names = {str(attribute_name) for attribute_name in own}
+        _check_columns(
+            entity.attributes, entity.partition_column, source,
+            lambda spec, where=where, own_names=own_names: (
+                f"{where}.attributes.{spec.name}" if spec.name in own_names else f"attributes.{spec.name}"
+            ),
+        )
         entities.append(entity)
+    _refuse_case_twins(attribute_names, source)
     for position, first in enumerate(entities):
         for second in entities[position + 1:]:
             assert first.route is not None and second.route is not None
@@ -649,11 +677,12 @@ def _parse_attribute(name: str, spec: Any, source: _Source, where: str, *, is_it
         raise ContractError(
             f"{source}: {where}.type {attribute_type!r} is not a DynamoDB type; use one of {sorted(ATTRIBUTE_TYPES)}"
         )
-    column = spec.get("column", snake_case(name))
-    if not isinstance(column, str) or not _COLUMN_NAME.match(column):
-        raise ContractError(
-            f"{source}: {where}.column {column!r} must be lower snake_case (derived from {name!r} when omitted)"
-        )
+    if "column" in spec:
+        column = spec["column"]
+        _check_sql_name(column, source, f"{where}.column", "; choose another column name")
+    else:
+        column = snake_case(name)
+        _check_sql_name(column, source, f"{where}.column", _derived_column_hint(name, column))
     cast = spec.get("cast")
     if cast is not None:
         _check_cast(cast, source, where)
@@ -663,6 +692,7 @@ def _parse_attribute(name: str, spec: Any, source: _Source, where: str, *, is_it
     description = spec.get("description") or ""
     if not isinstance(description, str):
         raise ContractError(f"{source}: {where}.description must be text")
+    _refuse_jinja(description, source, f"{where}.description")
 
     items: AttributeSpec | None = None
     if attribute_type == "L":
@@ -682,6 +712,7 @@ def _parse_attribute(name: str, spec: Any, source: _Source, where: str, *, is_it
             for field_name, field_spec in raw_fields.items()
         )
         _check_unique([field.column for field in fields], source, f"{where}.fields")
+        _refuse_case_twins([(field.name, f"{where}.fields.{field.name}") for field in fields], source)
     elif "fields" in spec:
         raise ContractError(f"{source}: {where}.fields is only allowed with type M")
 
@@ -740,11 +771,68 @@ def _refuse_nondeterministic(expression: str, columns: set[str], source: _Source
             )
 
 
-def _check_columns(attributes: tuple[AttributeSpec, ...], partition_column: str, source: _Source) -> None:
-    if not _COLUMN_NAME.match(partition_column):
-        raise ContractError(f"{source}: partitioning.column {partition_column!r} must be lower snake_case")
+def _check_columns(
+    attributes: tuple[AttributeSpec, ...], partition_column: str, source: _Source, where_of: Callable[[AttributeSpec], str]
+) -> None:
+    """The top-level columns of one raw table: unique, and none a column the dbt models add
+    (names.MODEL_COLUMNS, and `<column>_text` beside a column with a cast): the models
+    select raw rows with `*` and then add theirs, so a business column of such a name
+    would bind where the models mean their own (`where change_rank = 1`) or push theirs
+    aside (`is_deleted_1`), silently."""
+    _check_sql_name(partition_column, source, "partitioning.column", "; choose another column name")
+    texts = {spec.column + CAST_TEXT_SUFFIX: spec for spec in attributes if spec.cast is not None}
+    for column, where in [*((spec.column, where_of(spec)) for spec in attributes), (partition_column, "partitioning.column")]:
+        if column in MODEL_COLUMNS:
+            taken = "a column the dbt models add (change_rank, item_key, is_deleted, valid_from, ...)"
+        elif column in texts:
+            taken = f"the column that keeps {texts[column].column!r} as received, beside its cast"
+        else:
+            continue
+        raise ContractError(
+            f"{source.at(where)}: column {column!r} is {taken}; the models would read the wrong one. "
+            f"Name the column apart with `column:` (e.g. `column: {column}_value`)"
+        )
     columns = [spec.column for spec in attributes]
     _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
+
+
+def _check_sql_name(name: Any, source: _Source, where: str, hint: str) -> None:
+    """A raw table or column name: lower snake_case and no engine's reserved word, since
+    it appears unquoted in DuckDB, Athena DDL and Athena queries. `hint` ends the message."""
+    if not isinstance(name, str) or not SQL_NAME.fullmatch(name):
+        raise ContractError(f"{source.at(where)} {name!r} must be {SQL_NAME_RULE}{hint}")
+    engines = reserved_in(name)
+    if engines:
+        raise ContractError(f"{source.at(where)} {name!r} is a reserved word in {', '.join(engines)}{hint}")
+
+
+def _derived_column_hint(name: str, column: str) -> str:
+    return (f" (derived from the attribute name {name!r}); name the column with `column:`, "
+            f"e.g. `column: {column or 'attribute'}_value`")
+
+
+def _refuse_jinja(text: str, source: _Source, where: str) -> None:
+    """Descriptions reach the dbt YAML scaffold writes, and dbt renders them with Jinja."""
+    opener = jinja_opener(text)
+    if opener is not None:
+        raise ContractError(
+            f"{source.at(where)}: holds {opener!r}, which dbt would run as Jinja in the docs scaffold writes; "
+            "write the text without '{{', '{%' and '{#'"
+        )
+
+
+def _refuse_case_twins(names: list[tuple[str, str]], source: _Source) -> None:
+    """DynamoDB tells `Status` from `status`; Spark does not (it resolves fields case-
+    insensitively), so a contract naming both fails every batch of every table with
+    AMBIGUOUS_REFERENCE_TO_FIELDS. `names` pairs each name with its field."""
+    first: dict[str, tuple[str, str]] = {}
+    for name, where in names:
+        earlier = first.setdefault(name.casefold(), (name, where))
+        if earlier[0] != name:
+            raise ContractError(
+                f"{source.at(where)}: {name!r} differs from {earlier[0]!r} ({source.at(earlier[1])}) only in "
+                "case; Spark reads them as one field, so keep only one of them in the contract"
+            )
 
 
 def _check_unique(columns: list[str], source: _Source, where: str) -> None:
