@@ -66,18 +66,36 @@ def checkov_findings(checkov: Path, path: Path, framework: str = "cloudformation
     # checkov exits 1 when a check failed; anything else, or no JSON, is a failed run.
     if completed.returncode not in (0, 1):
         raise RuntimeError(f"checkov failed ({completed.returncode}): {completed.stderr[-2000:]}")
-    report = json.loads(completed.stdout)
+    return findings_in_report(json.loads(completed.stdout), path)
+
+
+def findings_in_report(report: dict | list, path: Path) -> list[Finding]:
+    """The failed checks of checkov's JSON report on `path`."""
     reports = report if isinstance(report, list) else [report]
     findings = []
     for part in reports:
         if part.get("summary", {}).get("parsing_errors"):
-                raise RuntimeError(f"checkov could not parse {path}")
+            raise RuntimeError(f"checkov could not parse {path}")
         for failed in part.get("results", {}).get("failed_checks", []):
-            # "AWS::S3::Bucket.LakeBucket1A2B3C4D" names a template resource; a
-            # Dockerfile finding is "Dockerfile." and stands for the file.
-            kind, _, name = failed["resource"].partition(".")
-            findings.append(Finding(failed["check_id"], name or Path(kind).name, failed["check_name"]))
+            findings.append(Finding(failed["check_id"], _resource(failed), failed["check_name"]))
     return findings
+
+
+def _resource(failed: dict) -> str:
+    """What a finding is about, independent of where the repository is checked out.
+
+    A template finding's id is "AWS::S3::Bucket.LakeBucket1A2B3C4D": the logical id
+    names it. A Dockerfile finding's id is the checked file's path, a dot and the
+    instruction it is about (nothing when it is about the whole file); that path
+    holds the checkout folder, which may contain dots itself, so the file's name
+    stands for it: "Dockerfile", or "Dockerfile.FROM".
+    """
+    resource, file_path = failed["resource"], failed.get("file_path") or ""
+    if file_path and resource.startswith(file_path + "."):
+        instruction = resource[len(file_path) + 1:]
+        return Path(file_path).name + (f".{instruction}" if instruction else "")
+    kind, _, name = resource.partition(".")
+    return name or Path(kind).name
 
 
 def unaccepted(findings: list[Finding], accepted: list[AcceptedFinding]) -> list[Finding]:
