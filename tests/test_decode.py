@@ -961,6 +961,43 @@ def test_quarantine_names_the_table_when_it_is_known(outcomes):
     assert table_of == {"record-0": None, "record-5": "inventory", "bad-value-0": "orders"}
 
 
+# -- text UTF-8 cannot hold ------------------------------------------------------------------
+# JSON may escape a lone UTF-16 surrogate (`\ud800`); no UTF-8 text holds one, so Spark once
+# wrote it to raw as `?`. Such a record is quarantined, exactly as it arrived; a surrogate
+# pair is one character and lands, as does the text `\ud800` written with an escaped backslash.
+# json.dumps writes a Python string's lone surrogate as that escape.
+LONE_SURROGATE_CASES = (
+    case("surrogate-high-streams", customer(fmt="streams", email="\ud800x")),
+    case("surrogate-high-kinesis", customer(fmt="kinesis", email="\ud800x")),
+    case("surrogate-low", customer(email="x\udc00")),
+    case("surrogate-pair-reversed", customer(email="\ude00\ud83d")),
+    case("surrogate-high-twice", customer(email="\ud83d\ud83d\ude00")),
+    case("surrogate-in-a-key", customer(customer_id="cust-\udbff")),
+    case("surrogate-undeclared", with_value(customer(), {"S": "\ud800"}, "dynamodb", "NewImage", "nickname")),
+    case("surrogate-in-a-name", with_value(customer(), {"S": "x"}, "dynamodb", "NewImage", "nick\udfffname")),
+    case("surrogate-in-the-old-image", customer("MODIFY", fmt="streams", old_image={"email": {"S": "\ud800"}})),
+)
+case("surrogate-pair", customer(email="\ud83d\ude00 x"))
+case("surrogate-escaped-backslash", customer(email="\\ud800x \\\\\ud83d\ude00"))
+
+
+@pytest.mark.parametrize("name", LONE_SURROGATE_CASES)
+def test_a_lone_surrogate_anywhere_in_a_record_is_quarantined_as_it_arrived(outcomes, name):
+    assert reason(outcomes, name) == "lone_surrogate"
+
+    record, _ = CASES[name]
+    assert outcomes[name].row["payload"] == payload_text(record)
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_land_exactly(outcomes):
+    for name in ("surrogate-pair", "surrogate-escaped-backslash"):
+        record, _ = CASES[name]
+        sent = json.loads(payload_text(record))["dynamodb"]["NewImage"]["email"]["S"]
+        assert decoded(outcomes, name)["email"] == sent
+    assert decoded(outcomes, "surrogate-pair")["email"] == "\U0001f600 x"
+    assert decoded(outcomes, "surrogate-escaped-backslash")["email"] == "\\ud800x \\\\\U0001f600"
+
+
 # -- batch-level guarantees ------------------------------------------------------------------
 
 

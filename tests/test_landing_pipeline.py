@@ -68,6 +68,38 @@ def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tm
     assert sorted(row.id for row in landed.collect()) == ["cust-0", "cust-2", "cust-last"]
 
 
+def test_a_lone_surrogate_is_quarantined_exactly_as_it_arrived_and_the_rest_lands(spark, tmp_path, contracts):
+    # JSON escapes a lone surrogate as `\ud800`; Parquet's UTF-8 cannot hold it, and it once
+    # landed as `?x`. One record of each AWS format holds one; the pair beside them is one character.
+    def with_email(record: bytes, email: str) -> bytes:
+        # appended to the address, as JSON escapes it
+        return record.replace(b'@example.com"', b"@example.com" + json.dumps(email).encode()[1:], 1)
+
+    def kinesis_format(record: bytes) -> bytes:
+        document = json.loads(record)
+        del document["dynamodb"]["SequenceNumber"]
+        document["dynamodb"]["ApproximateCreationDateTime"] *= 1000
+        return json.dumps(document).encode()
+
+    streams_bad = with_email(customer_record("cust-bad-1", "event-1"), "\ud800x")
+    kinesis_bad = kinesis_format(with_email(customer_record("cust-bad-2", "event-2"), "\udc00x"))
+    pair = kinesis_format(with_email(customer_record("cust-pair", "event-4"), "\U0001f600x"))
+    good = [customer_record("cust-good", "event-3"), pair]
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "part.jsonl").write_bytes(b"\n".join([streams_bad, good[0], kinesis_bad, good[1]]) + b"\n")
+
+    report = pipeline_at(tmp_path, contracts).process_batch(landing_files_batch(spark, str(landing)), 0)
+
+    assert (report.records_in, report.landed["customers"], report.quarantined) == (4, 2, 2)
+    quarantine = spark.read.parquet(str(tmp_path / "quarantine")).collect()
+    assert sorted((row.reason, row.payload) for row in quarantine) == sorted([
+        ("lone_surrogate", streams_bad.decode()), ("lone_surrogate", kinesis_bad.decode())])
+    landed = spark.read.parquet(str(tmp_path / "raw" / "customers_changes")).collect()
+    assert sorted((row.id, row.email) for row in landed) == [
+        ("cust-good", "cust-good@example.com"), ("cust-pair", "cust-pair@example.com\U0001f600x")]
+
+
 def raw_rows(spark, root: Path, table: str) -> list[tuple]:
     frame = spark.read.parquet(str(root / "raw" / table)).drop("_ingested_at", "_batch_id", "_ingest_hour")
     return sorted((tuple(row) for row in frame.collect()), key=repr)

@@ -43,6 +43,9 @@ first that applies in this order:
                              each bad sequence replaced by U+FFFD)
 2. `invalid_json`            payload null, not JSON, not an object, or an envelope
                              field of the wrong JSON shape (e.g. `"dynamodb": "x"`)
+   `lone_surrogate`          a `\\u` escape of a UTF-16 surrogate without its pair
+                             anywhere in the record (`\\ud800`): UTF-8 cannot hold it,
+                             so it would land as `?` (envelope.py)
 3. `no_table_name`           neither `tableName` nor a table ARN in `eventSourceARN`
                              (DynamoDB Streams GetRecords output names no table)
    `unknown_table`           a table name without a contract

@@ -17,6 +17,7 @@ UNREADABLE_FILE = "unreadable_file"
 UNSUPPORTED_COMPRESSION = "unsupported_compression"
 # Found by the decoder, in this order of precedence (the first that applies is kept).
 INVALID_UTF8 = "invalid_utf8"
+LONE_SURROGATE = "lone_surrogate"
 NO_TABLE_NAME = "no_table_name"
 UNKNOWN_TABLE = "unknown_table"
 UNKNOWN_EVENT_NAME = "unknown_event_name"
@@ -35,6 +36,9 @@ WHAT_TO_DO = {
     AMBIGUOUS_KEY: "a key value holds `,<key column>:`, the separator of Hudi's record key for a key of several "
                    "attributes (`<column>:<value>,<column>:<value>`), so two different items could share one "
                    "record key and overwrite each other; such a key needs a raw table keyed otherwise",
+    LONE_SURROGATE: "a string in the record holds a JSON escape of a lone UTF-16 surrogate (`\\ud800` without its "
+                    "pair), which no UTF-8 text can hold and DynamoDB never stores, so whatever wrote the record "
+                    "altered the item's text; land a corrected record from its source",
     NO_TABLE_NAME: "the record names no table: it has no tableName and no table ARN in eventSourceARN, as "
                    "DynamoDB Streams GetRecords output; land such records with the eventSourceARN of the stream "
                    "they were read from (docs/architecture.md, \"Accepted change records\")",
