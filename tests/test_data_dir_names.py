@@ -76,3 +76,78 @@ def test_dbt_builds_the_marts_of_a_data_dir_named_with_glob_characters_and_a_quo
         dim_ids = Counter(customer_id for (customer_id,) in con.execute(
             f"select customer_id from {MARTS_SCHEMA}.dim_customers").fetchall())
     assert dim_ids == Counter(row["id"] for row in ours), "dbt read this directory's raw tables, and only them"
+
+
+# A backslash and a colon cannot be taken literally: DuckDB reads `\` as `/` (dbt once read
+# and wrote `<tmp>/b/s/data` for `<tmp>/b\s/data`), and Hadoop reads `a:b` as a URI (the
+# stream died on its first write, after registering the contracts). Every command refuses
+# such a folder, in one line, before writing anything anywhere.
+UNUSABLE_NAMES = [("b\\s", "b/s", "a backslash"), ("a:b", "a/b", "a colon")]
+COMMANDS = [
+    ["status"],
+    ["dbt", "run", "--select", "stg_dynamodb__customers"],
+    ["stream", "--sink", "parquet"],
+    ["demo", "--sink", "parquet"],
+    ["generate", "--customers", "2"],
+    ["quarantine", "summary"],
+]
+
+
+def files_under(root: Path) -> dict[str, float]:
+    return {str(path): path.stat().st_mtime for path in root.rglob("*")}
+
+
+def refusal(argv: list[str], capsys) -> tuple[int, str]:
+    """The exit code and stderr of `lakehouse <argv>`; argparse exits where main returns."""
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    return code, capsys.readouterr().err
+
+
+def two_data_dirs(tmp_path: Path, name: str, read_as: str) -> Path:
+    """`<tmp>/<name>/data` with a raw batch, and the folder a reader would take it for, with another."""
+    ingested = datetime(2026, 11, 1, 2, tzinfo=timezone.utc)
+    for root, prefix in ((tmp_path / name / "data", "ours"), (tmp_path / read_as / "data", "theirs")):
+        rows = [{"id": f"{prefix}{number}", "cust_name": "N", "email": "n@example.com", "_event_ts": ingested,
+                 "sequence": number} for number in range(3)]
+        write_raw_batch(root, "customers", 0, rows, ingested)
+    return tmp_path / name / "data"
+
+
+@pytest.mark.parametrize(("name", "read_as", "said"), UNUSABLE_NAMES)
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command[0])
+def test_a_data_dir_whose_path_holds_a_backslash_or_a_colon_is_refused_before_anything_is_written(
+        tmp_path, capsys, name, read_as, said, command):
+    data_dir = two_data_dirs(tmp_path, name, read_as)
+    before = files_under(tmp_path)
+
+    code, err = refusal([*command, "--data-dir", str(data_dir)], capsys)
+
+    assert code == 2
+    assert f"data directory {data_dir} holds {said}" in err
+    assert err.splitlines()[-1].startswith("lakehouse") and err.count(str(data_dir)) == 1
+    assert files_under(tmp_path) == before, "nothing was written, in the data directory or beside it"
+
+
+@pytest.mark.parametrize(("name", "read_as", "said"), UNUSABLE_NAMES)
+def test_the_same_path_is_refused_from_the_environment_a_relative_path_and_a_symbolic_link(
+        tmp_path, capsys, monkeypatch, name, read_as, said):
+    data_dir = two_data_dirs(tmp_path, name, read_as)
+    (tmp_path / "link").symlink_to(data_dir)
+    before = files_under(tmp_path)
+
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(data_dir))
+    code, err = refusal(["status"], capsys)
+    assert code == 2 and err.startswith(f"lakehouse status: data directory {data_dir} holds {said}")
+    assert err.count("\n") == 1
+    monkeypatch.delenv("LAKEHOUSE_DATA_DIR")
+    monkeypatch.chdir(data_dir.parent)
+    assert refusal(["status", "--data-dir", "data"], capsys)[0] == 2
+    # dbt resolves the link, and would reach the folder behind it.
+    monkeypatch.chdir(tmp_path)
+    code, err = refusal(["dbt", "run", "--data-dir", "link"], capsys)
+    assert code == 2 and f"data directory {data_dir} holds {said}" in err
+    assert files_under(tmp_path) == before

@@ -33,7 +33,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
 
 
 def _own_options(default: object) -> argparse.ArgumentParser:
-    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    # Named, so that an error in these options reads `lakehouse dbt: error: ...`.
+    own = argparse.ArgumentParser(prog="lakehouse dbt", add_help=False, allow_abbrev=False)
     add_project_options(own, default=default)
     own.add_argument("--reprocess-from", type=date.fromisoformat, default=None)
     own.add_argument("--reprocess-to", type=date.fromisoformat, default=None)

@@ -65,17 +65,37 @@ class DataDirUnusable(OperatorError):
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# Characters a data directory's path cannot hold, and why. No reader takes them literally,
+# and none of them can be escaped: DuckDB reads `\` as `/` in a database path and in the
+# paths and globs it reads, so dbt would read the raw tables of, and write the database
+# of, `/x/b/s/data` for `/x/b\s/data`; Hadoop reads a name holding `:` as a URI with a
+# scheme, so the stream's first write would fail (URISyntaxException) after start-up.
+_UNUSABLE_CHARACTERS = {
+    "\\": "a backslash, which DuckDB reads as `/`: dbt would read and write another folder's files",
+    ":": "a colon, which makes the path a URI to Spark and Hadoop: the stream could not write there",
+}
 
 
 def local_data_dir(text: str) -> Path:
-    """A data directory given as text: a local folder, never a URL. Taken as a path,
-    `s3://bucket/x` would quietly become a local folder named `s3:`."""
+    """A data directory given as text: a local folder, never a URL, whose path every
+    reader takes literally. Taken as a path, `s3://bucket/x` would quietly become a local
+    folder named `s3:`. The path is checked as given (made absolute, as Spark sees it) and
+    with its symbolic links resolved (as dbt sees it); a refusal comes before anything is
+    written, so every command refuses the same folder in the same words."""
     if _URL.match(text):
         raise DataDirUnusable(
             f"data directory {text!r} is a URL; a data directory is a local folder. On AWS the Glue job "
             "writes the S3 tables (docs/deploy-aws.md); `lakehouse` commands work on a local data directory"
         )
-    return Path(text)
+    path = Path(text)
+    for seen in dict.fromkeys((str(path.absolute()), str(path.resolve()))):
+        for character, why in _UNUSABLE_CHARACTERS.items():
+            if character in seen:
+                raise DataDirUnusable(
+                    f"data directory {seen} holds {why}; choose a folder whose path has no "
+                    + " or ".join(f"`{unusable}`" for unusable in _UNUSABLE_CHARACTERS)
+                )
+    return path
 
 
 def default_data_dir() -> Path:
