@@ -158,7 +158,9 @@ class BatchReport:
     seconds: float
 
     def log_line(self) -> str:
-        landed = " ".join(f"{table}={rows}" for table, rows in self.landed.items())
+        # Only the tables that got rows: a deployment with dozens of raw tables would
+        # otherwise print a wall of zeros every batch.
+        landed = " ".join(f"{table}={rows}" for table, rows in self.landed.items() if rows) or "nothing"
         lag = "n/a" if self.lag_seconds is None else readable_duration(self.lag_seconds)
         return (
             f"batch={self.batch_id} in={self.records_in} landed {landed} "
