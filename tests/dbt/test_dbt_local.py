@@ -272,3 +272,15 @@ def test_raw_current_state_view_is_the_latest_change_per_key(incremental_runs) -
     assert {((i, n), e, m) for i, n, e, m in stored} == expected
     assert len(stored) == len(expected), "one row per key"
     assert _query(incremental_runs.data_dir, "select count(*) from raw.customers_changes") == [(len(changes),)]
+
+
+def test_staging_unit_tests_run_on_a_fresh_data_dir_without_building_anything(tmp_path):
+    """Unit tests mock every input, seeds included: selecting a staging model without its
+    seed (`--select stg_dynamodb__orders+1`) once failed in the model's unit test."""
+    result = run_dbt(["test", "--select", "test_type:unit,staging"], tmp_path)
+
+    assert result.success, result.exception
+    unit_tests = {outcome.node.name: str(outcome.status) for outcome in result.result
+                  if outcome.node.resource_type == "unit_test"}
+    assert unit_tests["orders_amount_cast_is_exact"] == unit_tests["orders_breaking_business_rules_are_kept_and_flagged"]
+    assert set(unit_tests.values()) == {"pass"} and len(unit_tests) >= 7
