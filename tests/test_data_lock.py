@@ -184,3 +184,13 @@ def test_a_command_that_wrote_nothing_leaves_no_directory_behind(tmp_path):
     with hold_data_dir(tmp_path / "used", "demo"):
         (tmp_path / "used" / "landing").mkdir()
     assert (tmp_path / "used" / "landing").is_dir() and lock_path(tmp_path / "used").read_text() == ""
+
+
+def test_a_fifo_in_place_of_the_lock_file_is_refused_in_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    os.mkfifo(lock_path(data))
+
+    with pytest.raises(DataDirLocked, match=r"the lock file .*\.lakehouse\.lock is not a plain file.*delete it"):
+        with hold_data_dir(data, "stream"):
+            pytest.fail("must not run without a lock record")

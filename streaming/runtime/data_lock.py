@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -173,6 +174,15 @@ def hold_data_dir(
                 "delete the link and run again"
             ) from exc
         raise DataDirLocked(f"cannot open the lock file {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        # A FIFO, socket or device opens (a FIFO read-write without blocking), but cannot
+        # hold the record: its first seek fails with "Illegal seek".
+        os.close(handle)
+        os.umask(previous_umask)
+        raise DataDirLocked(
+            f"the lock file {path} is not a plain file; it must be a plain file of the data directory: "
+            "delete it and run again"
+        )
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
