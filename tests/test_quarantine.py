@@ -382,3 +382,16 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
     assert ops.open_records(layout.root) == []
     assert quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
                              out=lambda _: None) is None, "nothing is left to replay"
+
+
+def test_show_prints_a_record_nested_too_deep_for_json_with_its_pii_hidden(tmp_path, capsys):
+    # The landing reader quarantines a record nested past Python's recursion limit as
+    # invalid_json; show read it with json.loads and died with a RecursionError.
+    deep = '{"eventName":"INSERT","dynamodb":{"NewImage":{"email":{"S":"ann@example.com"},"x":' \
+        + '{"L":[' * 3000 + ']}' * 3000 + '}}}'
+    write_quarantine_rows(tmp_path, {"invalid_json": deep})
+
+    assert main(["quarantine", "show", "--reason", "invalid_json", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ann@example.com" not in out and '"email":{"S":"***"}' in out
+    assert "note: nested too deep for Python's JSON reader, searched as text: 1 PII value(s)" in out

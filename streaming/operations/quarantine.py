@@ -252,10 +252,13 @@ class PiiMasker:
         if payload is None:
             return "", None
         try:
-            document = json.loads(payload)
+            return json.dumps(self._walk(json.loads(payload)), ensure_ascii=False, separators=(",", ":")), None
         except ValueError:
-            return self._mask_text(payload)
-        return json.dumps(self._walk(document), ensure_ascii=False, separators=(",", ":")), None
+            return self._mask_text(payload, "not JSON")
+        except RecursionError:
+            # Python's JSON reader and writer recurse once per level; the stream quarantines
+            # records nested deeper than that as invalid_json, so `show` meets them.
+            return self._mask_text(payload, "nested too deep for Python's JSON reader, searched as text")
 
     def _walk(self, node: Any) -> Any:
         if isinstance(node, dict):
@@ -265,14 +268,15 @@ class PiiMasker:
             return [self._walk(item) for item in node]
         return node
 
-    def _mask_text(self, payload: str) -> tuple[str, str]:
-        """A payload that is not JSON: hide each PII attribute's value found by its name.
+    def _mask_text(self, payload: str, why: str) -> tuple[str, str]:
+        """A payload that cannot be read as JSON (`why`, the note's opening): hide each PII
+        attribute's value found by its name.
 
         A value that cannot be delimited (e.g. an M or L value of a PII attribute) hides
         the rest of the text, since its end cannot be told from here.
         """
         if self._pattern is None:
-            return payload, "not JSON: shown as stored (no contract flags an attribute as PII)"
+            return payload, f"{why}: shown as stored (no contract flags an attribute as PII)"
         out, position, hidden = [], 0, 0
         for match in self._pattern.finditer(payload):
             if match.start() < position:
@@ -281,7 +285,7 @@ class PiiMasker:
             value = _SCALAR_VALUE.match(payload, match.end())
             if value is None:
                 out.append(f"{MASK} [rest hidden: a value of PII attribute {match.group(1)!r} could not be delimited]")
-                return "".join(out), (f"not JSON: {hidden + 1} PII value(s) found by attribute name hidden; "
+                return "".join(out), (f"{why}: {hidden + 1} PII value(s) found by attribute name hidden; "
                                       "text before them is shown as stored")
             descriptor, text = value.group("descriptor"), value.group("text")
             if descriptor:
@@ -291,7 +295,7 @@ class PiiMasker:
             hidden += 1
             position = value.end()
         out.append(payload[position:])
-        return "".join(out), (f"not JSON: {hidden} PII value(s) found by attribute name hidden; "
+        return "".join(out), (f"{why}: {hidden} PII value(s) found by attribute name hidden; "
                               "the rest is shown as stored and may hold PII the masker cannot recognise")
 
 
