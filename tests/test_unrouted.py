@@ -184,6 +184,13 @@ def test_a_table_without_entities_has_nothing_unrouted(tmp_path, capsys):
         in capsys.readouterr().err
 
 
+def test_a_table_no_contract_describes_is_named_as_unknown_with_the_known_tables(tmp_path, capsys):
+    (tmp_path / "data").mkdir()
+    assert main(["unrouted", "replay", "--table", "nosuch", "--data-dir", str(tmp_path / "data")]) == 2
+    assert "no such table 'nosuch': no contract describes it (tables: app, customers, orders; " \
+        "with entities: app)" in capsys.readouterr().err
+
+
 def test_a_tombstone_sorts_after_the_change_it_retires_and_before_any_later_one():
     time, sequence = "20260921000000000000", "0" * 63 + "1"
     retired = time + sequence + "652D61312D696E73657274"  # hex of the eventID e-a1-insert

@@ -128,6 +128,12 @@ def unrouted_contracts(contracts: Mapping[str, TableContract], table: str | None
     found = [contract for contract in contracts.values() if contract.unrouted and table in (None, contract.table)]
     if table is not None and not found:
         routed = sorted({contract.table for contract in contracts.values() if contract.unrouted})
+        known = sorted({contract.table for contract in contracts.values()})
+        if table not in known:
+            raise UnroutedReplayError(
+                f"no such table {table!r}: no contract describes it (tables: {', '.join(known) or 'none'}; "
+                f"with entities: {', '.join(routed) or 'none'})"
+            )
         raise UnroutedReplayError(
             f"table {table!r} has no unrouted items: its contract declares no entities "
             f"(tables with entities: {', '.join(routed) or 'none'})"
