@@ -67,8 +67,10 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
 
 def scaffold_table(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.operations.scaffold import scaffold
+    from streaming.runtime.startup import load_checked_contracts
 
-    scaffold(args.table, history=args.history, force=args.force, out=lambda line: print(line, flush=True))
+    scaffold(args.table, contracts=load_checked_contracts(args.contracts_dir), history=args.history, force=args.force,
+             out=lambda line: print(line, flush=True))
 
 
 def serve_docs(args: argparse.Namespace, layout: DataLayout) -> None:

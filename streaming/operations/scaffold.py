@@ -132,7 +132,7 @@ def scaffold(
     files = scaffold_files(contracts, table, history=history)
     for generated in files:
         _inside_project(project_dir, generated.path)
-    _refuse_sources_declared_elsewhere(project_dir, files, contracts_of_table(contracts, table))
+    _refuse_sources_declared_elsewhere(project_dir, files, contracts, table)
     changed = [generated for generated in files if _current_text(project_dir / generated.path) != generated.text]
     if not force:
         problems = [problem for generated in changed if (problem := _overwrite_problem(project_dir, generated))]
@@ -220,27 +220,56 @@ def _overwrite_problem(project_dir: Path, generated: GeneratedFile) -> str | Non
 
 
 def _refuse_sources_declared_elsewhere(
-    project_dir: Path, files: Sequence[GeneratedFile], raw_tables: Mapping[str, TableContract]
+    project_dir: Path, files: Sequence[GeneratedFile], contracts: Mapping[str, TableContract], table: str
 ) -> None:
-    """dbt refuses a source table declared twice: a hand-written YAML (such as
-    _dynamodb__sources.yml for customers and orders) keeps its tables."""
+    """Refuse the source tables other YAML files declare that this run cannot serve: one of
+    `table`'s raw tables (dbt refuses a source declared twice, and a hand-written YAML such as
+    _dynamodb__sources.yml keeps its tables), or a raw table none of `contracts` describes
+    (the contract macros regenerated from them would lose its casts and PII flags, and every
+    model reading it would fail to compile: a table scaffolded from another contracts folder)."""
     ours = {generated.path for generated in files}
-    names = {name for contract in raw_tables.values() for name in (contract.raw_table, contract.changes_table)}
-    clashes = []
+    names = {name for contract in contracts_of_table(contracts, table).values()
+             for name in (contract.raw_table, contract.changes_table)}
+    described = {name for contract in contracts.values() for name in (contract.raw_table, contract.changes_table)}
+    clashes, undescribed = [], []
     for path in sorted((project_dir / MODELS_DIR).rglob("*.yml")):
         relative = path.relative_to(project_dir)
         if relative in ours:
             continue
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        for source in document.get("sources") or []:
-            if source.get("name") == SOURCE_NAME:
-                declared = {table.get("name") for table in source.get("tables") or []} & names
-                clashes += [f"{relative} declares source {SOURCE_NAME}.{name}" for name in sorted(declared)]
+        for name in _declared_source_tables(path, relative):
+            if name in names:
+                clashes.append(f"{relative} declares source {SOURCE_NAME}.{name}")
+            elif name not in described:
+                undescribed.append(f"{relative} declares source {SOURCE_NAME}.{name}")
     if clashes:
         raise ScaffoldRefused(
             "these raw tables already have hand-written dbt sources:\n  " + "\n  ".join(clashes)
             + "\nKeep the hand-written models, or delete their sources and models to let scaffold write them."
         )
+    if undescribed:
+        raise ScaffoldRefused(
+            "no contract given describes these raw tables, so the contract macros scaffold rewrites would break "
+            "the models reading them:\n  " + "\n  ".join(undescribed)
+            + "\nRun scaffold with the --contracts-dir that holds their contracts, or delete their sources and "
+            "models; nothing was written."
+        )
+
+
+def _declared_source_tables(path: Path, relative: Path) -> list[str]:
+    """The tables a dbt properties YAML declares under source `dynamodb`."""
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ScaffoldRefused(f"{relative} is not valid YAML, so scaffold cannot check the sources it declares "
+                              f"(dbt would not parse it either): {exc}; nothing was written") from exc
+    if document is None:
+        return []
+    if not isinstance(document, dict):
+        raise ScaffoldRefused(f"{relative}: its top level is a {type(document).__name__}, not the mapping dbt reads "
+                              "(version, models, sources, ...); fix or remove it. Nothing was written.")
+    return [table.get("name") for source in document.get("sources") or [] if isinstance(source, dict)
+            and source.get("name") == SOURCE_NAME
+            for table in source.get("tables") or [] if isinstance(table, dict) and table.get("name")]
 
 
 # ---------------------------------------------------------------- column helpers

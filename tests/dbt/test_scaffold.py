@@ -51,11 +51,17 @@ partitioning:
 
 
 @pytest.fixture
-def contracts_with_widgets(tmp_path: Path) -> dict:
+def widgets_contracts_dir(tmp_path: Path) -> Path:
+    """The packaged contracts and widgets.yml, in a folder of their own."""
     folder = tmp_path / "contracts"
     shutil.copytree(PACKAGED_CONTRACTS_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     (folder / "widgets.yml").write_text(WIDGETS_CONTRACT, encoding="utf-8")
-    return load_contracts(folder)
+    return folder
+
+
+@pytest.fixture
+def contracts_with_widgets(widgets_contracts_dir: Path) -> dict:
+    return load_contracts(widgets_contracts_dir)
 
 
 @pytest.fixture
@@ -246,3 +252,47 @@ def test_the_cli_passes_table_history_and_force(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(scaffold_module, "scaffold", refuse)
     assert main(["scaffold", "--table", "app"]) == 2
     assert "lakehouse scaffold: would overwrite x.sql" in capsys.readouterr().err
+
+
+def test_the_cli_scaffolds_from_the_contracts_dir_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, widgets_contracts_dir: Path, project: Path
+) -> None:
+    """Issue 30 item 14: --contracts-dir was ignored, so a table only it describes was unknown."""
+    real = scaffold_module.scaffold
+    monkeypatch.setattr(scaffold_module, "scaffold", lambda table, **options: real(table, project_dir=project, **options))
+
+    assert main(["scaffold", "--table", "widgets", "--contracts-dir", str(widgets_contracts_dir)]) == 0
+
+    assert (project / STAGING / "stg_dynamodb__widgets.sql").is_file()
+    # The contract macros cover the folder's contracts, the widgets' cast and PII flag too.
+    assert '"widgets": {' in (project / CASTS_MACRO).read_text()
+    assert '"widgets": {' in (project / PII_MACRO).read_text()
+
+
+def test_scaffold_without_the_contracts_of_a_table_scaffolded_before_is_refused(
+    contracts_with_widgets: dict, project: Path
+) -> None:
+    """The contract macros scaffold rewrites come from the contracts it is given: without
+    widgets.yml they would lose the widgets' casts, and its models would no longer compile."""
+    scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    before = _files(project)
+
+    with pytest.raises(ScaffoldRefused) as refused:
+        scaffold("app", project_dir=project, contracts=load_contracts(PACKAGED_CONTRACTS_DIR))
+
+    message = str(refused.value)
+    assert "_dynamodb__widgets__sources.yml declares source dynamodb.widgets_changes" in message
+    assert "--contracts-dir" in message
+    assert _files(project) == before
+
+
+@pytest.mark.parametrize(("text", "kind"), [("- version: 2\n", "list"), ("just text\n", "str")])
+def test_a_models_yaml_that_is_not_a_mapping_is_refused_by_name(
+    contracts_with_widgets: dict, project: Path, text: str, kind: str
+) -> None:
+    """Issue 30 item 15: such a file raised an AttributeError."""
+    (project / STAGING / "notes.yml").write_text(text, encoding="utf-8")
+
+    with pytest.raises(ScaffoldRefused, match=rf"staging/notes\.yml: its top level is a {kind}, not the mapping"):
+        scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
+    assert not (project / STAGING / "stg_dynamodb__widgets.sql").exists()
