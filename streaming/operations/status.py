@@ -19,7 +19,7 @@ from streaming.io.hudi_timeline import HudiCommit, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
 from streaming.operations.backfill import unfinished_backfills
-from streaming.operations.unrouted import unfinished_replays
+from streaming.operations.unrouted import changes_to_route, unfinished_replays
 from streaming.contracts.model import TableContract
 from streaming.runtime.startup import load_checked_contracts
 
@@ -42,8 +42,11 @@ class StatusReport:
     # Warnings for backfills that failed or were stopped before they finished.
     unfinished_backfills: tuple[str, ...] = ()
     # Per unrouted raw table (single-table designs): the items current there, which match
-    # no entity of the contract, and the DynamoDB table they belong to.
+    # no entity of the contract, the distinct changes that arrived there and no replay
+    # re-routed (its change log also holds the replays' tombstones), and the DynamoDB
+    # table they belong to.
     unrouted_items: dict[str, int] = field(default_factory=dict)
+    unrouted_changes: dict[str, int] = field(default_factory=dict)
     unrouted_tables: dict[str, str] = field(default_factory=dict)
     # Warnings for unrouted replays that failed or were stopped before they finished.
     unfinished_unrouted_replays: tuple[str, ...] = ()
@@ -71,7 +74,7 @@ class StatusReport:
         ]
         for raw_table, items in self.unrouted_items.items():
             out.append(f"unrouted: {items} items in {raw_table} match no entity of table "
-                       f"{self.unrouted_tables[raw_table]}'s contract ({self.change_rows[raw_table]} changes)"
+                       f"{self.unrouted_tables[raw_table]}'s contract ({self.unrouted_changes[raw_table]} changes)"
                        + (f"; once the contract names their entity: lakehouse unrouted replay "
                           f"--table {self.unrouted_tables[raw_table]}" if items else ""))
         total = sum(self.quarantine_by_reason.values())
@@ -116,6 +119,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             raw_batches[contract.raw_table] = len({path.parent for path in files})
             if contract.unrouted:
                 unrouted_items[contract.raw_table] = _count_live_items(connection, files, contract.key_columns)
+        unrouted_changes = {contract.raw_table: changes_to_route(layout.root, contract)
+                            for contract in contracts.values() if contract.unrouted}
         quarantine_files = layout.quarantine_files()
         by_reason: dict[str, int] = {}
         if quarantine_files:
@@ -128,7 +133,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
                         str(layout.root) if is_switched(data_dir) else None, changes,
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
-                        tuple(unfinished_backfills(layout.root)), unrouted_items,
+                        tuple(unfinished_backfills(layout.root)), unrouted_items, unrouted_changes,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
                         tuple(unfinished_replays(layout.root)), commits)
 

@@ -229,7 +229,7 @@ def plan_replay(data_root: Path, contracts: Mapping[str, TableContract], table: 
     runs = replay_runs(data_root)
     succeeded = [run for run in runs if run["status"] == "succeeded"]
     unfinished = [run for run in runs if run["status"] != "succeeded"]
-    rerouted = {value for run in succeeded for value in run["rerouted"]}
+    rerouted = _rerouted(runs)
     landed_before: dict[str, set[str]] = {}
     for run in succeeded:
         for raw_table, values in run["landed_for_unrouted"].items():
@@ -260,6 +260,20 @@ def plan_replay(data_root: Path, contracts: Mapping[str, TableContract], table: 
     digest = hashlib.sha256("\n".join(change.ordering_value for change in changes).encode()).hexdigest()
     replay_id = f"{len(runs) + 1:04d}-{digest[:12]}"
     return UnroutedReplayPlan(data_root, replay_id, replay_batch_id(replay_id), tables, rows, changes, frozen_landed)
+
+
+def changes_to_route(data_root: Path, contract: TableContract) -> int:
+    """The distinct changes that arrived in the unrouted table of `contract` and no succeeded
+    replay re-routed, as the next replay counts them: no tombstone of a replay or of a move,
+    each change once however often it was delivered (`lakehouse status` prints it)."""
+    rerouted = _rerouted(replay_runs(data_root))
+    return len(_distinct_changes(row for row in read_unrouted_rows(DataLayout(data_root).raw, contract)
+                                 if row.is_arrived_change and row.ordering_value not in rerouted))
+
+
+def _rerouted(runs: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ordering values of the changes succeeded replays re-routed: never read again."""
+    return {value for run in runs if run["status"] == "succeeded" for value in run["rerouted"]}
 
 
 def _rows_of(
