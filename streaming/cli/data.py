@@ -17,12 +17,14 @@ from streaming.samples.generator import LANDING_LAYOUTS, RECORD_FORMATS
 
 def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     gen = commands.add_parser("generate", parents=[common], help="land sample DynamoDB CDC as JSON lines")
-    gen.add_argument("--seed", type=int, default=7)
-    gen.add_argument("--customers", type=positive_int, default=200)
-    gen.add_argument("--orders-per-customer", type=positive_int, default=3)
+    gen.add_argument("--seed", type=int, default=7, help="random seed: the same seed writes the same records")
+    gen.add_argument("--customers", type=positive_int, default=200, help="customers to create (default: 200)")
+    gen.add_argument("--orders-per-customer", type=positive_int, default=3,
+                     help="orders per customer (default: 3)")
     gen.add_argument("--tenants", type=non_negative_int, default=None,
                      help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
-    gen.add_argument("--records-per-file", type=int, default=500)
+    gen.add_argument("--records-per-file", type=positive_int, default=500,
+                     help="change records per landing file (default: 500)")
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
     gen.add_argument("--layout", dest="file_layout", choices=LANDING_LAYOUTS, default="jsonl",
@@ -32,7 +34,9 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
     gen.set_defaults(run=generate)
 
     run = commands.add_parser("stream", parents=[common], help="stream landing files into the raw tables")
-    run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now")
+    run.add_argument("--trigger", choices=("available-now", "processing-time"), default="available-now",
+                     help="available-now: read what has landed, then stop (the default); processing-time: "
+                          "a micro-batch every --interval until stopped")
     run.add_argument("--interval", type=interval_argument, default="100 seconds",
                      help="micro-batch interval for processing-time, e.g. '30 seconds'")
     add_sink_option(run)
@@ -49,8 +53,8 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         "demo", parents=[common], help="generate -> stream -> counts -> dbt build -> mart summary, from scratch"
     )
     demo.add_argument("--skip-dbt", action="store_true", help="stop after the raw layer")
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--customers", type=positive_int, default=200)
+    demo.add_argument("--seed", type=int, default=7, help="random seed of the sample records")
+    demo.add_argument("--customers", type=positive_int, default=200, help="customers to create (default: 200)")
     demo.add_argument("--tenants", type=non_negative_int, default=None,
                       help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
     add_sink_option(demo)

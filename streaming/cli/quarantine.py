@@ -22,7 +22,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
         action.add_argument("--table", default=None, help="only records of this DynamoDB table")
         action.add_argument("--batch", dest="batches", type=int, action="append", default=[],
                             help="only records quarantined by this batch id (repeatable)")
-    show_parser.add_argument("--limit", type=positive_int, default=5)
+    show_parser.add_argument("--limit", type=positive_int, default=5, help="records to show at most (default: 5)")
     show_parser.set_defaults(run=show)
     add_sink_option(replay_parser)
     replay_parser.set_defaults(run=replay)
