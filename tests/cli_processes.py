@@ -25,7 +25,7 @@ def checkout_env() -> dict[str, str]:
 
 class LakehouseProcess:
     """`lakehouse <args>` started in `cwd`, in a session of its own (so that a signal to
-    its group reaches Spark's JVM too, as a terminal's Ctrl-C does); its output is
+    its group is what a terminal's Ctrl-C or `kill -- -<pgid>` sends); its output is
     collected line by line while it runs."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:

@@ -267,16 +267,19 @@ def test_the_interval_check_agrees_with_spark(spark):
 
 
 @pytest.mark.spark
-def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path):
+# SIGINT is a terminal's Ctrl-C; SIGTERM is what systemd, `timeout` and `kill -- -<pgid>`
+# send. Both go to the whole process group, which holds the Python driver but not Spark's
+# JVM and its Python workers (streaming/runtime/spark_session.py, `_start_driver_jvm`).
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
+def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path, signal_number):
     data = tmp_path / "data"
     assert main(["generate", "--data-dir", str(data), "--customers", "3", "--records-per-file", "40"]) == 0
     stream = LakehouseProcess(["stream", "--data-dir", str(data), "--sink", "parquet", "--trigger", "processing-time",
                                "--interval", "1 hour", "--max-bytes-per-trigger", "64m"], cwd=tmp_path)
     try:
         stream.wait_until(lambda: "\nrunning:" in "\n" + stream.out, "the stream's start")
-        # A terminal sends Ctrl-C to the whole foreground process group. Batch 0 starts as
-        # the query does: the interrupt lands while it runs or just after.
-        stream.signal_group(signal.SIGINT)
+        # Batch 0 starts as the query does: the signal lands while it runs or just after.
+        stream.signal_group(signal_number)
         code = stream.wait(timeout=300)
     finally:
         stream.stop()

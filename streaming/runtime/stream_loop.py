@@ -123,8 +123,9 @@ def deferred_stop_signals(report: Callable[[str], None]) -> Iterator[threading.E
 
     Without this, Ctrl-C raises KeyboardInterrupt inside a py4j call while a batch runs in
     the JVM, and stopping the query then interrupts that batch: py4j tracebacks, exit 1,
-    and a batch to replay. The JVM itself does not see Ctrl-C: PySpark starts it with
-    SIGINT ignored (pyspark/java_gateway.py).
+    and a batch to replay. The JVM does not see a signal sent to the whole process group
+    (a terminal's Ctrl-C, `timeout`, `kill -- -<pgid>`): it runs in a session of its own
+    (streaming/runtime/spark_session.py).
     """
     requested = threading.Event()
 
