@@ -3,6 +3,7 @@ a typo in --interval, a truncated Parquet file, options in the natural order; th
 mart summary before and after the app mart exists."""
 from __future__ import annotations
 
+import json
 import signal
 from datetime import datetime, timezone
 
@@ -58,7 +59,10 @@ def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(
     # dbt rebuilds its own outputs from raw: a `lakehouse dbt build` after the demo blocks nothing.
     (demo_dir / "dbt" / "logs").mkdir(parents=True)
     (demo_dir / "dbt" / "logs" / "dbt.log").write_text("a later dbt run")
-    (demo_dir / "lakehouse.duckdb").write_text("rebuilt by a later dbt run")
+    with duckdb.connect(str(demo_dir / "lakehouse.duckdb")) as con:
+        con.execute("create schema main_marts; create table main_marts.dim_customers (id varchar)")
+    write_manifest(demo_dir, {"model.p.dim_customers": {"resource_type": "model", "schema": "main_marts",
+                                                         "name": "dim_customers", "alias": "dim_customers"}})
 
     assert main(["demo", "--skip-dbt", "--data-dir", str(demo_dir)]) == 2
 
@@ -72,6 +76,50 @@ def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(
 
     for path in [*real, demo_dir / "secrets" / "pii_key"]:
         path.unlink()
+    assert prepare_demo_dir(demo_dir) == "cleared"
+    assert sorted(path.name for path in demo_dir.iterdir()) == [DEMO_MARKER, ".lakehouse.lock"]
+
+
+def write_manifest(data_dir, nodes: dict, sources: dict | None = None) -> None:
+    """dbt's manifest of its last run in `data_dir`, with only the fields the demo reads."""
+    target = DataLayout(data_dir).dbt_target
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "manifest.json").write_text(json.dumps({"nodes": nodes, "sources": sources or {}}))
+
+
+def test_demo_keeps_an_analysis_under_dbt_and_an_analyst_s_table_in_its_database(tmp_path, capsys):
+    # Issue 30, item 16: all of dbt/ and the whole database counted as dbt's to rebuild.
+    demo_dir = tmp_path / "demo"
+    assert prepare_demo_dir(demo_dir) == "created"
+    with duckdb.connect(str(demo_dir / "lakehouse.duckdb")) as con:
+        con.execute("create schema raw; create view raw.customers as select 1 as id")
+    record_demo_output(demo_dir)  # the demo's dbt build made raw.customers
+    analysis = demo_dir / "dbt" / "analysis" / "q.sql"
+    analysis.parent.mkdir(parents=True)
+    analysis.write_text("select 42")
+
+    assert main(["demo", "--skip-dbt", "--data-dir", str(demo_dir)]) == 2
+    assert "holds files the demo did not write (or that changed since): dbt/analysis/q.sql." \
+        in capsys.readouterr().err
+
+    analysis.unlink()
+    with duckdb.connect(str(demo_dir / "lakehouse.duckdb")) as con:
+        con.execute("create table main.my_findings as select 1 as n; create schema main_marts; "
+                    "create table main_marts.fct_orders (order_id varchar)")
+    # A later `lakehouse dbt build` made fct_orders; its manifest says so.
+    write_manifest(demo_dir, {"model.p.fct_orders": {"resource_type": "model", "schema": "main_marts",
+                                                      "name": "fct_orders", "alias": "fct_orders"}})
+
+    assert main(["demo", "--skip-dbt", "--data-dir", str(demo_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "its database lakehouse.duckdb holds tables or views neither the demo nor dbt made: main.my_findings. " \
+        "The demo would delete the database: copy them elsewhere" in err
+    with duckdb.connect(str(demo_dir / "lakehouse.duckdb"), read_only=True) as con:
+        assert con.execute("select n from main.my_findings").fetchall() == [(1,)]
+
+    with duckdb.connect(str(demo_dir / "lakehouse.duckdb")) as con:
+        con.execute("drop table main.my_findings")
     assert prepare_demo_dir(demo_dir) == "cleared"
     assert sorted(path.name for path in demo_dir.iterdir()) == [DEMO_MARKER, ".lakehouse.lock"]
 

@@ -3,16 +3,19 @@
 `LAKEHOUSE_DATA_DIR` may name real data (docs/dbt.md exports it for plain dbt runs), so
 "start from scratch" must never mean "delete whatever is there". The demo writes a marker
 file into a directory it creates, and when it ends the marker lists every file the demo
-left there (with size and modification time). A later demo clears the directory only when
-each file in it is one the marker lists, unchanged: a directory without the marker, or
-with files the demo did not write (real landing files, backfill and replay records, a PII
-key put in place by hand), is refused.
+left there (with size and modification time) and every table and view in dbt's DuckDB
+database. A later demo clears the directory only when each file in it is one the marker
+lists, unchanged, or one dbt rewrites (its target and logs, its database), and the
+database holds only relations the marker lists or dbt's last manifest names: a directory
+without the marker, with files the demo did not write (real landing files, backfill and
+replay records, a PII key put in place by hand, an analysis under `dbt/`), or with a
+table an analyst made in the database, is refused.
 """
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +25,7 @@ from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
-from streaming.io.layout import DBT_FOLDER, DUCKDB_FILE, DataLayout
+from streaming.io.layout import DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts
 from streaming.operations.status import StatusReport, status
@@ -38,10 +41,15 @@ if TYPE_CHECKING:
 Printer = Callable[[str], None]
 
 DEMO_MARKER = ".lakehouse-demo"
-# dbt's database, target and logs are rebuilt from the raw tables by every dbt run, so
-# `lakehouse dbt build` or `lakehouse docs` after a demo may change them: a later demo
-# clears them without their being listed.
-REBUILT_BY_DBT = (DBT_FOLDER, DUCKDB_FILE, f"{DUCKDB_FILE}.wal")
+# What a dbt run in the data directory rewrites: `lakehouse dbt build` or `lakehouse docs`
+# after a demo may change them, so a later demo clears them without their being listed.
+# Not all of `dbt/`: nothing but dbt writes there, but a person may. The database is
+# checked relation by relation instead (`_relations_not_made_by_demo_or_dbt`).
+_EXAMPLE = DataLayout(Path("."))
+REWRITTEN_BY_DBT_FOLDERS = (_EXAMPLE.dbt_target.as_posix(), _EXAMPLE.dbt_logs.as_posix())
+REWRITTEN_BY_DBT_FILES = (_EXAMPLE.dbt_database.as_posix(), f"{_EXAMPLE.dbt_database.as_posix()}.wal")
+# The dbt nodes whose relations a dbt run makes in the database.
+_DBT_RELATION_NODES = ("model", "seed", "snapshot")
 # How many unexpected files a refusal names.
 NAMED_AT_MOST = 10
 # The sample's single-table design `app` grows with the sample: one tenant per this many
@@ -68,24 +76,76 @@ def _files_below(root: Path) -> dict[str, list[int]]:
     return found
 
 
+def _rewritten_by_dbt(name: str) -> bool:
+    return name in REWRITTEN_BY_DBT_FILES or name.startswith(tuple(f"{folder}/" for folder in REWRITTEN_BY_DBT_FOLDERS))
+
+
+def _relations_in(database: Path) -> list[str]:
+    """`schema.name` of every table and view in the DuckDB file (none when it is missing)."""
+    import duckdb
+
+    if not database.is_file():
+        return []
+    try:
+        with duckdb.connect(str(database), read_only=True) as connection:
+            rows = connection.execute(
+                "select schema_name, table_name from duckdb_tables() where database_name = current_database() "
+                "union all select schema_name, view_name from duckdb_views() "
+                "where not internal and database_name = current_database()"
+            ).fetchall()
+    except duckdb.Error as exc:
+        raise DemoDirRefused(
+            f"cannot read {database} to check that it holds only tables the demo or dbt made ({exc}); "
+            "stop whatever uses it, or move it away, and run the demo again"
+        ) from exc
+    return sorted(f"{schema}.{name}" for schema, name in rows)
+
+
+def _relations_of_dbt_manifest(layout: DataLayout) -> set[str]:
+    """`schema.name` of the relations dbt's last run in this directory knows: its models,
+    seeds and snapshots, and its sources (views on DuckDB)."""
+    try:
+        manifest = json.loads((layout.dbt_target / "manifest.json").read_text(encoding="utf-8"))
+        nodes: Iterable[dict] = [node for node in manifest["nodes"].values()
+                                 if node.get("resource_type") in _DBT_RELATION_NODES]
+        sources: Iterable[dict] = manifest["sources"].values()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+    return ({f"{node['schema']}.{node.get('alias') or node['name']}" for node in nodes}
+            | {f"{source['schema']}.{source.get('identifier') or source['name']}" for source in sources})
+
+
 def record_demo_output(root: Path) -> None:
-    """Write the marker listing every file now in `root` as the demo's own."""
+    """Write the marker listing every file now in `root`, and every relation in dbt's
+    database, as the demo's own."""
     document = {"made_by": "lakehouse demo; a later demo may clear the files listed here",
-                "files": _files_below(root)}
+                "files": _files_below(root), "relations": _relations_in(DataLayout(root).dbt_database)}
     write_json_atomically(root / DEMO_MARKER, document, indent=0)
 
 
-def _not_written_by_demo(root: Path) -> list[str]:
-    """The files in `root` that the marker does not list as they are now (files dbt
-    rebuilds aside); a marker from before the demo listed its files lists none."""
+def _marker(root: Path) -> dict:
+    """The marker's content; a marker from before the demo listed its output lists nothing."""
     try:
-        listed = json.loads((root / DEMO_MARKER).read_text(encoding="utf-8"))["files"]
-    except (ValueError, KeyError, TypeError):
-        listed = {}
-    return sorted(
-        name for name, stamp in _files_below(root).items()
-        if name.split("/", 1)[0] not in REBUILT_BY_DBT and listed.get(name) != stamp
-    )
+        document = json.loads((root / DEMO_MARKER).read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _not_written_by_demo(root: Path, marker: dict) -> list[str]:
+    """The files in `root` that the marker does not list as they are now (what dbt
+    rewrites aside)."""
+    listed = marker.get("files")
+    listed = listed if isinstance(listed, dict) else {}
+    return sorted(name for name, stamp in _files_below(root).items()
+                  if not _rewritten_by_dbt(name) and listed.get(name) != stamp)
+
+
+def _relations_not_made_by_demo_or_dbt(root: Path, marker: dict) -> list[str]:
+    """The tables and views in dbt's database that neither the marker nor dbt's manifest names."""
+    layout = DataLayout(root)
+    known = set(marker.get("relations") or ()) | _relations_of_dbt_manifest(layout)
+    return [name for name in _relations_in(layout.dbt_database) if name not in known]
 
 
 def prepare_demo_dir(root: Path) -> str:
@@ -94,8 +154,9 @@ def prepare_demo_dir(root: Path) -> str:
     Clearing removes everything but the lock file (the caller holds the lock): landing,
     raw, checkpoints, quarantine, dbt's DuckDB file and its target, so a second demo with
     another seed shares nothing with the first. It is refused unless every file is one
-    the marker lists as the demo's (or one dbt rebuilds). A root switched elsewhere keeps
-    its data: only the pointer goes.
+    the marker lists as the demo's (or one dbt rewrites), and every relation in dbt's
+    database one the marker lists or dbt's manifest names. A root switched elsewhere
+    keeps its data: only the pointer goes.
     """
     entries = [entry for entry in root.iterdir() if entry.name != LOCK_FILE] if root.is_dir() else []
     if not entries:
@@ -107,13 +168,21 @@ def prepare_demo_dir(root: Path) -> str:
             f"{root} is not empty and was not made by `lakehouse demo`; the demo clears only a directory "
             "it created itself. Give it a new or empty folder with --data-dir (check LAKEHOUSE_DATA_DIR)"
         )
-    unexpected = _not_written_by_demo(root)
+    marker = _marker(root)
+    unexpected = _not_written_by_demo(root, marker)
     if unexpected:
-        more = f" and {len(unexpected) - NAMED_AT_MOST} more" if len(unexpected) > NAMED_AT_MOST else ""
         raise DemoDirRefused(
             f"{root} was made by `lakehouse demo`, but holds files the demo did not write (or that changed "
-            f"since): {', '.join(unexpected[:NAMED_AT_MOST])}{more}. The demo clears only its own files: move "
+            f"since): {_named(unexpected)}. The demo clears only its own files: move "
             "these away, or give the demo a new or empty folder with --data-dir (check LAKEHOUSE_DATA_DIR)"
+        )
+    foreign = _relations_not_made_by_demo_or_dbt(root, marker)
+    if foreign:
+        raise DemoDirRefused(
+            f"{root} was made by `lakehouse demo`, but its database {DataLayout(root).dbt_database.name} holds "
+            f"tables or views neither the demo nor dbt made: {_named(foreign)}. The demo would delete the "
+            "database: copy them elsewhere (e.g. `attach 'mine.duckdb'; create table mine.t as from t`) and drop "
+            "them, or give the demo a new or empty folder with --data-dir (check LAKEHOUSE_DATA_DIR)"
         )
     for entry in entries:
         if entry.name == DEMO_MARKER:
@@ -125,6 +194,11 @@ def prepare_demo_dir(root: Path) -> str:
     # Until this run ends, none of the files that appear are listed as the demo's.
     record_demo_output(root)
     return "cleared"
+
+
+def _named(names: list[str]) -> str:
+    more = f" and {len(names) - NAMED_AT_MOST} more" if len(names) > NAMED_AT_MOST else ""
+    return f"{', '.join(names[:NAMED_AT_MOST])}{more}"
 
 
 @dataclass(frozen=True)
