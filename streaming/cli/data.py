@@ -23,7 +23,7 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
                      help="orders per customer (default: 3)")
     gen.add_argument("--tenants", type=non_negative_int, default=None,
                      help="tenants of the single-table app sample (default: one per ten customers; 0: none)")
-    gen.add_argument("--records-per-file", type=positive_int, default=500,
+    gen.add_argument("--records-per-file", type=int, default=500,
                      help="change records per landing file (default: 500)")
     gen.add_argument("--format", dest="record_format", choices=RECORD_FORMATS, default="mixed",
                      help="DynamoDB Streams records, Kinesis Data Streams records, or both")
