@@ -266,9 +266,19 @@ def changes_to_route(data_root: Path, contract: TableContract) -> int:
     """The distinct changes that arrived in the unrouted table of `contract` and no succeeded
     replay re-routed, as the next replay counts them: no tombstone of a replay or of a move,
     each change once however often it was delivered (`lakehouse status` prints it)."""
+    import duckdb
+
+    with duckdb.connect() as connection:
+        if not register_change_log(connection, "unrouted_changes", raw_layout.change_log_dir(DataLayout(data_root).raw,
+                                                                                             contract)):
+            return 0
+        # UnroutedRow.is_arrived_change in SQL: only the ordering values leave DuckDB.
+        arrived = connection.execute(
+            f"select distinct _ordering_value from unrouted_changes where {CHANGE_RECORD_COLUMN} is not null and not "
+            f"(_is_deleted and json_extract_string({CHANGE_RECORD_COLUMN}, '$.eventName') is distinct from 'REMOVE')"
+        ).fetchall()
     rerouted = _rerouted(replay_runs(data_root))
-    return len(_distinct_changes(row for row in read_unrouted_rows(DataLayout(data_root).raw, contract)
-                                 if row.is_arrived_change and row.ordering_value not in rerouted))
+    return sum(value not in rerouted for (value,) in arrived)
 
 
 def _rerouted(runs: Iterable[Mapping[str, Any]]) -> set[str]:
