@@ -5,6 +5,7 @@ import base64
 import gzip
 import hashlib
 import json
+import logging
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -298,7 +299,7 @@ partitioning:
 """
 
 
-def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path):
+def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path, caplog):
     contracts_dir = shutil.copytree(Path(__file__).parents[1] / "streaming" / "contracts", tmp_path / "contracts")
     (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
     contracts = load_contracts(contracts_dir)
@@ -306,10 +307,14 @@ def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path)
     export_dir = write_full_export(tmp_path / "exports", "inventory", items, EXPORT_TIME, contracts=contracts)
     layout = DataLayout(tmp_path / "data")
 
-    result = backfill(layout, export_dir, sink="parquet", contracts_dir=str(contracts_dir), spark=spark,
-                      out=lambda _: None)
+    printed: list[str] = []
+    with caplog.at_level(logging.INFO, logger="streaming"):
+        result = backfill(layout, export_dir, sink="parquet", contracts_dir=str(contracts_dir), spark=spark,
+                          out=printed.append)
 
     assert result.landed == len(items) and result.quarantined == 0
+    # Issue 30, item 17: it was printed and logged, and the CLI shows both.
+    assert [*printed, *caplog.messages].count(result.summary()) == 1
     (folder,) = (layout.raw / "inventory_changes").glob(f"*/_batch_id={result.batch_id}")
     with duckdb.connect() as con:
         landed = con.execute(f"select sku, on_hand from read_parquet('{folder}/*.parquet') order by sku").fetchall()

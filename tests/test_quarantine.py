@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -363,7 +364,7 @@ def test_summary_and_show_say_what_to_do_about_records_that_name_no_table(tmp_pa
 
 
 @pytest.mark.spark
-def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, tmp_path):
+def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, tmp_path, caplog):
     """Records of `app` quarantined before its contract existed are routed by the replay as
     the stream routes them: each entity's raw table, and app_unrouted for the AUDIT# item."""
     layout = DataLayout(tmp_path / "data")
@@ -373,15 +374,21 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
                for n, (table, item) in enumerate(items.items())]
     write_quarantine_rows(layout.root, [("unknown_table", record, "app") for record in records])
 
-    result = quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS),
-                               spark=spark, out=lambda _: None)
+    printed: list[str] = []
+    with caplog.at_level(logging.INFO, logger="streaming"):
+        result = quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS),
+                                   spark=spark, out=printed.append)
 
     assert (result.records, result.landed, result.still_quarantined) == (4, 4, {})
+    # Issue 30, item 17: it was printed and logged, and the CLI shows both.
+    assert [*printed, *caplog.messages].count(result.summary()) == 1
     assert {table: [event for event, _ in _raw_rows(layout.root, table)] for table in items} == {
         table: [f"e-{table}"] for table in items}
     assert ops.open_records(layout.root) == []
+    printed.clear()
     assert quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
-                             out=lambda _: None) is None, "nothing is left to replay"
+                             out=printed.append) is None, "nothing is left to replay"
+    assert printed == ["nothing to replay"], "no replay id or run log it would not write"
 
 
 def test_show_prints_a_record_nested_too_deep_for_json_with_its_pii_hidden(tmp_path, capsys):

@@ -9,6 +9,7 @@ the AUDIT# changes, their whole history, into app_audits.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -160,6 +161,21 @@ def test_replay_routes_the_items_the_contract_learned_once_and_retires_them(spar
 
     assert (again.changes, again.rerouted, again.still_unrouted) == (1, 0, 1), "only the REPORT# change is read"
     assert files_of(root) == before, "a second replay changes nothing, not even a run log"
+
+
+def test_a_replay_that_routes_nothing_names_no_run_log_and_says_so_once(spark, data_dir, caplog):
+    # The packaged contracts know no entity of the AUDIT# and REPORT# items: nothing lands,
+    # and the run log the replay writes while it runs is removed again.
+    printed: list[str] = []
+    with caplog.at_level(logging.INFO, logger="streaming"):
+        result = ops.unrouted_replay(data_dir, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS),
+                                     spark=spark, out=printed.append)
+
+    assert (result.changes, result.rerouted, result.still_unrouted) == (6, 0, 6)
+    assert not ops.replays_dir(data_dir.root).exists() or not any(ops.replays_dir(data_dir.root).iterdir())
+    assert not any(str(ops.replays_dir(data_dir.root)) in line for line in printed), "no path it never keeps"
+    assert printed[-1] == "nothing landed, so no run log is kept: the next replay reads the same changes"
+    assert [*printed, *caplog.messages].count(result.summary()) == 1, "printed once, not logged as well"
 
 
 def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, data_dir, contracts_with_audits):

@@ -315,7 +315,7 @@ def run_backfill(
         seconds=time.monotonic() - started,
     )
     write_json_atomically(plan.run_log, {**asdict(result), "status": "succeeded"})
-    log.info(result.summary())
+    out(result.summary())
     return result
 
 
@@ -506,5 +506,4 @@ def backfill(
                 raise BackfillError(
                     f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}"
                 ) from exc
-    out(result.summary())
     return result

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -59,8 +58,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.pipeline.batch import BatchReport, RawSink
-
-log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
@@ -390,15 +387,17 @@ class ReplayPlan:
 
     def describe(self) -> list[str]:
         tables = Counter(row.table or "-" for row in self.records)
-        lines = [
+        return [
             f"{'resume unfinished' if self.resumed else 'replay'} {self.replay_id}: {len(self.records)} "
             f"quarantined records ({', '.join(f'{t}={n}' for t, n in sorted(tables.items())) or 'none'}) "
             f"as batch {self.batch_id}",
             f"      run log {self.run_log}",
+            *self.left_out(),
         ]
-        for reason, count in sorted(Counter(row.reason for row in self.not_replayable).items()):
-            lines.append(f"      left out {count} record(s) with reason {reason}: {NOT_REPLAYABLE_REASONS[reason]}")
-        return lines
+
+    def left_out(self) -> list[str]:
+        return [f"      left out {count} record(s) with reason {reason}: {NOT_REPLAYABLE_REASONS[reason]}"
+                for reason, count in sorted(Counter(row.reason for row in self.not_replayable).items())]
 
 
 def plan_replay(
@@ -488,7 +487,7 @@ def run_replay(
     })
     result = ReplayResult(plan.replay_id, plan.batch_id, len(plan.records), len(landed),
                           dict(Counter(failing.values())))
-    log.info(result.summary())
+    out(result.summary())
     return result
 
 
@@ -631,11 +630,13 @@ def quarantine_replay(
     # Planned under the lock too: a replay running elsewhere could change what is open.
     with hold_data_dir(layout.root, "quarantine replay", report=out):
         plan = plan_replay(target.root, reason=reason, table=table, batches=batches)
-        for line in plan.describe():
-            out(line)
         if not plan.records:
+            for line in plan.left_out():
+                out(line)
             out("nothing to replay")
             return None
+        for line in plan.describe():
+            out(line)
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
             # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
@@ -647,5 +648,4 @@ def quarantine_replay(
                 raise QuarantineError(
                     f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}"
                 ) from exc
-    out(result.summary())
     return result

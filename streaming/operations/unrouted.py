@@ -49,7 +49,6 @@ the current contracts, which route these items directly.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -81,7 +80,6 @@ if TYPE_CHECKING:
 
     from streaming.pipeline.batch import RawSink
 
-log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
@@ -220,7 +218,6 @@ class UnroutedReplayPlan:
             f"{'resume unfinished' if self.resumed else 'replay'} {self.replay_id}: "
             + ", ".join(f"{table}={count}" for table, count in per_table.items())
             + f" unrouted changes through the pipeline as batch {self.batch_id}",
-            f"      run log {self.run_log}",
         ]
 
 
@@ -415,7 +412,6 @@ def run_replay(
             "landed_for_unrouted": landed_for_unrouted, "landed_rows": result.landed, "tombstones": tombstones,
             "finished_at": clock().isoformat(),
         })
-    log.info(result.summary())
     return result
 
 
@@ -488,11 +484,11 @@ def unrouted_replay(
     target = layout.active()
     with hold_data_dir(layout.root, "unrouted replay", report=out):
         plan = plan_replay(target.root, contracts, table)
-        for line in plan.describe():
-            out(line)
         if not plan.changes:
             out("nothing to replay")
             return None
+        for line in plan.describe():
+            out(line)
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
             # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
@@ -505,4 +501,7 @@ def unrouted_replay(
                     f"unrouted replay failed (run it again: it resumes batch {plan.batch_id}): {exc}"
                 ) from exc
     out(result.summary())
+    # A replay that landed nothing removed its run log (run_replay), so only a kept one is named.
+    out(f"      run log {plan.run_log}" if plan.run_log.exists()
+        else "nothing landed, so no run log is kept: the next replay reads the same changes")
     return result
