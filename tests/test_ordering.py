@@ -215,6 +215,18 @@ def test_duplicates_collapse_to_the_first_delivery(spark, customers):
     assert [(row["_event_id"], row["_sequence_number"]) for row in rows] == [("gus-1", first_delivery)]
 
 
+@pytest.mark.parametrize("reverse", [False, True], ids=["ann_first", "zed_first"])
+def test_copies_of_one_event_differing_in_content_keep_the_one_that_sorts_first(spark, customers, reverse):
+    # One eventID, one time, one sequence number, two contents: not something DynamoDB
+    # sends, but the batch keeps the same one whichever arrives first (issue 30, item 17).
+    copies = [event("MODIFY", "c-9", "Ida", 0, "ida-1", email) for email in ("zed@example.com", "ann@example.com")]
+    records = [(copy, kinesis_sequence(4)) for copy in (reversed(copies) if reverse else copies)]
+
+    rows = drop_duplicate_events(decoded_events(spark, customers, records), customers).collect()
+
+    assert [(row["_event_id"], row["email"]) for row in rows] == [("ida-1", "ann@example.com")]
+
+
 def test_events_without_an_id_are_never_merged(spark, customers):
     events = decoded_events(
         spark,

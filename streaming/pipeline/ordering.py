@@ -28,7 +28,10 @@ def drop_duplicate_events(df: DataFrame, contract: TableContract) -> DataFrame:
 
     Copies of one event can differ in their Kinesis sequence number; the copy with
     the smallest `_ordering_value` (the first delivery) is kept, so the result does
-    not depend on arrival order. Rows without an event id are never merged.
+    not depend on arrival order. Copies that tie on it (one eventID and time sent with
+    different content, which DynamoDB never does) are told apart by their content: the
+    row that sorts first, column by column in the raw table's order, is kept. Rows
+    without an event id are never merged.
 
     Every copy of a change carries its item's key, so the rows are shuffled once, by
     the key, and de-duplicated within it: `latest_per_key` on the result then needs
@@ -37,10 +40,13 @@ def drop_duplicate_events(df: DataFrame, contract: TableContract) -> DataFrame:
     keys = list(contract.key_columns)
     # Null for rows with an event id; a value of its own for each row without one.
     unmerged = F.when(F.col("_event_id").isNull(), F.monotonically_increasing_id()).alias(_UNMERGED)
+    # The minimum of a struct compares field by field: `_ordering_value` first, then the
+    # rest only where it ties (every raw column type is orderable: no maps).
+    rest = [name for name in df.columns if name != "_ordering_value"]
     first_copies = (
         df.repartition(*keys)
         .groupBy(*keys, "_event_id", unmerged)
-        .agg(F.min_by(F.struct(*df.columns), F.col("_ordering_value")).alias(_ROW))
+        .agg(F.min(F.struct("_ordering_value", *rest)).alias(_ROW))
     )
     # The key columns are taken from the grouping, not the struct, so that the
     # output still counts as partitioned by them.
