@@ -85,6 +85,9 @@ _METADATA_COLUMNS = (
     (INGEST_HOUR_COLUMN, "varchar", "Partition: UTC hour the batch was ingested (yyyy-MM-dd-HH)."),
 )
 _CHANGED_ROWS_ONLY = {"config": {"where": "__changed_rows_only__"}}
+# A value that does not fit its contract cast is kept (null, its text in <column>_text)
+# and flagged; the build warns about it, naming the column (macros/generic_tests).
+_FITS_CONTRACT_CAST = {"fits_contract_cast": {"config": {"where": "__changed_rows_only__", "severity": "warn"}}}
 _EVENT_NAMES = {"accepted_values": {"arguments": {"values": ["INSERT", "MODIFY", "REMOVE"]}, **_CHANGED_ROWS_ONLY}}
 
 
@@ -423,7 +426,8 @@ def _lines(items: Sequence[str], indent: int, trailing: str = "") -> str:
 
 def _changes_sql(contract: TableContract) -> str:
     columns = list(contract.business_columns)
-    metadata = ["_event_name", "_is_ttl_delete", "_event_ts", "_ordering_value", "_event_id", "_ingested_at", "_batch_id"]
+    metadata = ["_event_name", "_is_ttl_delete", "_event_ts", "_ordering_value", "_event_id", "_ingested_at", "_batch_id",
+                "_is_snapshot"]
     delivery = [
         *columns,
         "_event_name",
@@ -433,6 +437,7 @@ def _changes_sql(contract: TableContract) -> str:
         "_event_id",
         "cast(_ingested_at as {{ type_timestamp() }}) as _ingested_at",
         "_batch_id",
+        "{{ is_backfilled_snapshot('_event_id') }} as _is_snapshot",
         "row_number() over (partition by _event_id order by _ingested_at asc, _batch_id asc) as delivery_rank",
     ]
     # A stored event of the range that raw no longer holds: emitted to be deleted.
@@ -445,7 +450,10 @@ def _changes_sql(contract: TableContract) -> str:
         "the partitions written since its cutoff (raw_changes_this_run_reads). It adds the events it has not stored "
         "and replaces a stored one only with an earlier delivery; a reprocess run replaces the re-read events of its "
         "range and deletes those raw no longer holds (emitted with a null _ingested_at, "
-        "macros/marts/incremental_marts.sql). PII in clear: staging is restricted."
+        "macros/marts/incremental_marts.sql). A row from a backfilled export is the item's snapshot at the export "
+        "time, not a change made then, though the export names it INSERT: _is_snapshot marks it "
+        "(macros/staging/backfill_snapshots.sql), so that counts of events leave it out, as "
+        "int_customers__change_events does. PII in clear: staging is restricted."
     )
     return f"""\
 {comment}
@@ -494,14 +502,16 @@ where {{{{ in_reprocess_window('stored._event_ts') }}}}
 def _history_sql(contract: TableContract) -> str:
     raw, keys, typed = contract.raw_table, contract.key_columns, _typed(contract)
     partition = ", ".join(keys)
+    values = _non_key_columns(contract)
     versions = [f"{{{{ keyed_surrogate_key({_python_list(keys)}, 'item_key') }}}} as item_key"]
-    for position, column in enumerate([*keys, *_non_key_columns(contract)]):
+    for position, column in enumerate([*keys, *values]):
         value = f"typed_by_contract('{raw}', '{column}')" if column in typed else f"'{column}'"
         versions.append(f"{{{{ from_contract('{raw}', '{column}', {value}) }}}} as {column}")
         if position == len(keys) - 1:
             versions += [f"row_number() over (partition by {partition} order by event_position) as version_number",
                          "_event_id as version_event_id"]
     versions += [
+        "_is_snapshot",
         "_event_ts as valid_from",
         "next_event_ts as valid_to",
         "next_event_ts is null as is_current",
@@ -510,14 +520,21 @@ def _history_sql(contract: TableContract) -> str:
         "_ordering_value",
         "key_ingested_at as _ingested_at",
     ]
+    window = f"over (partition by {partition} order by event_position)"
+    previous = [f"lag(_event_name) {window} as _previous_event_name",
+                *(f"lag({column}) {window} as _previous_{column}" for column in values)]
+    news = ["_previous_event_name is null", "_previous_event_name = 'REMOVE'",
+            *(f"{column} is distinct from _previous_{column}" for column in values)]
+    news_lines = "\n                or ".join(news)
     comment = _comment(
         f"SCD2 history of {_who(contract)}: one row per version of each key ({_key_text(contract)}), every INSERT and "
         f"MODIFY of {changes_model(contract)} (each event once) in event order, as dim_customers_history builds it. "
         "A version lasts until the key's next event; one ended by a REMOVE is is_deleted. Events are ordered as the "
         "current-state model orders them, reversed (latest_change_first), so the key's last version is the change "
-        "that model keeps. Rebuilt as a table on every run (it reads every stored event); make it incremental like "
-        "dim_customers_history when it grows. Attributes the contract marks PII are protected (from_contract), and "
-        "item_key is a keyed pseudonym of the key."
+        "that model keeps. A snapshot from a backfilled export (_is_snapshot) is a version only where it shows "
+        "something the events did not (the `telling` step), as in dim_customers_history. Rebuilt as a table on every "
+        "run (it reads every stored event); make it incremental like dim_customers_history when it grows. Attributes "
+        "the contract marks PII are protected (from_contract), and item_key is a keyed pseudonym of the key."
     )
     return f"""\
 {comment}
@@ -533,13 +550,37 @@ with events as (
     from {{{{ ref('{changes_model(contract)}') }}}}
 ),
 
+compared as (
+    select
+        *,
+{_lines(previous, 8)}
+    from events
+),
+
+telling as (
+    -- A backfilled snapshot (macros/staging/backfill_snapshots.sql) is kept only where
+    -- it tells what the events did not: the key's first known state, the item back
+    -- after a REMOVE, values the events missed, or a delete they missed. Any other
+    -- snapshot repeats the state before it, whose version simply goes on.
+    select * from compared
+    where
+        not _is_snapshot
+        or (_event_name = 'REMOVE' and _previous_event_name is distinct from 'REMOVE')
+        or (
+            _event_name <> 'REMOVE'
+            and (
+                {news_lines}
+            )
+        )
+),
+
 sequenced as (
     select
         *,
-        lead(_event_name) over (partition by {partition} order by event_position) as next_event_name,
-        lead(_is_ttl_delete) over (partition by {partition} order by event_position) as next_is_ttl_delete,
-        lead(_event_ts) over (partition by {partition} order by event_position) as next_event_ts
-    from events
+        lead(_event_name) {window} as next_event_name,
+        lead(_is_ttl_delete) {window} as next_is_ttl_delete,
+        lead(_event_ts) {window} as next_event_ts
+    from telling
 ),
 
 versions as (
@@ -625,7 +666,8 @@ def _models_yaml(contracts: Sequence[TableContract]) -> str:
             description = _describe(contract, specs[column])
             if column in typed:
                 columns.append({"name": column, "description": f"{description} Typed by the contract's cast "
-                                f"({typed[column]}); null when the text does not fit it exactly."})
+                                f"({typed[column]}); null when the text does not fit it exactly.",
+                                "data_tests": [_FITS_CONTRACT_CAST]})
                 columns.append({"name": f"{column}_text", "description": f"{column} as received."})
             else:
                 columns.append({"name": column, "description": description})
@@ -668,18 +710,24 @@ def _models_yaml(contracts: Sequence[TableContract]) -> str:
             "columns": [
                 {"name": "_event_id", "description": "eventID of the change; unique.",
                  "data_tests": [{"unique": dict(_CHANGED_ROWS_ONLY)}, _not_null()]},
-                {"name": "_event_name", "description": "INSERT, MODIFY or REMOVE.", "data_tests": [_EVENT_NAMES]},
+                {"name": "_event_name", "description": "INSERT, MODIFY or REMOVE; a backfilled snapshot is named as "
+                                                       "its export names it (see _is_snapshot).",
+                 "data_tests": [_EVENT_NAMES]},
                 *({"name": column, "description": _describe(contract, specs[column]), "data_tests": [_not_null()]}
                   for column in contract.key_columns),
                 {"name": "_event_ts", "description": "Event time (UTC).", "data_tests": [_not_null()]},
                 {"name": "_ordering_value", "description": "Ordering value of the change.", "data_tests": [_not_null()]},
                 {"name": "_ingested_at", "description": "Ingestion time of the event's first delivery; the "
                                                         "incremental watermark.", "data_tests": [_not_null()]},
+                {"name": "_is_snapshot", "description": "The row is an item's snapshot from a backfilled export (its "
+                                                        "state at the export time), not a change made then: leave it "
+                                                        "out when counting events.", "data_tests": [_not_null()]},
             ],
         })
     comment = _yaml_comment(_EDITABLE) + ("# Docs and structural tests of the models scaffold wrote (severity error: a failure means the\n"
-               "# pipeline went wrong, docs/dbt.md \"Which tests stop a build\"). Add business-rule tests with\n"
-               "# severity warn by hand, or in a YAML file of your own.\n")
+               "# pipeline went wrong, docs/dbt.md \"Which tests stop a build\"), and on each column with a\n"
+               "# contract cast fits_contract_cast (severity warn: a value that does not fit is kept and flagged).\n"
+               "# Add business-rule tests with severity warn by hand, or in a YAML file of your own.\n")
     return comment + _dump({"version": 2, "models": models})
 
 
@@ -694,6 +742,9 @@ def _history_yaml(contracts: Sequence[TableContract]) -> str:
                 {"name": "item_key", "description": "Keyed pseudonym of the DynamoDB key.", "data_tests": ["not_null"]},
                 {"name": "version_event_id", "description": "eventID of the change that made the version; unique.",
                  "data_tests": ["unique", "not_null"]},
+                {"name": "_is_snapshot", "description": "The version is a backfilled export's snapshot that showed "
+                                                        "what the events did not (valid_from is the export time).",
+                 "data_tests": ["not_null"]},
                 {"name": "valid_from", "description": "Event time the version began.", "data_tests": ["not_null"]},
                 {"name": "valid_to", "description": "Event time of the key's next change; null while current."},
                 {"name": "is_current", "description": "The key's latest version, not deleted since.",

@@ -1,4 +1,5 @@
-"""`lakehouse status`: row counts of the local raw tables, the unrouted items and the quarantine.
+"""`lakehouse status`: row counts of the local raw tables, the unrouted items, the values that
+did not fit their contract cast (in the staging tables of the last dbt build) and the quarantine.
 
 A Parquet change log is counted with DuckDB, its current state derived (distinct keys).
 Hudi raw tables (the default local sink) are read without Spark: rows through hudi-rs,
@@ -6,7 +7,7 @@ each table's own current-state table counted as it is, and batches and commits f
 the timeline (streaming.io.hudi_timeline)."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,10 @@ class StatusReport:
     # Hudi raw tables only: each table's completed commits (change log `<t>_changes` and
     # current state `<t>`), oldest first. A Parquet change log has no commits.
     commits: dict[str, tuple[HudiCommit, ...]] = field(default_factory=dict)
+    # Per staging model the last dbt build wrote, per column with a contract cast: the rows
+    # whose value did not fit it (_cast_misfits); or why they were not counted.
+    cast_misfits: dict[str, dict[str, int]] = field(default_factory=dict)
+    cast_misfits_not_counted: str | None = None
 
     def commit_lines(self, newest: int = 3) -> list[str]:
         """Each Hudi table's newest commits: instant, operation, rows written, batch."""
@@ -63,6 +68,20 @@ class StatusReport:
                     f"{commit.updated:>6} updated" + (f"  batch {commit.batch_marker}" if commit.batch_marker else "")
                     for commit in reversed(commits[-newest:])]
         return out
+
+    def _cast_misfit_lines(self) -> list[str]:
+        """The columns holding values that did not fit their contract cast, and the total."""
+        if self.cast_misfits_not_counted is not None:
+            return [f"cast misfits: not counted, {self.cast_misfits_not_counted}"]
+        misfits = {f"{model}.{column}": rows for model, columns in self.cast_misfits.items()
+                   for column, rows in columns.items() if rows}
+        where = f"in the {len(self.cast_misfits)} staging tables with casts of the last dbt build"
+        if not misfits:
+            return [f"cast misfits: none {where}"]
+        out = [f"cast misfits: {sum(misfits.values())} rows hold a value that does not fit its contract cast "
+               f"(null, its text in <column>_text), {where}:"]
+        width = max(len(column) for column in misfits)
+        return out + [f"  {column:<{width}}  {rows:>6}" for column, rows in misfits.items()]
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
@@ -77,6 +96,7 @@ class StatusReport:
                        f"{self.unrouted_tables[raw_table]}'s contract ({self.unrouted_changes[raw_table]} changes)"
                        + (f"; once the contract names their entity: lakehouse unrouted replay "
                           f"--table {self.unrouted_tables[raw_table]}" if items else ""))
+        out += self._cast_misfit_lines()
         total = sum(self.quarantine_by_reason.values())
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
@@ -129,13 +149,51 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                 [[duckdb_glob_literal(path) for path in quarantine_files]],
             ).fetchall()
             by_reason = {reason: count for reason, count in rows}
+    cast_misfits, not_counted = _cast_misfits(DataLayout(data_dir).dbt_database, contracts)
     changes = tuple(changed.warning() for changed in changed_files(layout.landing_ledger))
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
                         str(layout.root) if is_switched(data_dir) else None, changes,
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
                         tuple(unfinished_backfills(layout.root)), unrouted_items, unrouted_changes,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
-                        tuple(unfinished_replays(layout.root)), commits)
+                        tuple(unfinished_replays(layout.root)), commits, cast_misfits, not_counted)
+
+
+# The schema of the staging models in the local DuckDB file (profiles.yml's schema and
+# dbt_project.yml's +schema, joined by dbt).
+STAGING_SCHEMA = "lakehouse_staging"
+
+
+def _cast_misfits(database: Path, contracts: Mapping[str, TableContract]) -> tuple[dict[str, dict[str, int]], str | None]:
+    """Per staging model of a raw table with top-level casts that the last dbt build wrote
+    (`stg_dynamodb__<raw_table>`, hand-written or scaffolded), per cast column: the rows
+    whose value did not fit the cast, typed null with its text kept in `<column>_text`,
+    which is what the dbt test fits_contract_cast counts. Read from the built tables rather
+    than raw: staging is where the casts are applied, exactly (counting raw would repeat
+    every cast's rules in Python), and the tables hold one row per key, so the count is one
+    scan of each; it is as of that build. None but the reason when there is nothing to read."""
+    import duckdb
+
+    if not database.is_file():
+        return {}, "no dbt build in this data directory yet (lakehouse dbt build)"
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        with duckdb.connect(str(database), read_only=True) as connection:
+            built = {name for (name,) in connection.execute(
+                "select table_name from information_schema.tables where table_schema = ?", [STAGING_SCHEMA]).fetchall()}
+            for contract in sorted(contracts.values(), key=lambda contract: contract.raw_table):
+                model = f"stg_dynamodb__{contract.raw_table}"
+                columns = [spec.column for spec in contract.attributes if spec.cast is not None]
+                if not columns or model not in built:
+                    continue
+                misfits = ", ".join(f'count(*) filter (where "{column}" is null and "{column}_text" is not null)'
+                                    for column in columns)
+                row = connection.execute(f'select {misfits} from {STAGING_SCHEMA}."{model}"').fetchone()
+                counts[model] = dict(zip(columns, (int(rows) for rows in row)))
+    except duckdb.Error as exc:
+        # A dbt build holding the file, or a table built before a cast was added.
+        return {}, f"cannot read {database}: {str(exc).splitlines()[0]}"
+    return counts, None
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,12 @@ import pytest
 import yaml
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
 
+from streaming.cli import main as lakehouse
 from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, ContractError, load_contract, load_contracts
+from streaming.io.layout import DataLayout
 from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
-from streaming.runtime.dbt_runner import run_dbt
+from streaming.operations.status import status
+from streaming.runtime.dbt_runner import PROJECT_DIR, run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
@@ -185,3 +188,57 @@ def test_edge_numbers_from_raw_files_are_exact_or_null_and_flagged(scenario_copy
         ("I", 100, True, Decimal("0.50"), True, Decimal("50.00")),
         ("J", 3, True, Decimal("400.00"), True, Decimal("1200.00")),
     ]
+
+
+def _column_tests() -> dict[tuple[str, str], dict[str, dict]]:
+    """(model, column) -> test name -> its config, from every models YAML of the project
+    (hand-written and scaffolded)."""
+    found: dict[tuple[str, str], dict[str, dict]] = {}
+    for path in sorted((PROJECT_DIR / "dbt_project" / "models").rglob("*.yml")):
+        for model in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("models") or []:
+            for column in model.get("columns") or []:
+                tests = [test if isinstance(test, dict) else {test: {}} for test in column.get("data_tests") or []]
+                found[(model["name"], column["name"])] = {name: (options or {}).get("config", {})
+                                                          for test in tests for name, options in test.items()}
+    return found
+
+
+def test_every_cast_column_of_a_staging_model_warns_when_a_value_does_not_fit() -> None:
+    """Issue 30 item 2: the columns come from the contracts' casts (top-level ones: list
+    items stay in their list in staging), the tests from the models' YAML."""
+    cast_columns = {(f"stg_dynamodb__{raw_table}", path)
+                    for raw_table, casts in all_casts(load_contracts(PACKAGED_CONTRACTS_DIR).values()).items()
+                    for path in casts if "." not in path and "[" not in path}
+    tested = {key: tests["fits_contract_cast"] for key, tests in _column_tests().items() if "fits_contract_cast" in tests}
+
+    assert len(cast_columns) == 7
+    assert set(tested) == cast_columns
+    assert {key: config.get("severity") for key, config in tested.items()} == dict.fromkeys(cast_columns, "warn")
+
+
+def test_status_counts_the_values_that_did_not_fit_their_cast(built_scenario: Path, capsys) -> None:
+    """Issue 30 item 2: order o5's amount 12.345 does not fit decimal(18,2); c3's
+    registration date `March 1st` was corrected by a later change."""
+    report = status(DataLayout(built_scenario))
+
+    assert report.cast_misfits == {"stg_dynamodb__customers": {"registration_date": 0},
+                                   "stg_dynamodb__orders": {"created_at": 0, "amount": 1},
+                                   # built empty: the scenario has no app changes
+                                   "stg_dynamodb__app_invoices": {"amount": 0, "issued_at": 0},
+                                   "stg_dynamodb__app_tenants": {"created_at": 0},
+                                   "stg_dynamodb__app_users": {"last_login_at": 0}}
+    assert lakehouse(["status", "--data-dir", str(built_scenario)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    start = out.index("cast misfits: 1 rows hold a value that does not fit its contract cast (null, its text in "
+                      "<column>_text), in the 5 staging tables with casts of the last dbt build:")
+    assert out[start + 1].split() == ["stg_dynamodb__orders.amount", "1"]
+
+
+def test_status_before_any_dbt_build_says_the_misfits_are_not_counted(tmp_path: Path) -> None:
+    write_raw_batch(tmp_path, "orders", 0, [{"customer_id": "c1", "order_id": "o1", "amount": "1.005",
+                                             "_event_ts": DAY_2}], INGESTED[0])
+
+    report = status(DataLayout(tmp_path))
+
+    assert report.cast_misfits == {}
+    assert "cast misfits: not counted, no dbt build in this data directory yet (lakehouse dbt build)" in report.lines()

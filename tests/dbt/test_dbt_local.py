@@ -42,9 +42,18 @@ class IncrementalRuns:
     staging_before_last: dict[str, set[tuple]]
 
 
-def _assert_success(result: dbtRunnerResult) -> None:
+# Values that do not fit their contract cast are kept, flagged, and named by a warning of
+# every build that checks their row: order o5's amount 12.345 (not a decimal(18,2)), and
+# customer c3's registration date `March 1st` until batch 2 corrects it.
+O5_WARNING = {"fits_contract_cast_stg_dynamodb__orders_amount": "warn"}
+C3_WARNING = {"fits_contract_cast_stg_dynamodb__customers_registration_date": "warn"}
+
+
+def _assert_success(result: dbtRunnerResult, warnings: dict[str, str] | None = None) -> None:
+    """Every node succeeded or passed, but the `warnings` expected (test name -> warn)."""
     assert result.exception is None, result.exception
-    failed = [(r.node.unique_id, str(r.status), r.message) for r in result.result if str(r.status) not in {"success", "pass"}]
+    failed = [(r.node.unique_id, str(r.status), r.message) for r in result.result
+              if str(r.status) not in {"success", "pass"} and (warnings or {}).get(r.node.name) != str(r.status)]
     assert result.success and not failed, failed
 
 
@@ -86,7 +95,8 @@ def _rows(data_dir: Path, schema: str, model: str) -> set[tuple]:
 def test_every_build_passes_data_and_unit_tests(incremental_runs, full_refresh_run) -> None:
     results = incremental_runs.results
     for result in [*results, full_refresh_run[1]]:
-        _assert_success(result)
+        _assert_success(result, O5_WARNING | C3_WARNING)
+    assert {r.node.name: str(r.status) for r in full_refresh_run[1].result if str(r.status) == "warn"} == O5_WARNING
     unit_tests = [r for r in results[0].result if r.node.resource_type == "unit_test"]
     data_tests = [r for r in results[0].result if r.node.resource_type == "test"]
     assert len(unit_tests) >= 4 and all(str(r.status) == "pass" for r in unit_tests)
@@ -243,7 +253,7 @@ def test_table_without_files_builds_empty_and_fails_freshness(tmp_path: Path) ->
     builds; freshness passes for customers (ingested minutes ago) and errors for orders
     and for the app table's raw tables, which have no files at all."""
     write_raw_batch(tmp_path, "customers", 0, CUSTOMERS[0], datetime.now(timezone.utc) - timedelta(minutes=5))
-    _assert_success(run_dbt(["build", *EVENT_WINDOW], tmp_path))
+    _assert_success(run_dbt(["build", *EVENT_WINDOW], tmp_path), C3_WARNING)
     assert _query(tmp_path, "select count(*) from lakehouse_marts.fct_orders") == [(0,)]
     assert _query(tmp_path, "select count(*) from lakehouse_marts.dim_customers") == [(4,)]
     freshness = run_dbt(["source", "freshness"], tmp_path)

@@ -114,6 +114,8 @@ def test_plain_table_gets_staging_changes_sources_and_docs(contracts_with_widget
     by_column = {column["name"]: column for column in current["columns"]}
     assert [next(iter(test)) for test in by_column["item_key"]["data_tests"]] == ["unique", "not_null"]
     assert "decimal(10,2)" in by_column["price"]["description"]
+    assert by_column["price"]["data_tests"] == [
+        {"fits_contract_cast": {"config": {"where": "__changed_rows_only__", "severity": "warn"}}}]
     assert "price_invalid" in by_column["quality_issues"]["description"]
     events = {column["name"]: column for column in models["stg_dynamodb__widgets_changes"]["columns"]}
     assert [next(iter(test)) for test in events["_event_id"]["data_tests"]] == ["unique", "not_null"]

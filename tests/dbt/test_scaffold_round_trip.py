@@ -145,14 +145,16 @@ def _query(data_dir: Path, sql: str) -> list[tuple]:
         return con.sql(sql).fetchall()
 
 
-def test_scaffolded_models_build_green_with_their_tests(shop_build: dict) -> None:
+def test_scaffolded_models_build_green_with_their_tests_warning_of_a_bad_cast(shop_build: dict) -> None:
     result = shop_build["result"]
     assert result.success, failure_summary(result)
     statuses = {node.node.name: str(node.status) for node in result.result}
     assert {"stg_dynamodb__shop_carts", "stg_dynamodb__shop_carts_changes", "dim_shop_carts_history",
             "stg_dynamodb__shop_wishes", "stg_dynamodb__shop_wishes_changes", "dim_shop_wishes_history"} <= set(statuses)
     tests = {name: status for name, status in statuses.items() if status in ("pass", "warn", "fail", "error")}
-    assert len(tests) >= 30 and set(tests.values()) == {"pass"}
+    # Issue 30 item 2: the cart total 1.005 does not fit decimal(10,2); the build warns, naming the column.
+    assert len(tests) >= 30 and {name: status for name, status in tests.items() if status != "pass"} == {
+        "fits_contract_cast_stg_dynamodb__shop_carts_total": "warn"}
     assert any(name.startswith("holds_latest_raw_change_stg_dynamodb__shop_carts") for name in tests)
     assert any(name.startswith("unique_stg_dynamodb__shop_carts_item_key") for name in tests)
 
