@@ -47,13 +47,16 @@ HUDI_SPARK_BUNDLE = MavenJar(
 )
 LOCAL_JARS = (HUDI_SPARK_BUNDLE,)
 
-# Spark settings Hudi needs before the JVM starts (hudi.apache.org/docs/quick-start-guide,
-# "Spark Shell/SQL"): Kryo with Hudi's registrator, and Hudi's SQL extension and catalog.
+# Spark settings Hudi needs before the JVM starts: Kryo with Hudi's registrator
+# (hudi.apache.org/docs/quick-start-guide). Its quick start also sets the SQL extension
+# (HoodieSparkSessionExtension) and catalog (HoodieCatalog), which only Spark SQL on Hudi
+# tables (CREATE TABLE ... USING hudi, MERGE INTO, CALL) uses; the job writes and reads
+# through the DataFrame API and the Glue job does not set them either (deploy/job_arguments.py).
+# Set, they made every micro-batch about 1.6 times as long, Parquet sink included: their
+# analyzer rules run over each of the job's plans (docs/performance.md).
 HUDI_SPARK_CONF = {
     "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
     "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
-    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
 }
 
 
