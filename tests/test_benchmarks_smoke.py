@@ -47,7 +47,7 @@ from streaming.samples.raw_schema import load_contract
 
 @pytest.mark.spark
 def test_job_and_copy_rates_are_positive_the_ratio_is_theirs_and_the_flat_variant_lands_the_same(spark, tmp_path: Path) -> None:
-    landing = generate_landing(tmp_path / "landing", 150, records_per_file=500, seed=3)
+    landing = generate_landing(tmp_path / "landing", 30, records_per_file=200, seed=3)
     job = run_stream_job(spark, {"data_dir": str(tmp_path / "job"), "landing_dir": str(landing.root),
                                  "query_name": "bench_smoke"})
     copy = run_copy(spark, {"landing_dir": str(landing.root), "out_dir": str(tmp_path / "copy"), "format": "text"})
@@ -112,7 +112,7 @@ def test_the_stage_profile_covers_every_stage_and_leaves_the_decode_whole(spark,
     from streaming.io.sources import landing_files_batch
     from streaming.pipeline import decode
 
-    landing = generate_landing(tmp_path / "landing", 60, records_per_file=100, seed=9)
+    landing = generate_landing(tmp_path / "landing", 20, records_per_file=100, seed=9)
     profile = profile_stages(spark, {"landing_dir": str(landing.root), "work_dir": str(tmp_path / "work"), "rounds": 1})
 
     assert profile["records"] == landing.records
