@@ -596,3 +596,83 @@ def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> N
 def test_s3_paths_must_be_s3_locations() -> None:
     with pytest.raises(ValueError, match="not an s3:// location"):
         S3FileSystem(client=object()).read_text("/tmp/raw/_contracts")
+
+
+# --------------------------------------------------------------------------- entities of a single-table design
+
+
+def _entity(name: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(document: dict[str, Any]) -> None:
+        edit(document["entities"][name])
+    return apply
+
+
+def test_another_match_rule_for_an_entity_with_rows_is_refused_naming_both_rules(tmp_path: Path) -> None:
+    registry = ContractRegistry(tmp_path / "raw")
+    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    write_rows(tmp_path / "raw", "app_users")
+    moved = edited("app", _entity("users", lambda users: users.update(match={"sort_key_prefix": "MEMBER#"})))
+
+    with pytest.raises(ContractEvolutionError) as refused:
+        guard_contracts(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
+
+    message = str(refused.value)
+    assert "raw table 'app_users'" in message
+    assert "match: sort key starts with 'USER#' -> sort key starts with 'MEMBER#'" in message
+    assert [report.raw_table for report in refused.value.reports] == ["app_users"]
+
+
+def test_another_match_rule_keeps_the_version_and_binds_nothing_before_rows(tmp_path: Path) -> None:
+    registry = ContractRegistry(tmp_path / "raw")
+    before = guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    moved = edited("app", _entity("users", lambda users: users.update(match={"sort_key_prefix": "MEMBER#"})))
+
+    after = guard_contracts(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
+
+    assert after == before, "the match rule decides rows, not columns: the version stays"
+
+
+def test_an_entity_removed_while_its_raw_table_holds_rows_is_refused(tmp_path: Path) -> None:
+    registry = ContractRegistry(tmp_path / "raw")
+    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    write_rows(tmp_path / "raw", "app_invoices")
+
+    with pytest.raises(ContractEvolutionError) as refused:
+        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _delete("entities.invoices"))),
+                        NOW)
+
+    assert [report.raw_table for report in refused.value.reports] == ["app_invoices"]
+    assert "entity removed: no contract of table 'app' declares raw table 'app_invoices' any more" \
+        in str(refused.value)
+
+
+def test_an_entity_removed_and_another_added_is_refused_as_a_removal_not_a_rename(tmp_path: Path) -> None:
+    registry = ContractRegistry(tmp_path / "raw")
+    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    write_rows(tmp_path / "raw", "app_invoices")
+
+    def swap(document: dict[str, Any]) -> None:
+        invoices = document["entities"].pop("invoices")
+        document["entities"]["bills"] = {**invoices, "raw_table": "app_bills"}
+
+    with pytest.raises(ContractEvolutionError) as refused:
+        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", swap)), NOW)
+
+    assert [report.raw_table for report in refused.value.reports] == ["app_invoices"]
+    assert "entity removed" in str(refused.value) and "raw_table:" not in str(refused.value)
+
+
+def test_an_entity_without_rows_may_go_and_a_new_one_may_come(tmp_path: Path) -> None:
+    registry = ContractRegistry(tmp_path / "raw")
+    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    write_rows(tmp_path / "raw", "app_users")
+
+    def swap(document: dict[str, Any]) -> None:
+        invoices = document["entities"].pop("invoices")
+        document["entities"]["bills"] = {**invoices, "raw_table": "app_bills"}
+
+    versions = guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", swap)), NOW)
+
+    assert "app_bills" in versions and "app_invoices" not in versions
+    assert registry.latest("app_bills")["route"] == {"partition_key_prefix": None, "sort_key_prefix": "INVOICE#",
+                                                     "attribute": None, "equals": None}

@@ -11,7 +11,12 @@ start compares the contracts it was given with the registered ones:
 * `description`, `pii` or `cast` edits: allowed and reported; raw columns stay as they are.
 * anything else (a removed or renamed attribute, a new column name, a new DynamoDB type,
   another key, partition column or expression, raw_table or table name): refused before
-  anything is written. The way forward is to rebuild the raw layer under the new contract
+  anything is written.
+* entities of a single-table design: a new one is allowed (the items it names leave the
+  unrouted table through `lakehouse unrouted replay`). Another match rule, or an entity
+  removed, is refused once its raw table holds rows: the items it holds would go on being
+  current there while their later changes land elsewhere, so one key would be current in
+  two raw tables. Removing one entity and adding another is a removal, not a rename. The way forward is to rebuild the raw layer under the new contract
   (`lakehouse reprocess --to <new data root>`, then `lakehouse switch`).
 
 A registered version binds only once its raw table holds rows. A start registers the
@@ -20,6 +25,10 @@ Spark refused, or before the first change of the table) leaves a version no row 
 any contract may replace it, e.g. one that renames a column with `column:`. A raw table
 holds rows once anything exists in its folder or its change log's (`<raw root>/<raw_table>`,
 `<raw root>/<raw_table>_changes`): both sinks create them with the first rows they write.
+
+The match rule is kept in the registered document but is not part of the version: it
+decides which rows a raw table gets, not its columns. Versions registered before the
+rule was kept hold none, and their rule is not compared.
 
 Versions. `contract_version` is the first 12 hex digits of the SHA-256 of the canonical
 JSON (keys sorted, `(",", ":")` separators, ASCII escapes) of `column_document(...)`,
@@ -42,14 +51,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.atomic_files import write_text_atomically
-from streaming.contracts.model import CHANGES_SUFFIX, AttributeSpec, TableContract
+from streaming.contracts.model import CHANGES_SUFFIX, AttributeSpec, Route, TableContract
 from streaming.errors import OperatorError
 
 log = logging.getLogger(__name__)
@@ -115,6 +124,8 @@ def schema_document(contract: TableContract) -> dict[str, Any]:
     # so its version) stays what it was before single-table designs existed.
     if contract.unrouted:
         document["unrouted"] = True
+    if contract.route is not None:
+        document["route"] = asdict(contract.route)
     return document
 
 
@@ -199,6 +210,9 @@ def evolution_changes(previous: Mapping[str, Any], current: TableContract) -> Ev
         old, new = _at(previous, path), _at(now, path)
         if old != new:
             changes.refused.append(f"{label}: {_show(old)} -> {_show(new)}")
+    # A version registered before match rules were kept has none to compare.
+    if "route" in previous and previous["route"] != now.get("route"):
+        changes.refused.append(f"match: {_show_route(previous['route'])} -> {_show_route(now.get('route'))}")
     if previous["description"] != now["description"]:
         changes.harmless.append(f"description: {_show(previous['description'])} -> {_show(now['description'])}")
     _compare_members(previous["attributes"], now["attributes"], "", changes)
@@ -279,6 +293,12 @@ def _quote(text: str) -> str:
     return f"'{text}'"
 
 
+def _show_route(route: Mapping[str, Any] | None) -> str:
+    if route is None:
+        return "(none: no longer an entity)"
+    return Route(**route).describe()
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "none"
@@ -288,8 +308,8 @@ def _show(value: Any) -> str:
 
 
 def _refusal_message(reports: Sequence[EvolutionReport]) -> str:
-    lines = [f"contract changes refused for {len(reports)} raw table(s); their raw columns would change "
-             "under rows already written:"]
+    lines = [f"contract changes refused for {len(reports)} raw table(s); each holds rows written under the "
+             "registered contract, which the change would contradict:"]
     for report in reports:
         lines.append(
             f"raw table {_quote(report.raw_table)} (DynamoDB table {_quote(report.table)}, registered version "
@@ -452,10 +472,12 @@ def guard_contracts(
     table's current contract version.
     """
     claimed = {contract.raw_table for contract in contracts.values()}
-    reports = []
+    reports = _removed_entities(registry, contracts.values(), claimed)
     replaced = []
     for contract in contracts.values():
-        previous = registry.latest(contract.raw_table) or _registered_under_other_name(registry, contract, claimed)
+        previous = registry.latest(contract.raw_table)
+        if previous is None and not contract.is_routed:
+            previous = _registered_under_other_name(registry, contract, claimed)
         if previous is None:
             continue
         if registry.holds_rows(previous["raw_table"]):
@@ -474,6 +496,27 @@ def guard_contracts(
             report(f"raw table {evolution.raw_table!r} contract {evolution.previous_version} -> "
                    f"{evolution.current_version}: {change}")
     return {contract.raw_table: registry.register(contract, now) for contract in contracts.values()}
+
+
+def _removed_entities(
+    registry: ContractRegistry, contracts: Iterable[TableContract], claimed: set[str]
+) -> list[EvolutionReport]:
+    """A refusal for each registered entity, with rows, of a single-table design still
+    streamed whose contract no longer declares it."""
+    routed_tables = {contract.table for contract in contracts if contract.is_routed}
+    removed = []
+    for raw_table in registry.raw_tables():
+        entry = registry.latest(raw_table)
+        if raw_table in claimed or entry is None or entry["table"] not in routed_tables:
+            continue
+        if registry.holds_rows(raw_table):
+            removed.append(EvolutionReport(
+                table=entry["table"], raw_table=raw_table, previous_version=document_version(entry),
+                current_version="(none)",
+                refused=(f"entity removed: no contract of table {_quote(entry['table'])} declares raw table "
+                         f"{_quote(raw_table)} any more, yet the items it holds are current there",),
+            ))
+    return removed
 
 
 def _registered_under_other_name(
