@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -160,7 +161,10 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
             [str(layout.raw / "customers_changes" / "*" / "*" / "*.parquet")],
         ).fetchall()[0][0]
     assert inserts == truth.event_counts["customers"]["INSERT"] == result.generation.events["customers"]["INSERT"]
-    assert result.status == status(layout)
+    # The demo's status comes before its dbt build; the misfit counts come from that build.
+    after_build = status(layout)
+    assert result.status.cast_misfits_not_counted.startswith("no dbt build") and after_build.cast_misfits
+    assert replace(result.status, cast_misfits=after_build.cast_misfits, cast_misfits_not_counted=None) == after_build
     assert any("change log" in line and "current" in line for line in printed)
     assert printed[0].startswith("[1/4]") and any(line.startswith("[4/4]") for line in printed)
     assert any(line.startswith("customers") for line in printed)
