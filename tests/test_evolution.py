@@ -646,17 +646,19 @@ def test_an_entity_removed_while_its_raw_table_holds_rows_is_refused(tmp_path: P
         in str(refused.value)
 
 
+def _invoices_become_bills(document: dict[str, Any]) -> None:
+    """Entity invoices removed, and entity bills added with the same match rule."""
+    invoices = document["entities"].pop("invoices")
+    document["entities"]["bills"] = {**invoices, "raw_table": "app_bills"}
+
+
 def test_an_entity_removed_and_another_added_is_refused_as_a_removal_not_a_rename(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_invoices")
 
-    def swap(document: dict[str, Any]) -> None:
-        invoices = document["entities"].pop("invoices")
-        document["entities"]["bills"] = {**invoices, "raw_table": "app_bills"}
-
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", swap)), NOW)
+        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
 
     assert [report.raw_table for report in refused.value.reports] == ["app_invoices"]
     assert "entity removed" in str(refused.value) and "raw_table:" not in str(refused.value)
@@ -667,11 +669,7 @@ def test_an_entity_without_rows_may_go_and_a_new_one_may_come(tmp_path: Path) ->
     guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_users")
 
-    def swap(document: dict[str, Any]) -> None:
-        invoices = document["entities"].pop("invoices")
-        document["entities"]["bills"] = {**invoices, "raw_table": "app_bills"}
-
-    versions = guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", swap)), NOW)
+    versions = guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
 
     assert "app_bills" in versions and "app_invoices" not in versions
     assert registry.latest("app_bills")["route"] == {"partition_key_prefix": None, "sort_key_prefix": "INVOICE#",
