@@ -149,3 +149,18 @@ def test_a_plain_python_process_starts_no_jvm_to_find_its_master(submit_args: st
         capture_output=True, text=True, check=True, env=env, cwd=REPO,
     ).stdout.split()
     assert printed == [master, "True"]
+
+
+def test_the_local_session_sets_hudi_as_the_glue_job_does_without_its_sql_extension_and_catalog() -> None:
+    """The Glue job passes Kryo alone (deploy/job_arguments.py, after Hudi's quick start);
+    locally Hudi's registrator joins it. Hudi's SQL extension and catalog serve Spark SQL
+    on Hudi tables, which the job does not use, and made each micro-batch 1/0.60 as long
+    (docs/performance.md): neither may come back unnoticed."""
+    from deploy.job_arguments import glue_system_arguments
+    from streaming.runtime.jars import HUDI_SPARK_CONF
+
+    glue_conf = glue_system_arguments("x.zip", "s3://t/", "s3://e/")["--conf"]
+    key, value = glue_conf.split("=", 1)
+    assert HUDI_SPARK_CONF[key] == value
+    assert set(HUDI_SPARK_CONF) == {"spark.serializer", "spark.kryo.registrator"}
+    assert not {"spark.sql.extensions", "spark.sql.catalog.spark_catalog"} & set(HUDI_SPARK_CONF)
