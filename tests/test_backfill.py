@@ -34,11 +34,11 @@ from streaming.operations.backfill import (
     backfill,
     backfill_run_id,
     plan_backfill,
-    recorded_backfills,
     run_backfill,
     run_log_path,
 )
 from streaming.operations.reconcile import reconcile
+from streaming.operations.recorded_batch import BACKFILLS
 from streaming.operations.stream import stream
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.dbt_runner import run_dbt
@@ -131,7 +131,7 @@ def test_backfill_lands_every_item_under_a_negative_run_id(lakes, exports):
     printed = lakes["printed"]
     assert any(line.startswith("  [1/2] ") for line in printed), "progress per data file"
     assert any(line.startswith(f"backfill {read_export_manifest(exports[ORDERS]).export_id}") for line in printed)
-    runs = recorded_backfills(lakes["bootstrap"].root)
+    runs = BACKFILLS.succeeded(lakes["bootstrap"].root)
     assert {run["table"] for run in runs} == {CUSTOMERS, ORDERS}
     assert all(run["status"] == "succeeded" and run["landed"] > 0 for run in runs)
     assert not (lakes["bootstrap"].root / "backfills" / "_staging").exists() or \
@@ -222,7 +222,7 @@ def test_a_backfill_failing_its_check_leaves_nothing_for_readers(spark, exports,
     assert not list(root.rglob("*.parquet")), "the staged output is removed too"
     run = json.loads(run_log_path(root, plan.manifest.export_id).read_text())
     assert run["status"] == "failed" and "nothing was published" in run["error"]
-    assert recorded_backfills(root) == [], "reprocess must not replay a failed backfill"
+    assert BACKFILLS.succeeded(root) == [], "reprocess must not replay a failed backfill"
 
 
 def test_a_retried_backfill_replaces_the_published_batch_and_keeps_other_batches(spark, exports, tmp_path):
@@ -459,7 +459,7 @@ def test_a_single_table_export_fills_each_entity_and_the_unrouted_table(app_back
     # The unrouted rows keep their whole change record, to be routed again later.
     assert [json.loads(record)["dynamodb"]["NewImage"]["action"] for _, record in unrouted] == [
         {"S": "LOGIN"}, {"S": "EXPORT"}]
-    runs = recorded_backfills(layout.root)
+    runs = BACKFILLS.succeeded(layout.root)
     assert [sorted(run["raw_tables"]) for run in runs] == [sorted(app_contracts())] * 2
 
 

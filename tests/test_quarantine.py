@@ -24,6 +24,7 @@ from streaming.contracts.model import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations import quarantine as ops
 from streaming.operations.quarantine import quarantine_replay
+from streaming.operations.recorded_batch import QUARANTINE_REPLAYS
 from streaming.operations.reprocess import reprocess
 from streaming.operations.stream import stream
 from streaming.samples.generator import generate_cdc, land_cdc
@@ -195,6 +196,11 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
                        out=lambda _: None)
     assert json.loads(plan.run_log.read_text())["status"] == "failed"
     assert _raw_rows(streamed.root, "customers"), "the interrupted attempt left rows in raw"
+    assert _status_warnings(streamed, contract_dirs[1]) == [
+        f"WARNING: quarantine replay {plan.replay_id} of {len(plan.records)} records is recorded as failed; raw may "
+        "hold some of them although the quarantine still counts them as open. Run `lakehouse quarantine replay` "
+        "again: it finishes that replay first"
+    ]
 
     # A new, different selection must not start while the interrupted one is unfinished.
     resumed = ops.plan_replay(streamed.root, reason="missing_key")
@@ -205,6 +211,35 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     landed = _raw_rows(streamed.root, "customers")
     assert len(landed) == len(cdc.true_events("customers")) == len({event for event, _ in landed})
     assert result.landed == len(plan.records) - sum(result.still_quarantined.values())
+    assert _status_warnings(streamed, contract_dirs[1]) == [], "the resumed replay finished it"
+
+
+def _status_warnings(layout: DataLayout, contracts_dir: str) -> list[str]:
+    from streaming.operations.status import status
+
+    return [line for line in status(layout, contracts_dir=contracts_dir).lines() if line.startswith("WARNING")]
+
+
+def test_status_warns_of_a_quarantine_replay_that_did_not_finish(tmp_path, capsys):
+    # The run log as replays wrote it before the one-off batches shared their run log.
+    runs = tmp_path / "replays"
+    runs.mkdir()
+    identity = {"batch_id": -7, "selection": {"reason": None, "table": None, "batches": []}, "records": ["a", "b"]}
+    (runs / "0001-aaaaaaaaaaaa.json").write_text(json.dumps({
+        "replay_id": "0001-aaaaaaaaaaaa", **identity, "started_at": "2026-11-26T10:00:00+00:00", "status": "running",
+        "landed": []}))
+    (runs / "0002-bbbbbbbbbbbb.json").write_text(json.dumps({
+        "replay_id": "0002-bbbbbbbbbbbb", **identity, "started_at": "2026-11-26T11:00:00+00:00", "status": "succeeded",
+        "landed": ["a", "b"], "still_quarantined": {}}))
+
+    assert main(["status", "--data-dir", str(tmp_path)]) == 0
+
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
+    assert warnings == [
+        "WARNING: quarantine replay 0001-aaaaaaaaaaaa of 2 records is recorded as running (still running, or stopped "
+        "before it finished); raw may hold some of them although the quarantine still counts them as open. Run "
+        "`lakehouse quarantine replay` again: it finishes that replay first"
+    ]
 
 
 @pytest.mark.spark
@@ -240,8 +275,8 @@ def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc
     # two records in two batches, as the stream lands re-deliveries: dbt keeps one.
     assert Counter(event for event, _ in rebuilt) == Counter(
         {event: 1 + (event in gone_events and event in kept_events) for event in live_events})
-    (run,) = ops.replay_runs(target)
-    assert run["status"] == "succeeded" and run["batch_id"] == ops.replay_runs(streamed.root)[0]["batch_id"]
+    (run,) = QUARANTINE_REPLAYS.runs(target)
+    assert run["status"] == "succeeded" and run["batch_id"] == QUARANTINE_REPLAYS.runs(streamed.root)[0]["batch_id"]
 
 
 @pytest.mark.spark
@@ -306,7 +341,7 @@ def test_show_needs_a_reason_and_replay_of_an_empty_quarantine_does_nothing(tmp_
     assert exit_info.value.code == 2 and "--reason" in capsys.readouterr().err
     assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
     assert "nothing to replay" in capsys.readouterr().out
-    assert not (tmp_path / ops.REPLAYS_FOLDER).exists()
+    assert not QUARANTINE_REPLAYS.directory(tmp_path).exists()
 
 
 def write_quarantine_rows(root: Path, rows: dict[str, str] | list[tuple[str, str, str | None]]) -> None:
@@ -348,7 +383,7 @@ def test_replay_leaves_out_rows_that_do_not_hold_their_record_and_says_what_to_d
     out = capsys.readouterr().out
     for reason, advice in ops.NOT_REPLAYABLE_REASONS.items():
         assert f"left out 1 record(s) with reason {reason}: {advice}" in out
-    assert "nothing to replay" in out and not (tmp_path / ops.REPLAYS_FOLDER).exists()
+    assert "nothing to replay" in out and not QUARANTINE_REPLAYS.directory(tmp_path).exists()
 
 
 def test_summary_and_show_say_what_to_do_about_records_that_name_no_table(tmp_path, capsys):

@@ -22,6 +22,7 @@ from streaming.cli import main
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink
 from streaming.operations import unrouted as ops
+from streaming.operations.recorded_batch import UNROUTED_REPLAYS
 from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.runtime.data_lock import LOCK_FILE
@@ -152,7 +153,7 @@ def test_replay_routes_the_items_the_contract_learned_once_and_retires_them(spar
     assert report.change_rows["app_unrouted"] == 8
     assert "unrouted: 1 items in app_unrouted match no entity of table app's contract (1 changes); once the " \
         "contract names their entity: lakehouse unrouted replay --table app" in report.lines()
-    (run,) = ops.replay_runs(root)
+    (run,) = UNROUTED_REPLAYS.runs(root)
     assert run["status"] == "succeeded" and run["batch_id"] == result.batch_id < 0
     assert len(run["rerouted"]) == 5
 
@@ -172,8 +173,9 @@ def test_a_replay_that_routes_nothing_names_no_run_log_and_says_so_once(spark, d
                                      spark=spark, out=printed.append)
 
     assert (result.changes, result.rerouted, result.still_unrouted) == (6, 0, 6)
-    assert not ops.replays_dir(data_dir.root).exists() or not any(ops.replays_dir(data_dir.root).iterdir())
-    assert not any(str(ops.replays_dir(data_dir.root)) in line for line in printed), "no path it never keeps"
+    run_logs = UNROUTED_REPLAYS.directory(data_dir.root)
+    assert not run_logs.exists() or not any(run_logs.iterdir())
+    assert not any(str(run_logs) in line for line in printed), "no path it never keeps"
     assert printed[-1] == "nothing landed, so no run log is kept: the next replay reads the same changes"
     assert [*printed, *caplog.messages].count(result.summary()) == 1, "printed once, not logged as well"
 
@@ -196,7 +198,7 @@ def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, d
 
     assert sorted(event for (event,) in rows(root, "app_audits")) == sorted(AUDIT_EVENTS), "each change once"
     assert current(root, "app_unrouted") == [("REPORT#r1",)]
-    assert [run["status"] for run in ops.replay_runs(root)] == ["succeeded"]
+    assert [run["status"] for run in UNROUTED_REPLAYS.runs(root)] == ["succeeded"]
 
 
 def test_a_table_without_entities_has_nothing_unrouted(tmp_path, capsys):

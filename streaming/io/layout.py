@@ -10,6 +10,9 @@ and writing the active-raw pointer and checking that a data directory can be rea
 <data root>/raw/_landing/                       the landing ledger (what each batch read)
 <data root>/quarantine/_batch_id=<n>/*.parquet  rejected records with their reason
 <data root>/checkpoints/landing_to_raw/         the stream's Structured Streaming checkpoint
+<data root>/backfills/<export id>.json          a backfill's run log; _staging/<export id>/ while it runs
+<data root>/replays/<replay id>.json            a quarantine replay's run log; <replay id>/ its own output
+<data root>/unrouted_replays/<replay id>.json   an unrouted replay's run log
 <data dir>/dbt/{target,logs}/                   dbt's output for this data directory
 <data dir>/lakehouse.duckdb                     the local dbt target's database (profiles.yml names it too)
 ```
@@ -50,6 +53,12 @@ DUCKDB_FILE = "lakehouse.duckdb"
 # Inside raw/: hidden from every reader, since no glob below starts inside them.
 TEMPORARY_FOLDER = "_tmp"
 LEDGER_FOLDER = "_landing"
+# The run logs of the one-off batches (streaming/operations/recorded_batch.py).
+BACKFILLS_FOLDER = "backfills"
+# Inside backfills/: a backfill's input and output until it is published.
+BACKFILL_STAGING_FOLDER = "_staging"
+QUARANTINE_REPLAYS_FOLDER = "replays"
+UNROUTED_REPLAYS_FOLDER = "unrouted_replays"
 
 BATCH_COLUMN = "_batch_id"
 CHANGE_LOG_FILE_GLOB = f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*/*.parquet"

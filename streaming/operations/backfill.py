@@ -16,8 +16,9 @@ renamed into the live folders, one folder rename each. With any other sink (Hudi
 commits cannot be moved by a rename) the writes are held back until the batch's counts
 are checked, then made. A failed run is recorded as "failed" and leaves live raw as it was.
 
-Each run is recorded in `<data root>/backfills/<export-id>.json`; `reprocess` replays
-the recorded backfills into a new location, so a rebuilt raw table keeps its bootstrap.
+Each run is recorded in `<data root>/backfills/<export-id>.json`, a recorded one-off batch
+(streaming/operations/recorded_batch.py); `reprocess` replays the succeeded backfills into
+a new location, so a rebuilt raw table keeps its bootstrap.
 
 A backfill never writes beside a stream: both hold the data directory's lock while they
 run, so a running stream is stopped for a backfill and started again after it
@@ -26,7 +27,6 @@ state: the ordering value decides it.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -37,7 +37,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.atomic_files import read_json_records, write_json_atomically
 from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
@@ -51,6 +50,7 @@ from streaming.io.dynamodb_export import (
 )
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
+from streaming.operations.recorded_batch import BACKFILLS, explaining_retry, recording
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
@@ -64,27 +64,14 @@ log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
-BACKFILLS_FOLDER = "backfills"
-STAGING_FOLDER = "_staging"
-# 2**62 keeps -(run id) inside a signed bigint with room to spare.
-_RUN_ID_SPACE = 2**62
-
 
 class BackfillError(OperatorError, RuntimeError):
     """A backfill cannot start or its result failed the after-write check."""
 
 
-def operation_batch_id(kind: str, run_id: str) -> int:
-    """The batch id of an operation's run (a backfill, a quarantine replay): negative, so
-    it never meets a stream batch, and derived from `kind` and `run_id` alone, so every
-    retry writes the same `_batch_id=<n>` folders and replaces what an earlier attempt left."""
-    digest = hashlib.sha256(f"{kind}:{run_id}".encode()).digest()
-    return -(1 + int.from_bytes(digest[:8], "big") % _RUN_ID_SPACE)
-
-
 def backfill_run_id(export_id: str) -> int:
     """The batch id of an export's backfill: distinct per export, the same on every retry."""
-    return operation_batch_id("dynamodb-export", export_id)
+    return BACKFILLS.batch_id(export_id)
 
 
 @dataclass(frozen=True)
@@ -112,7 +99,7 @@ class BackfillPlan:
 
     @property
     def staging_dir(self) -> Path:
-        return self.data_root / BACKFILLS_FOLDER / STAGING_FOLDER / self.manifest.export_id
+        return BACKFILLS.directory(self.data_root) / raw_layout.BACKFILL_STAGING_FOLDER / self.manifest.export_id
 
     @property
     def input_dir(self) -> Path:
@@ -176,32 +163,14 @@ class BackfillResult:
 
 
 def run_log_path(data_root: Path, export_id: str) -> Path:
-    return data_root / BACKFILLS_FOLDER / f"{export_id}.json"
-
-
-def _run_records(data_root: Path) -> list[dict[str, Any]]:
-    return read_json_records(data_root / BACKFILLS_FOLDER)
-
-
-def recorded_backfills(data_root: Path) -> list[dict[str, Any]]:
-    """Succeeded backfills recorded under `data_root`, oldest first."""
-    runs = [record for record in _run_records(data_root) if record.get("status") == "succeeded"]
-    return sorted(runs, key=lambda record: record["started_at"])
+    return BACKFILLS.path(data_root, export_id)
 
 
 def unfinished_backfills(data_root: Path) -> list[str]:
     """One warning per recorded backfill that has not succeeded: failed, or recorded as
     running (still running, or killed before it finished). Such a run published none or
     part of its batch, so its export is incomplete in raw until it is run again."""
-    return [
-        f"backfill of export {record.get('export_id')} into {record.get('table')} is recorded as "
-        f"{record.get('status')}"
-        + (" (still running, or stopped before it finished)" if record.get("status") == "running" else "")
-        + f"; raw may hold none or part of it. Run it again: lakehouse backfill --export {record.get('export_dir')} "
-        f"--table {record.get('table')}"
-        for record in _run_records(data_root)
-        if record.get("status") != "succeeded"
-    ]
+    return BACKFILLS.unfinished(data_root)
 
 
 def plan_backfill(
@@ -288,20 +257,16 @@ def run_backfill(
     started = time.monotonic()
     manifest = plan.manifest
     log.info("backfill export=%s table=%s batch=%d started", manifest.export_id, manifest.table_name, plan.batch_id)
-    write_json_atomically(plan.run_log, {**_run_identity(plan), "status": "running", "started_at": started_at.isoformat()})
     try:
-        out(f"staging {manifest.item_count} change records from {len(manifest.data_files)} data files ...")
-        staged = stage_change_records(plan, out)
-        out(f"processing one batch (batch id {plan.batch_id}) ...")
-        envelope = staged_envelope(spark, plan.input_dir, staged)
-        if isinstance(pipeline.sink, LocalParquetSink):
-            report = _process_in_staging_folder(plan, pipeline, envelope)
-        else:
-            report = _process_with_held_writes(plan, pipeline, envelope)
-    except Exception as exc:
-        write_json_atomically(plan.run_log, {**_run_identity(plan), "status": "failed", "error": str(exc),
-                                   "started_at": started_at.isoformat()})
-        raise
+        with recording(plan.run_log, {**_run_identity(plan), "started_at": started_at.isoformat()}) as run:
+            out(f"staging {manifest.item_count} change records from {len(manifest.data_files)} data files ...")
+            staged = stage_change_records(plan, out)
+            out(f"processing one batch (batch id {plan.batch_id}) ...")
+            envelope = staged_envelope(spark, plan.input_dir, staged)
+            if isinstance(pipeline.sink, LocalParquetSink):
+                report = _process_in_staging_folder(plan, pipeline, envelope)
+            else:
+                report = _process_with_held_writes(plan, pipeline, envelope)
     finally:
         shutil.rmtree(plan.staging_dir, ignore_errors=True)
     landed = _landed_per_table(plan, report)
@@ -314,7 +279,7 @@ def run_backfill(
         started_at=started_at.isoformat(),
         seconds=time.monotonic() - started,
     )
-    write_json_atomically(plan.run_log, {**asdict(result), "status": "succeeded"})
+    run.succeeded(**asdict(result))
     out(result.summary())
     return result
 
@@ -497,13 +462,10 @@ def backfill(
     with hold_data_dir(layout.root, "backfill", report=out):
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
-            # marker "backfill:<batch id>" lets a retry skip the tables already committed.
+            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
+            # commit marker "backfill:<batch id>" lets a retry skip the tables already committed.
             pipeline = local_pipeline(session, target, contracts, sink, stream_id="backfill")
-            try:
+            with explaining_retry(BackfillError, f"backfill failed (safe to retry: it rewrites batch {plan.batch_id})",
+                                  ExportValidationError):
                 result = run_backfill(session, plan, pipeline, out=out)
-            except (BackfillError, ExportValidationError) as exc:
-                raise BackfillError(
-                    f"backfill failed (safe to retry: it rewrites batch {plan.batch_id}): {exc}"
-                ) from exc
     return result

@@ -15,9 +15,10 @@ its payload text: the same bytes from the same source are the same record, which
 stream batch (or Spark retry of it) quarantined them. A record is open while no
 succeeded replay landed it; `summary`, `show` and `replay` only consider open records.
 
-Exactly once: a replay writes one batch with a negative batch id of its own (like a
-backfill), and its run log is written, with that batch id and its record ids, before
-anything lands. A replay that did not finish is resumed with the same records and batch
+Exactly once: a replay is a recorded one-off batch
+(streaming/operations/recorded_batch.py), like a backfill: it writes one batch with a
+negative batch id of its own, and its run log is written, with that batch id and its
+record ids, before anything lands. A replay that did not finish is resumed with the same records and batch
 id by the next `replay` (the sink replaces what the interrupted attempt wrote), and a
 succeeded replay's landed records are never selected again.
 
@@ -30,26 +31,25 @@ reprocess) is not landed twice.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
-from streaming.atomic_files import read_json_records, write_json_atomically, write_text_atomically
+from streaming.atomic_files import write_text_atomically
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.errors import OperatorError
-from streaming.io.layout import QUARANTINE_FILE_GLOB, DataLayout, require_data_dir
-from streaming.io.sinks import QuarantineWriter, SinkName
-from streaming.operations.backfill import operation_batch_id
+from streaming.io.layout import DataLayout, require_data_dir
+from streaming.io.quarantine_rows import QuarantinedRecord, read_quarantine_folder
+from streaming.io.sinks import SinkName
+from streaming.operations.recorded_batch import QUARANTINE_REPLAYS, explaining_retry, recording, run_batch
 from streaming.pipeline import reasons
-from streaming.pipeline.batch import Pipeline
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 Printer = Callable[[str], None]
 
-REPLAYS_FOLDER = "replays"
 # Reasons whose quarantine row does not hold the record as it arrived, so a replay could
 # only land something else or fail again: what to do instead, per reason.
 NOT_REPLAYABLE_REASONS = {
@@ -79,7 +78,6 @@ NOT_REPLAYABLE_REASONS = {
     reasons.TRAILING_GARBAGE: "text follows the record's object, so the record is not known to be whole; land it "
                               "again from its source as a new landing file",
 }
-_ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
 class QuarantineError(OperatorError, RuntimeError):
@@ -87,46 +85,6 @@ class QuarantineError(OperatorError, RuntimeError):
 
 
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class QuarantinedRecord:
-    record_id: str
-    table: str | None
-    reason: str
-    payload: str | None
-    source_ref: str | None
-    ingested_at: datetime | None
-    batch_id: int
-
-    @property
-    def day(self) -> date | None:
-        return None if self.ingested_at is None else self.ingested_at.astimezone(timezone.utc).date()
-
-
-def record_id(source_ref: str | None, payload: str | None) -> str:
-    """The identity of a quarantined record: its source and its exact text."""
-    text = f"{source_ref or ''}\x00{payload or ''}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_quarantine_folder(folder: Path) -> list[QuarantinedRecord]:
-    """Every row under `<folder>/_batch_id=<n>/*.parquet`, oldest batch folder first."""
-    import pyarrow.parquet as pq
-
-    rows: list[QuarantinedRecord] = []
-    for path in sorted(folder.glob(QUARANTINE_FILE_GLOB)):
-        table = pq.read_table(path, columns=["_source_table", "reason", "payload", "source_ref", "_ingested_at"])
-        batch_id = int(path.parent.name.split("=", 1)[1])
-        for row in table.to_pylist():
-            ingested_at = row["_ingested_at"]
-            if ingested_at is not None and ingested_at.tzinfo is None:
-                ingested_at = ingested_at.replace(tzinfo=timezone.utc)
-            rows.append(QuarantinedRecord(
-                record_id(row["source_ref"], row["payload"]), row["_source_table"], row["reason"],
-                row["payload"], row["source_ref"], ingested_at, batch_id,
-            ))
-    return rows
 
 
 def open_records(data_root: Path) -> list[QuarantinedRecord]:
@@ -197,7 +155,7 @@ def summarize(data_root: Path) -> QuarantineSummary:
     return QuarantineSummary(
         dict(open_rows),
         sum(1 for row in rows if row.record_id in resolved),
-        sum(1 for run in replay_runs(data_root) if run["status"] == "succeeded"),
+        len(QUARANTINE_REPLAYS.succeeded(data_root)),
     )
 
 
@@ -342,21 +300,8 @@ def show_lines(records: Sequence[QuarantinedRecord], masker: PiiMasker) -> list[
 # --------------------------------------------------------------------------- replay
 
 
-def replays_dir(data_root: Path) -> Path:
-    return data_root / REPLAYS_FOLDER
-
-
-def replay_runs(data_root: Path) -> list[dict[str, Any]]:
-    """Every recorded replay of `data_root`, oldest first."""
-    return sorted(read_json_records(replays_dir(data_root)), key=lambda run: run["started_at"])
-
-
 def landed_record_ids(data_root: Path) -> set[str]:
-    return {record for run in replay_runs(data_root) if run["status"] == "succeeded" for record in run["landed"]}
-
-
-def replay_batch_id(replay_id: str) -> int:
-    return operation_batch_id("quarantine-replay", replay_id)
+    return {record for run in QUARANTINE_REPLAYS.succeeded(data_root) for record in run["landed"]}
 
 
 @dataclass(frozen=True)
@@ -372,18 +317,18 @@ class ReplayPlan:
 
     @property
     def run_log(self) -> Path:
-        return replays_dir(self.data_root) / f"{self.replay_id}.json"
+        return QUARANTINE_REPLAYS.path(self.data_root, self.replay_id)
 
     @property
     def stored_records(self) -> Path:
         """The replayed records themselves, so `reprocess` can repeat the replay after the
         quarantine rows or their landing files are gone."""
-        return replays_dir(self.data_root) / self.replay_id / "records.jsonl"
+        return _stored_records_path(self.data_root, self.replay_id)
 
     @property
     def own_quarantine_root(self) -> Path:
         """Where the replay's pipeline writes the rows that fail again (`<this>/quarantine/`)."""
-        return replays_dir(self.data_root) / self.replay_id
+        return QUARANTINE_REPLAYS.directory(self.data_root) / self.replay_id
 
     def describe(self) -> list[str]:
         tables = Counter(row.table or "-" for row in self.records)
@@ -408,11 +353,9 @@ def plan_replay(
     batches: Sequence[int] = (),
 ) -> ReplayPlan:
     """The open records to replay; an unfinished replay is resumed first, as it was."""
-    runs = replay_runs(data_root)
-    unfinished = [run for run in runs if run["status"] != "succeeded"]
+    run = QUARANTINE_REPLAYS.interrupted(data_root)
     rows = open_records(data_root)
-    if unfinished:
-        run = unfinished[0]
+    if run is not None:
         wanted = set(run["records"])
         by_id = {row.record_id: row for row in rows if row.record_id in wanted}
         missing = wanted - set(by_id)
@@ -428,10 +371,9 @@ def plan_replay(
     unique = list({row.record_id: row for row in selected}.values())
     replayable = tuple(row for row in unique if row.reason not in NOT_REPLAYABLE_REASONS)
     left_out = tuple(row for row in unique if row.reason in NOT_REPLAYABLE_REASONS)
-    digest = hashlib.sha256("\n".join(sorted(row.record_id for row in replayable)).encode()).hexdigest()
-    replay_id = f"{len(runs) + 1:04d}-{digest[:12]}"
+    replay_id = QUARANTINE_REPLAYS.next_run_id(data_root, sorted(row.record_id for row in replayable))
     selection = {"reason": reason, "table": table, "batches": list(batches)}
-    return ReplayPlan(data_root, replay_id, replay_batch_id(replay_id), replayable, selection,
+    return ReplayPlan(data_root, replay_id, QUARANTINE_REPLAYS.batch_id(replay_id), replayable, selection,
                       not_replayable=left_out)
 
 
@@ -459,32 +401,18 @@ def run_replay(
     out: Printer = print,
 ) -> ReplayResult:
     """Run the plan's records through `Pipeline.process_batch` as one batch and record it."""
-    started_at = datetime.now(timezone.utc).isoformat()
     identity = {"replay_id": plan.replay_id, "batch_id": plan.batch_id, "selection": dict(plan.selection),
-                "records": [row.record_id for row in plan.records], "started_at": started_at}
-    write_json_atomically(plan.run_log, {**identity, "status": "running", "landed": []})
-    _store_records(plan)
-    try:
-        # A record of a KEYS_ONLY or OLD_IMAGE stream quarantined before such streams were
-        # refused fails again as missing_new_image, instead of failing every later replay.
-        pipeline = Pipeline(contracts, sink, QuarantineWriter(str(plan.own_quarantine_root)),
-                            refuse_unusable_view_types=False)
-        envelope = spark.createDataFrame(
-            [(row.payload, None, row.source_ref) for row in plan.records], _ENVELOPE_SCHEMA
-        )
-        report = pipeline.process_batch(envelope, plan.batch_id)
-        failing = {row.record_id: row.reason
-                   for row in read_quarantine_folder(DataLayout(plan.own_quarantine_root).quarantine)
-                   if row.batch_id == plan.batch_id}
+                "records": [row.record_id for row in plan.records],
+                "started_at": datetime.now(timezone.utc).isoformat(), "landed": []}
+    with recording(plan.run_log, identity) as run:
+        _store_records(plan)
+        report, quarantined = run_batch(spark, [(row.payload, row.source_ref) for row in plan.records],
+                                        plan.batch_id, contracts, sink, plan.own_quarantine_root)
+        failing = {row.record_id: row.reason for row in quarantined}
         _check_report(plan, report, failing)
-    except Exception as exc:
-        write_json_atomically(plan.run_log, {**identity, "status": "failed", "landed": [], "error": str(exc)})
-        raise
     landed = [row.record_id for row in plan.records if row.record_id not in failing]
-    write_json_atomically(plan.run_log, {
-        **identity, "status": "succeeded", "landed": landed, "still_quarantined": failing,
-        "finished_at": datetime.now(timezone.utc).isoformat(), "landed_rows": report.landed,
-    })
+    run.succeeded(landed=landed, still_quarantined=failing, finished_at=datetime.now(timezone.utc).isoformat(),
+                  landed_rows=report.landed)
     result = ReplayResult(plan.replay_id, plan.batch_id, len(plan.records), len(landed),
                           dict(Counter(failing.values())))
     out(result.summary())
@@ -524,9 +452,9 @@ def repeat_replays(
     one already repeated in the target is skipped, so a resumed reprocess repeats it once.
     """
     results = []
-    done = {run["replay_id"] for run in replay_runs(target_root) if run["status"] == "succeeded"}
+    done = {run["replay_id"] for run in QUARANTINE_REPLAYS.succeeded(target_root)}
     read = [path.resolve() for path in read_by_target]
-    for run in (run for run in replay_runs(live_root) if run["status"] == "succeeded"):
+    for run in QUARANTINE_REPLAYS.succeeded(live_root):
         if run["replay_id"] in done:
             continue
         quarantined_here = {row.record_id: row for row in open_records(target_root)}
@@ -560,8 +488,12 @@ def _store_records(plan: ReplayPlan) -> None:
     ))
 
 
+def _stored_records_path(data_root: Path, replay_id: str) -> Path:
+    return QUARANTINE_REPLAYS.directory(data_root) / replay_id / "records.jsonl"
+
+
 def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRecord]:
-    path = replays_dir(data_root) / replay_id / "records.jsonl"
+    path = _stored_records_path(data_root, replay_id)
     if not path.is_file():
         raise QuarantineError(f"replay {replay_id} of {data_root} has no stored records ({path}); "
                               "it cannot be repeated")
@@ -639,13 +571,10 @@ def quarantine_replay(
             out(line)
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
-            # marker "quarantine-replay:<batch id>" lets a retry skip the tables already committed.
+            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
+            # commit marker "quarantine-replay:<batch id>" lets a retry skip the tables already committed.
             pipeline = local_pipeline(session, target, contracts, sink, stream_id="quarantine-replay")
-            try:
+            with explaining_retry(QuarantineError,
+                                  f"replay failed (run replay again: it resumes batch {plan.batch_id})"):
                 result = run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
-            except QuarantineError as exc:
-                raise QuarantineError(
-                    f"replay failed (run replay again: it resumes batch {plan.batch_id}): {exc}"
-                ) from exc
     return result

@@ -36,6 +36,10 @@ from streaming.io.layout import (
 )
 from streaming.io.sinks import SinkName
 from streaming.io.sources import local_landing_files
+from streaming.operations.backfill import BackfillError, plan_backfill, run_backfill
+from streaming.operations.quarantine import repeat_replays
+from streaming.operations.recorded_batch import BACKFILLS, QUARANTINE_REPLAYS
+from streaming.operations.status import StatusReport, status
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import (
@@ -52,7 +56,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.contracts.model import TableContract
-    from streaming.operations.status import StatusReport
 
 log = logging.getLogger(__name__)
 
@@ -144,14 +147,12 @@ class ReprocessPlan:
         return DataLayout(self.target).checkpoint()
 
     def describe(self) -> list[str]:
-        from streaming.operations.quarantine import replay_runs
-
         size = sum(path.stat().st_size for path in self.landing_files)
         live = read_pointer(self.data_dir).data_root
         lines = [f"read  {len(self.landing_files)} landing files ({size} bytes) under {self.landing}"]
         lines += [f"      backfill {run['export_id']} of {run['table']} from {run['export_dir']}"
                   for run in self.backfills]
-        replays = [run for run in replay_runs(live) if run["status"] == "succeeded"]
+        replays = QUARANTINE_REPLAYS.succeeded(live)
         if replays:
             lines.append(f"      then repeat {len(replays)} quarantine replay(s) on what the new root quarantines")
         lines += [
@@ -164,8 +165,6 @@ class ReprocessPlan:
 
 def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -> ReprocessPlan:
     """Check that `to` is a new (or an interrupted reprocess's) location, away from the live data."""
-    from streaming.operations.backfill import recorded_backfills
-
     landing = (from_landing or DataLayout(data_dir).landing).resolve()
     files = tuple(local_landing_files(landing))
     if not files:
@@ -197,7 +196,7 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
             raise SwitchError(
                 f"{target} is a reprocess of {earlier.get('landing')}, not of {landing}; choose a new location"
             )
-    backfills = tuple(recorded_backfills(live))
+    backfills = tuple(BACKFILLS.succeeded(live))
     gone = [run["export_dir"] for run in backfills if not Path(run["export_dir"]).is_dir()]
     if gone:
         raise SwitchError(f"the live tables were backfilled from exports that are gone: {gone}; "
@@ -220,9 +219,6 @@ def run_reprocess(
     identity claimed once it is marked as this reprocess's. Safe to retry: the backfills
     overwrite their own batch folders, and the stream resumes from the target's checkpoint.
     """
-    from streaming.operations.backfill import plan_backfill, run_backfill
-    from streaming.operations.quarantine import repeat_replays
-
     started = time.monotonic()
     target = DataLayout(plan.target)
     marker = {"landing": str(plan.landing), "from_data_dir": str(plan.data_dir.resolve()),
@@ -269,9 +265,6 @@ def reprocess(
     """`lakehouse reprocess`: rebuild every raw table under `to` (backfills, then landing
     files); the live tables stay as they are."""
     from pyspark.errors import StreamingQueryException
-
-    from streaming.operations.backfill import BackfillError
-    from streaming.operations.status import status
 
     contracts = load_checked_contracts(contracts_dir)
     plan = plan_reprocess(layout.root, to, from_landing)

@@ -19,8 +19,8 @@ from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.hudi_timeline import HudiCommit, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
-from streaming.operations.backfill import unfinished_backfills
-from streaming.operations.unrouted import changes_to_route, unfinished_replays
+from streaming.operations.recorded_batch import unfinished_operations
+from streaming.operations.unrouted import changes_to_route
 from streaming.contracts.model import TableContract
 from streaming.runtime.startup import load_checked_contracts
 
@@ -40,8 +40,8 @@ class StatusReport:
     landing_changes: tuple[str, ...] = ()
     # Warnings for Firehose error output below the landing folder, which the stream skips.
     error_output: tuple[str, ...] = ()
-    # Warnings for backfills that failed or were stopped before they finished.
-    unfinished_backfills: tuple[str, ...] = ()
+    # Warnings for the backfills and replays that failed or were stopped before they finished.
+    unfinished_operations: tuple[str, ...] = ()
     # Per unrouted raw table (single-table designs): the items current there, which match
     # no entity of the contract, the distinct changes that arrived there and no replay
     # re-routed (its change log also holds the replays' tombstones), and the DynamoDB
@@ -49,8 +49,6 @@ class StatusReport:
     unrouted_items: dict[str, int] = field(default_factory=dict)
     unrouted_changes: dict[str, int] = field(default_factory=dict)
     unrouted_tables: dict[str, str] = field(default_factory=dict)
-    # Warnings for unrouted replays that failed or were stopped before they finished.
-    unfinished_unrouted_replays: tuple[str, ...] = ()
     # Hudi raw tables only: each table's completed commits (change log `<t>_changes` and
     # current state `<t>`), oldest first. A Parquet change log has no commits.
     commits: dict[str, tuple[HudiCommit, ...]] = field(default_factory=dict)
@@ -101,8 +99,7 @@ class StatusReport:
         out.append(f"quarantine: {total} rows" + (":" if total else ""))
         out += [f"  {reason:<40} {rows:>6}" for reason, rows in sorted(self.quarantine_by_reason.items())]
         out += [f"WARNING: {warning}"
-                for warning in (*self.landing_changes, *self.error_output, *self.unfinished_backfills,
-                                *self.unfinished_unrouted_replays)]
+                for warning in (*self.landing_changes, *self.error_output, *self.unfinished_operations)]
         return out
 
 
@@ -154,9 +151,9 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     return StatusReport(change_rows, current_rows, raw_batches, by_reason,
                         str(layout.root) if is_switched(data_dir) else None, changes,
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
-                        tuple(unfinished_backfills(layout.root)), unrouted_items, unrouted_changes,
+                        tuple(unfinished_operations(layout.root)), unrouted_items, unrouted_changes,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
-                        tuple(unfinished_replays(layout.root)), commits, cast_misfits, not_counted)
+                        commits, cast_misfits, not_counted)
 
 
 # The schema of the staging models in the local DuckDB file (profiles.yml's schema and

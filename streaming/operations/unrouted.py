@@ -33,9 +33,10 @@ Which rows of an unrouted change log are arrived changes: those with a `_change_
 moves from the unrouted table to an entity: a deletion whose change record is a MODIFY.
 The change itself is in the entity's table already.
 
-Exactly once, as the quarantine's replays (streaming/operations/quarantine.py): a change
-is identified by its `_ordering_value` (two distinct changes never share one, copies of
-one change always do). Each replay gets a negative batch id of its own, and its run log,
+Exactly once, as the quarantine's replays: each is a recorded one-off batch
+(streaming/operations/recorded_batch.py). A change is identified by its `_ordering_value`
+(two distinct changes never share one, copies of one change always do). Each replay gets
+a negative batch id of its own, and its run log,
 `<data root>/unrouted_replays/<replay-id>.json`, names the changes it reads before
 anything lands. A replay that did not finish is resumed by the next one with the same
 changes and batch id (the sinks replace what the interrupted attempt wrote). A change
@@ -48,14 +49,12 @@ the current contracts, which route these items directly.
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.atomic_files import read_json_records, write_json_atomically
 from streaming.contracts.model import (
     CHANGE_RECORD_COLUMN,
     PIPELINE_COLUMNS,
@@ -67,10 +66,9 @@ from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
 from streaming.io.layout import DataLayout, require_data_dir
-from streaming.io.sinks import QuarantineWriter, SinkName
-from streaming.operations.backfill import operation_batch_id
-from streaming.operations.quarantine import read_quarantine_folder
-from streaming.pipeline.batch import Pipeline, as_change_log_rows
+from streaming.io.sinks import SinkName
+from streaming.operations.recorded_batch import UNROUTED_REPLAYS, explaining_retry, recording, run_batch
+from streaming.pipeline.batch import as_change_log_rows
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
@@ -83,12 +81,10 @@ if TYPE_CHECKING:
 
 Printer = Callable[[str], None]
 
-REPLAYS_FOLDER = "unrouted_replays"
 # Follows a re-routed change's ordering value in its tombstone's: below every hex digit
 # and "~", so nothing real sorts between the two (module docstring).
 TOMBSTONE_SUFFIX = "-"
 TOMBSTONE_EVENT_ID_PREFIX = "rerouted:"
-_ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 
 
 class UnroutedReplayError(OperatorError, RuntimeError):
@@ -166,31 +162,7 @@ def read_unrouted_rows(raw_root: Path, contract: TableContract) -> list[Unrouted
     ]
 
 
-# --------------------------------------------------------------------------- run logs
-
-
-def replays_dir(data_root: Path) -> Path:
-    return data_root / REPLAYS_FOLDER
-
-
-def replay_runs(data_root: Path) -> list[dict[str, Any]]:
-    """Every recorded unrouted replay of `data_root`, oldest first."""
-    return sorted(read_json_records(replays_dir(data_root)), key=lambda run: run["started_at"])
-
-
-def unfinished_replays(data_root: Path) -> list[str]:
-    """A warning per unrouted replay recorded as not succeeded: its batch may be partly written."""
-    return [
-        f"unrouted replay {run['replay_id']} of {', '.join(run['tables'])} is recorded as {run['status']}; "
-        "its items may be current both in an entity and in the unrouted table. Run `lakehouse unrouted replay` "
-        "again: it finishes that replay first"
-        for run in replay_runs(data_root)
-        if run["status"] != "succeeded"
-    ]
-
-
-def replay_batch_id(replay_id: str) -> int:
-    return operation_batch_id("unrouted-replay", replay_id)
+# --------------------------------------------------------------------------- plan
 
 
 @dataclass(frozen=True)
@@ -210,7 +182,7 @@ class UnroutedReplayPlan:
 
     @property
     def run_log(self) -> Path:
-        return replays_dir(self.data_root) / f"{self.replay_id}.json"
+        return UNROUTED_REPLAYS.path(self.data_root, self.replay_id)
 
     def describe(self) -> list[str]:
         per_table = {table: sum(change.raw_table == table for change in self.changes) for table in self.rows}
@@ -223,17 +195,15 @@ class UnroutedReplayPlan:
 
 def plan_replay(data_root: Path, contracts: Mapping[str, TableContract], table: str | None = None) -> UnroutedReplayPlan:
     """The unrouted changes to decode again; an unfinished replay is resumed first, as it was."""
-    runs = replay_runs(data_root)
-    succeeded = [run for run in runs if run["status"] == "succeeded"]
-    unfinished = [run for run in runs if run["status"] != "succeeded"]
-    rerouted = _rerouted(runs)
+    succeeded = UNROUTED_REPLAYS.succeeded(data_root)
+    rerouted = _rerouted(succeeded)
     landed_before: dict[str, set[str]] = {}
     for run in succeeded:
         for raw_table, values in run["landed_for_unrouted"].items():
             landed_before.setdefault(raw_table, set()).update(values)
     frozen_landed = {raw_table: frozenset(values) for raw_table, values in landed_before.items()}
-    if unfinished:
-        run = unfinished[0]
+    run = UNROUTED_REPLAYS.interrupted(data_root)
+    if run is not None:
         batch_id = run["batch_id"]
         rows = _rows_of(data_root, unrouted_contracts(contracts), batch_id, run["tables"])
         wanted = set(run["changes"])
@@ -254,9 +224,9 @@ def plan_replay(data_root: Path, contracts: Mapping[str, TableContract], table: 
     rows = _rows_of(data_root, selected, None, tables)
     changes = _distinct_changes(row for table_rows in rows.values() for row in table_rows
                                 if row.is_arrived_change and row.ordering_value not in rerouted)
-    digest = hashlib.sha256("\n".join(change.ordering_value for change in changes).encode()).hexdigest()
-    replay_id = f"{len(runs) + 1:04d}-{digest[:12]}"
-    return UnroutedReplayPlan(data_root, replay_id, replay_batch_id(replay_id), tables, rows, changes, frozen_landed)
+    replay_id = UNROUTED_REPLAYS.next_run_id(data_root, (change.ordering_value for change in changes))
+    return UnroutedReplayPlan(data_root, replay_id, UNROUTED_REPLAYS.batch_id(replay_id), tables, rows, changes,
+                              frozen_landed)
 
 
 def changes_to_route(data_root: Path, contract: TableContract) -> int:
@@ -274,13 +244,13 @@ def changes_to_route(data_root: Path, contract: TableContract) -> int:
             f"select distinct _ordering_value from unrouted_changes where {CHANGE_RECORD_COLUMN} is not null and not "
             f"(_is_deleted and json_extract_string({CHANGE_RECORD_COLUMN}, '$.eventName') is distinct from 'REMOVE')"
         ).fetchall()
-    rerouted = _rerouted(replay_runs(data_root))
+    rerouted = _rerouted(UNROUTED_REPLAYS.succeeded(data_root))
     return sum(value not in rerouted for (value,) in arrived)
 
 
-def _rerouted(runs: Iterable[Mapping[str, Any]]) -> set[str]:
+def _rerouted(succeeded: Iterable[Mapping[str, Any]]) -> set[str]:
     """The ordering values of the changes succeeded replays re-routed: never read again."""
-    return {value for run in runs if run["status"] == "succeeded" for value in run["rerouted"]}
+    return {value for run in succeeded for value in run["rerouted"]}
 
 
 def _rows_of(
@@ -365,24 +335,17 @@ def run_replay(
     started_at = clock()
     identity = {"replay_id": plan.replay_id, "batch_id": plan.batch_id, "tables": list(plan.tables),
                 "changes": [change.ordering_value for change in plan.changes], "started_at": started_at.isoformat()}
-    write_json_atomically(plan.run_log, {**identity, "status": "running"})
     table_contracts = {name: contract for table in plan.tables
                        for name, contract in contracts_of_table(contracts, table).items()}
     rerouting = _ReroutingSink(sink, plan.landed_before)
-    try:
-        pipeline = Pipeline(table_contracts, rerouting, QuarantineWriter(str(plan.data_root)), clock=lambda: started_at,
-                            refuse_unusable_view_types=False)
-        envelope = spark.createDataFrame(
-            # The source names where the change is kept: its unrouted change log and ordering value.
-            [(change.change_record, None, f"{table_contracts[change.raw_table].changes_table}#{change.ordering_value}")
-             for change in plan.changes],
-            _ENVELOPE_SCHEMA,
-        )
-        report = pipeline.process_batch(envelope, plan.batch_id)
+    with recording(plan.run_log, identity) as run:
+        # The source names where the change is kept: its unrouted change log and ordering value.
+        records = [(change.change_record, f"{table_contracts[change.raw_table].changes_table}#{change.ordering_value}")
+                   for change in plan.changes]
+        report, quarantined_rows = run_batch(spark, records, plan.batch_id, table_contracts, rerouting,
+                                             plan.data_root, clock=lambda: started_at)
         record_values = {change.change_record: change.ordering_value for change in plan.changes}
-        quarantined = {record_values[row.payload]
-                       for row in read_quarantine_folder(DataLayout(plan.data_root).quarantine)
-                       if row.batch_id == plan.batch_id and row.payload in record_values}
+        quarantined = {record_values[row.payload] for row in quarantined_rows if row.payload in record_values}
         if report.records_in != len(plan.changes) or report.quarantined != len(quarantined):
             raise UnroutedReplayError(
                 f"unrouted replay {plan.replay_id}: read {report.records_in} of {len(plan.changes)} changes, "
@@ -390,9 +353,6 @@ def run_replay(
             )
         rerouted = {change.ordering_value for change in plan.changes} - rerouting.still_unrouted
         tombstones = _write_tombstones(spark, plan, table_contracts, sink, rerouted, started_at)
-    except Exception as exc:
-        write_json_atomically(plan.run_log, {**identity, "status": "failed", "error": str(exc)})
-        raise
     landed_for_unrouted = {
         raw_table: sorted(set(values) & rerouting.still_unrouted)
         for raw_table, values in rerouting.landed.items()
@@ -405,13 +365,11 @@ def run_replay(
     )
     if not rerouted and not landed_for_unrouted:
         # Nothing landed anywhere: no run to remember, and the next replay reads the same changes.
-        plan.run_log.unlink()
+        run.forget()
     else:
-        write_json_atomically(plan.run_log, {
-            **identity, "status": "succeeded", "rerouted": sorted(rerouted), "quarantined": sorted(quarantined),
-            "landed_for_unrouted": landed_for_unrouted, "landed_rows": result.landed, "tombstones": tombstones,
-            "finished_at": clock().isoformat(),
-        })
+        run.succeeded(rerouted=sorted(rerouted), quarantined=sorted(quarantined),
+                      landed_for_unrouted=landed_for_unrouted, landed_rows=result.landed, tombstones=tombstones,
+                      finished_at=clock().isoformat())
     return result
 
 
@@ -491,15 +449,12 @@ def unrouted_replay(
             out(line)
         check_contract_changes(target.raw, contracts, out)
         with session_for(spark, out) as session:
-            # Its batch id is its own (operation_batch_id): with it, the Hudi sink's commit
-            # marker "unrouted-replay:<batch id>" lets a retry skip the tables already committed.
+            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
+            # commit marker "unrouted-replay:<batch id>" lets a retry skip the tables already committed.
             pipeline = local_pipeline(session, target, contracts, sink, stream_id="unrouted-replay")
-            try:
+            with explaining_retry(UnroutedReplayError,
+                                  f"unrouted replay failed (run it again: it resumes batch {plan.batch_id})"):
                 result = run_replay(session, plan, pipeline.contracts, pipeline.sink)
-            except UnroutedReplayError as exc:
-                raise UnroutedReplayError(
-                    f"unrouted replay failed (run it again: it resumes batch {plan.batch_id}): {exc}"
-                ) from exc
     out(result.summary())
     # A replay that landed nothing removed its run log (run_replay), so only a kept one is named.
     out(f"      run log {plan.run_log}" if plan.run_log.exists()
