@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -18,6 +22,14 @@ from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout, dbt_env, hudi_tables, local_raw_format, read_pointer, require_data_dir
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+# dbt's saved parse of the project (partial_parse.msgpack), shared by every data directory:
+# a parse depends on the project, not on the data, and a fresh data directory would
+# otherwise parse it all again (10 to 20 s a command). In dbt's own target folder of the
+# project, which `dbt clean` empties.
+SHARED_PARSE_DIR = PROJECT_DIR / "target" / "partial_parse"
+PARTIAL_PARSE_FILE = "partial_parse.msgpack"
+# How dbt_project.yml and profiles.yml read the environment.
+_ENV_VAR_CALL = re.compile(r"""env_var\(\s*['"](\w+)['"]""")
 
 
 def _close_duckdb_environment() -> None:
@@ -45,6 +57,8 @@ def run_dbt(
 
     The project and profiles are this repository's; target/ and logs/ go under
     `<data_dir>/dbt` so concurrent runs on different data directories do not clash.
+    dbt's parse of the project is read from, and a new one shared to, SHARED_PARSE_DIR,
+    so that a new data directory does not parse the project again.
     The environment is restored afterwards. The caller checks `result.success`.
 
     On the local target without env LAKEHOUSE_PII_KEY, the data directory's own PII key
@@ -70,17 +84,78 @@ def run_dbt(
         **dbt_env(data_path),
         **(extra_env or {}),
     }
+    shared_parse = SHARED_PARSE_DIR / f"{parse_state_key(args, {**os.environ, **env})}.msgpack"
+    if shared_parse.is_file():
+        # dbt reads its saved parse from here and checks it as its own; it still writes
+        # the new one to the data directory's target/, shared below.
+        env["DBT_PARTIAL_PARSE_FILE_PATH"] = str(shared_parse)
+    own_parse = DataLayout(data_path).dbt_target / PARTIAL_PARSE_FILE
+    own_parse_before = _modified(own_parse)
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     try:
         return dbtRunner().invoke(list(args))
     finally:
         _close_duckdb_environment()
+        # dbt writes a parse only when it parsed something; unchanged, there is nothing to share.
+        if _modified(own_parse) not in (None, own_parse_before):
+            _share_parse(own_parse, shared_parse)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def parse_state_key(args: Sequence[str], environment: Mapping[str, str]) -> str:
+    """Names the shared parse for what, of the state dbt checks a saved parse against
+    (dbt/parser/manifest.py, build_manifest_state_check), differs between this project's
+    commands: the command's --vars, and the environment variables dbt_project.yml and
+    profiles.yml read (among them the target's). dbt refuses a parse saved under other
+    values and parses everything; keyed, commands of different kinds (Hudi raw tables
+    with raw_format=hudi, Parquet without) do not keep replacing each other's parse."""
+    names = sorted({name for file in ("dbt_project.yml", "profiles.yml")
+                    for name in _ENV_VAR_CALL.findall((PROJECT_DIR / file).read_text(encoding="utf-8"))})
+    state = {"vars": _last_vars(args), "env": {name: environment.get(name) for name in names}}
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _last_vars(args: Sequence[str]) -> str | None:
+    """The text of the command's --vars; dbt keeps only the last."""
+    given = None
+    for at, arg in enumerate(args):
+        if arg == "--vars" and at + 1 < len(args):
+            given = args[at + 1]
+        elif arg.startswith("--vars="):
+            given = arg.split("=", 1)[1]
+    return given
+
+
+def _modified(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def _share_parse(written: Path, shared: Path) -> None:
+    """Copies a parse dbt wrote into the shared place in one rename, so a dbt reading it
+    at the same time (another process, another data directory) reads all of the old
+    file or all of the new."""
+    try:
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=shared.parent, prefix=f".{shared.name}.", suffix=".tmp")
+        os.close(handle)
+        try:
+            shutil.copyfile(written, temporary)
+            os.replace(temporary, shared)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        # Sharing only saves time: where the project's folder is not writable, each data
+        # directory keeps its own parse, as dbt does by itself.
+        return
 
 
 def check_database_folder(data_path: Path) -> None:

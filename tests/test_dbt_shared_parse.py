@@ -1,0 +1,64 @@
+"""The local dbt target's constant profile: the plugin that attaches the data directory's
+database (dbt_project/lakehouse_dbt/duckdb_database.py), and the key under which dbt's
+parse of the project is shared between data directories (streaming.runtime.dbt_runner).
+No dbt command runs here; tests/dbt/test_dbt_shared_parse.py runs them."""
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from lakehouse_dbt.duckdb_database import Plugin
+from lakehouse_dbt.env import DATA_DIR_ENV, RAW_DIR_ENV
+from streaming.runtime.dbt_runner import parse_state_key
+
+
+def test_the_plugin_attaches_the_data_dirs_database_by_its_literal_path_as_each_cursors_default(
+        tmp_path, monkeypatch):
+    data_dir = tmp_path / "da[t]a *{x}'q"
+    data_dir.mkdir()
+    monkeypatch.setenv(DATA_DIR_ENV, str(data_dir))
+    plugin = Plugin(name="duckdb_database", plugin_config={})
+    with duckdb.connect(":memory:") as connection:
+        plugin.configure_connection(connection)
+        cursor = connection.cursor()
+        plugin.configure_cursor(cursor)
+        # Unqualified, as the project's raw views are written.
+        cursor.execute("create schema raw")
+        cursor.execute("create table raw.customers as select 'c1' as id")
+        cursor.close()
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as database:
+        assert database.execute("select id from lakehouse.raw.customers").fetchall() == [("c1",)]
+
+
+def test_the_plugin_refuses_a_cursor_once_the_data_dir_changed(tmp_path, monkeypatch):
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "first"))
+    plugin = Plugin(name="duckdb_database", plugin_config={})
+    with duckdb.connect(":memory:") as connection:
+        plugin.configure_connection(connection)
+        monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "second"))
+        with pytest.raises(RuntimeError, match="close the DuckDB environment between commands"):
+            plugin.configure_cursor(connection.cursor())
+    assert not (tmp_path / "second" / "lakehouse.duckdb").exists()
+
+
+LOCAL = {"LAKEHOUSE_DBT_TARGET": "local", DATA_DIR_ENV: "/data/a", RAW_DIR_ENV: "/data/a/raw"}
+
+
+def test_every_data_dir_shares_one_parse_of_a_kind_of_command():
+    other_dir = {**LOCAL, DATA_DIR_ENV: "/elsewhere/b", RAW_DIR_ENV: "/elsewhere/b/raw_v2"}
+    assert parse_state_key(["build"], LOCAL) == parse_state_key(["run", "--select", "fct_orders"], other_dir)
+    hudi = '{"raw_format": "hudi"}'
+    assert parse_state_key(["build", "--vars", hudi], LOCAL) == parse_state_key([f"--vars={hudi}", "build"], other_dir)
+    # dbt keeps only the last --vars, and so does the key.
+    assert parse_state_key(["build", "--vars", hudi, "--vars", "{}"], LOCAL) == parse_state_key(["build", "--vars", "{}"], LOCAL)
+
+
+@pytest.mark.parametrize("other_args, other_env", [
+    (["build", "--vars", '{"raw_format": "hudi"}'], LOCAL),
+    (["build"], {**LOCAL, "LAKEHOUSE_ACTIVITY_BEGIN": "2024-03-01"}),  # read by dbt_project.yml
+    (["build"], {**LOCAL, "LAKEHOUSE_DBT_TARGET": "athena"}),  # read by profiles.yml
+])
+def test_what_dbt_checks_a_saved_parse_against_gives_another_shared_parse(other_args, other_env):
+    assert parse_state_key(other_args, other_env) != parse_state_key(["build"], LOCAL)
