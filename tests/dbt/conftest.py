@@ -14,21 +14,25 @@ from lakehouse_dbt.pii_key import KEY_ENV
 from streaming.runtime.dbt_runner import run_dbt
 
 
-@pytest.fixture(scope="session", autouse=True)
-def scenario_go_live_day() -> Iterator[None]:
-    """The scenario's events start on 2024-03-01: its deployment's go-live day."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAKEHOUSE_ACTIVITY_BEGIN", EVENT_WINDOW[1])
-        yield
+# The environment of the scenario's deployment.
+DEPLOYMENT_ENV = {
+    # The scenario's events start on 2024-03-01: its deployment's go-live day.
+    "LAKEHOUSE_ACTIVITY_BEGIN": EVENT_WINDOW[1],
+    # One PII key for every data directory, as a deployment has one: tests compare builds
+    # of different directories cell by cell, pseudonyms included (without it each
+    # directory would get its own key, dbt_project/lakehouse_dbt/pii_key.py).
+    KEY_ENV: "tests-deployment-pii-key-" + "0123456789" * 4,
+}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def deployment_pii_key() -> Iterator[None]:
-    """One PII key for every data directory of the session, as a deployment has one:
-    tests compare builds of different directories cell by cell, pseudonyms included
-    (without it each directory would get its own key, dbt_project/lakehouse_dbt/pii_key.py)."""
+@pytest.fixture(scope="module", autouse=True)
+def deployment_environment() -> Iterator[None]:
+    """DEPLOYMENT_ENV for each test module here, undone at its end: not for the session,
+    where it outlived these modules into the tests of other folders that run after them
+    in the same pytest-xdist worker."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(KEY_ENV, "tests-deployment-pii-key-" + "0123456789" * 4)
+        for name, value in DEPLOYMENT_ENV.items():
+            patch.setenv(name, value)
         yield
 
 
@@ -38,7 +42,8 @@ def built_scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("built_scenario")
     for batch_id in BATCHES:
         write_batch(data_dir, batch_id)
-    result = run_dbt(["build", *EVENT_WINDOW], data_dir)
+    # Given to the command: pytest sets up a session fixture before any module's.
+    result = run_dbt(["build", *EVENT_WINDOW], data_dir, extra_env=DEPLOYMENT_ENV)
     assert result.success, result.exception
     return data_dir
 
