@@ -9,7 +9,7 @@ import pytest
 
 from lakehouse_dbt.duckdb_database import Plugin
 from lakehouse_dbt.env import DATA_DIR_ENV, RAW_DIR_ENV
-from streaming.runtime.dbt_runner import parse_state_key
+from streaming.runtime.dbt_runner import SHARED_PARSE_DIR, parse_state_key, shared_parse_path
 
 
 def test_the_plugin_attaches_the_data_dirs_database_by_its_literal_path_as_each_cursors_default(
@@ -62,3 +62,10 @@ def test_every_data_dir_shares_one_parse_of_a_kind_of_command():
 ])
 def test_what_dbt_checks_a_saved_parse_against_gives_another_shared_parse(other_args, other_env):
     assert parse_state_key(other_args, other_env) != parse_state_key(["build"], LOCAL)
+
+
+def test_a_command_on_another_project_or_profiles_folder_shares_no_parse(tmp_path):
+    assert shared_parse_path(["build"], LOCAL).parent == SHARED_PARSE_DIR
+    for option in ("--project-dir", "--profiles-dir"):
+        assert shared_parse_path(["build", option, str(tmp_path)], LOCAL) is None
+        assert shared_parse_path(["build", f"{option}={tmp_path}"], LOCAL) is None

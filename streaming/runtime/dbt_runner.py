@@ -57,8 +57,8 @@ def run_dbt(
 
     The project and profiles are this repository's; target/ and logs/ go under
     `<data_dir>/dbt` so concurrent runs on different data directories do not clash.
-    dbt's parse of the project is read from, and a new one shared to, SHARED_PARSE_DIR,
-    so that a new data directory does not parse the project again.
+    dbt's parse of the project is read from, and a new one shared to, SHARED_PARSE_DIR
+    (shared_parse_path), so that a new data directory does not parse the project again.
     The environment is restored afterwards. The caller checks `result.success`.
 
     On the local target without env LAKEHOUSE_PII_KEY, the data directory's own PII key
@@ -84,8 +84,8 @@ def run_dbt(
         **dbt_env(data_path),
         **(extra_env or {}),
     }
-    shared_parse = SHARED_PARSE_DIR / f"{parse_state_key(args, {**os.environ, **env})}.msgpack"
-    if shared_parse.is_file():
+    shared_parse = shared_parse_path(args, {**os.environ, **env})
+    if shared_parse is not None and shared_parse.is_file():
         # dbt reads its saved parse from here and checks it as its own; it still writes
         # the new one to the data directory's target/, shared below.
         env["DBT_PARTIAL_PARSE_FILE_PATH"] = str(shared_parse)
@@ -98,13 +98,22 @@ def run_dbt(
     finally:
         _close_duckdb_environment()
         # dbt writes a parse only when it parsed something; unchanged, there is nothing to share.
-        if _modified(own_parse) not in (None, own_parse_before):
+        if shared_parse is not None and _modified(own_parse) not in (None, own_parse_before):
             _share_parse(own_parse, shared_parse)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def shared_parse_path(args: Sequence[str], environment: Mapping[str, str]) -> Path | None:
+    """Where the command's parse is shared, or None for a command on another project or
+    profiles folder (`--project-dir`, `--profiles-dir`): a parse of a copy of the project
+    with other models must not become this project's."""
+    if _last_option(args, "--project-dir") is not None or _last_option(args, "--profiles-dir") is not None:
+        return None
+    return SHARED_PARSE_DIR / f"{parse_state_key(args, environment)}.msgpack"
 
 
 def parse_state_key(args: Sequence[str], environment: Mapping[str, str]) -> str:
@@ -116,17 +125,18 @@ def parse_state_key(args: Sequence[str], environment: Mapping[str, str]) -> str:
     with raw_format=hudi, Parquet without) do not keep replacing each other's parse."""
     names = sorted({name for file in ("dbt_project.yml", "profiles.yml")
                     for name in _ENV_VAR_CALL.findall((PROJECT_DIR / file).read_text(encoding="utf-8"))})
-    state = {"vars": _last_vars(args), "env": {name: environment.get(name) for name in names}}
+    state = {"vars": _last_option(args, "--vars"), "env": {name: environment.get(name) for name in names}}
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _last_vars(args: Sequence[str]) -> str | None:
-    """The text of the command's --vars; dbt keeps only the last."""
+def _last_option(args: Sequence[str], option: str) -> str | None:
+    """The value of the command's last `option` (`--option value` or `--option=value`);
+    dbt keeps only the last."""
     given = None
     for at, arg in enumerate(args):
-        if arg == "--vars" and at + 1 < len(args):
+        if arg == option and at + 1 < len(args):
             given = args[at + 1]
-        elif arg.startswith("--vars="):
+        elif arg.startswith(f"{option}="):
             given = arg.split("=", 1)[1]
     return given
 
