@@ -24,8 +24,8 @@ from streaming.io.layout import DataLayout, dbt_env, hudi_tables, local_raw_form
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # dbt's saved parse of the project (partial_parse.msgpack), shared by every data directory:
 # a parse depends on the project, not on the data, and a fresh data directory would
-# otherwise parse it all again (10 to 20 s a command). In dbt's own target folder of the
-# project, which `dbt clean` empties.
+# otherwise parse it all again (6 s a command on an idle machine). In dbt's own target
+# folder of the project, which `dbt clean` empties.
 SHARED_PARSE_DIR = PROJECT_DIR / "target" / "partial_parse"
 PARTIAL_PARSE_FILE = "partial_parse.msgpack"
 # How dbt_project.yml and profiles.yml read the environment.
