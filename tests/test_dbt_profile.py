@@ -1,8 +1,10 @@
-"""The local dbt target's constant profile: the plugin that attaches the data directory's
+"""The local dbt target's constant profile: the plugin that opens the data directory's
 database (dbt_project/lakehouse_dbt/duckdb_database.py), and the key under which dbt's
 parse of the project is shared between data directories (streaming.runtime.dbt_runner).
 No dbt command runs here; tests/dbt/test_dbt_shared_parse.py runs them."""
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import duckdb
 import pytest
@@ -12,35 +14,18 @@ from lakehouse_dbt.env import DATA_DIR_ENV, RAW_DIR_ENV
 from streaming.runtime.dbt_runner import SHARED_PARSE_DIR, parse_state_key, shared_parse_path
 
 
-def test_the_plugin_attaches_the_data_dirs_database_by_its_literal_path_as_each_cursors_default(
-        tmp_path, monkeypatch):
+def test_the_plugin_opens_the_data_dirs_database_by_its_literal_path(tmp_path, monkeypatch):
     data_dir = tmp_path / "da[t]a *{x}'q"
     data_dir.mkdir()
     monkeypatch.setenv(DATA_DIR_ENV, str(data_dir))
-    plugin = Plugin(name="duckdb_database", plugin_config={})
-    with duckdb.connect(":memory:") as connection:
-        plugin.configure_connection(connection)
-        cursor = connection.cursor()
-        plugin.configure_cursor(cursor)
-        # Unqualified, as the project's raw views are written.
-        cursor.execute("create schema raw")
-        cursor.execute("create table raw.customers as select 'c1' as id")
-        cursor.close()
+    credentials = SimpleNamespace(path=":memory:")
+    Plugin(name="duckdb_database", plugin_config={}).update_connection_config(credentials, {})
+    with duckdb.connect(credentials.path) as database:
+        database.execute("create schema raw")
+        database.execute("create table raw.customers as select 'c1' as id")
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as database:
+        # The catalog dbt names in every relation (profiles.yml `database`).
         assert database.execute("select id from lakehouse.raw.customers").fetchall() == [("c1",)]
-
-
-def test_the_plugin_refuses_a_cursor_once_the_data_dir_changed(tmp_path, monkeypatch):
-    for name in ("first", "second"):
-        (tmp_path / name).mkdir()
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "first"))
-    plugin = Plugin(name="duckdb_database", plugin_config={})
-    with duckdb.connect(":memory:") as connection:
-        plugin.configure_connection(connection)
-        monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "second"))
-        with pytest.raises(RuntimeError, match="close the DuckDB environment between commands"):
-            plugin.configure_cursor(connection.cursor())
-    assert not (tmp_path / "second" / "lakehouse.duckdb").exists()
 
 
 LOCAL = {"LAKEHOUSE_DBT_TARGET": "local", DATA_DIR_ENV: "/data/a", RAW_DIR_ENV: "/data/a/raw"}
