@@ -37,7 +37,7 @@ from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter
-from streaming.pipeline.batch import BatchReport, RawSink
+from streaming.pipeline.batch import BatchReport, RawSink, StagingSink
 
 KILL_ENV = "BENCH_KILL_AT"
 KILL_PHASES = ("before_write", "mid_write", "after_write")
@@ -166,9 +166,20 @@ class KillableSink:
 
             inner._writer = planned_writer
 
+        # A sink that stages its tables (the local change log) makes them visible one
+        # publish at a time: the planned raw-write kills fall on those, where a reader
+        # would first see part of a batch; staging itself leaves nothing visible.
+        if isinstance(inner, StagingSink):
+            self.stage, self.discard = inner.stage, inner.discard
+            self.publish = self._publish
+
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         self.plan.before_raw_write(batch_id)
         self.inner.write(changes, contract, batch_id, rows)
+
+    def _publish(self, spark: SparkSession, staged: Any) -> None:
+        self.plan.before_raw_write(staged.batch_id)
+        self.inner.publish(spark, staged)
 
 
 class KillableQuarantine(QuarantineWriter):

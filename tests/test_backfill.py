@@ -194,10 +194,15 @@ def test_run_id_is_deterministic_and_distinct_per_export():
 
 
 class RowLosingParquetSink(LocalParquetSink):
-    """The local sink with a bug: it loses one row of every table it writes."""
+    """The local sink with a bug: a data file of every table it stages goes missing. The
+    pipeline counts the rows it hands over, so only the backfill's own check of what
+    landed can notice."""
 
-    def write(self, changes, contract, batch_id, rows=None):
-        super().write(changes.limit(max((rows or 0) - 1, 0)), contract, batch_id)
+    def stage(self, changes, contract, batch_id, ingest_hour):
+        staged = super().stage(changes, contract, batch_id, ingest_hour)
+        if staged.folder is not None:
+            next(Path(staged.folder).glob("part-*.parquet")).unlink()
+        return staged
 
 
 def readable_parquet_files(data_root: Path) -> list[str]:

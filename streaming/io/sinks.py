@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -35,45 +36,94 @@ def _is_empty(df: DataFrame, rows: int | None) -> bool:
     return df.isEmpty() if rows is None else rows == 0
 
 
+@dataclass(frozen=True)
+class StagedBatch:
+    """One batch of one folder's rows, written under the scratch folder and not yet
+    visible: `publish_batch` renames it into place. `folder` is None for a batch
+    without rows (publishing it only removes what an earlier attempt left);
+    `partition` is the `<column>=<value>` folder it goes under, if the parent has one."""
+
+    parent: str
+    batch_id: int
+    folder: str | None
+    partition: str | None = None
+
+
+def _scratch(parent: str, batch_id: int) -> str:
+    parent_name = parent.rsplit("/", 1)[-1]
+    return f"{parent.rsplit('/', 1)[0]}/{raw_layout.TEMPORARY_FOLDER}/{parent_name}/{batch_id}"
+
+
+def _new_scratch_folder(files: HadoopFiles, parent: str, batch_id: int) -> str:
+    """A folder of its own for this attempt's files, under the batch's scratch, which is
+    emptied first of whatever an attempt that died mid-write left (only this batch's)."""
+    scratch = _scratch(parent, batch_id)
+    files.delete(scratch)
+    return f"{scratch}/{uuid.uuid4().hex}"
+
+
+def stage_batch(
+    df: DataFrame, parent: str, batch_id: int, *, partition: tuple[str, str] | None = None
+) -> StagedBatch:
+    """Write `df` under `<parent's parent>/_tmp/`, where no reader looks.
+
+    With `partition` (a column and the one value it has in this batch) the column is
+    left out of the files and the folder goes under `<column>=<value>/`, as Spark's
+    `partitionBy` would place it; naming the folder directly spares the full sort by
+    the partition column that `partitionBy` puts before every write.
+    """
+    parent = parent.rstrip("/")
+    folder = _new_scratch_folder(HadoopFiles(df.sparkSession), parent, batch_id)
+    if partition is None:
+        df.write.mode("error").parquet(folder)
+        return StagedBatch(parent, batch_id, folder)
+    column, value = partition
+    df.drop(column).write.mode("error").parquet(folder)
+    return StagedBatch(parent, batch_id, folder, f"{column}={value}")
+
+
+def publish_batch(spark: SparkSession, staged: StagedBatch, *, partitioned: bool) -> None:
+    """Make a staged batch the one folder of its batch id under its parent.
+
+    Whatever an earlier attempt of the batch left (also under another partition value,
+    e.g. a replay after the hour turned) is removed first: a replay replaces exactly its
+    own batch. `partitioned` says whether the parent's batch folders sit under
+    `<column>=<value>/` folders.
+    """
+    files = HadoopFiles(spark)
+    batch = raw_layout.batch_folder(staged.batch_id)
+    for folder in files.glob_in(staged.parent, f"*/{batch}" if partitioned else batch):
+        files.delete(folder)
+    if staged.folder is not None:
+        place = f"{staged.parent}/{staged.partition}" if staged.partition else staged.parent
+        files.move(staged.folder, f"{place}/{batch}")
+    files.delete(_scratch(staged.parent, staged.batch_id))
+
+
 def replace_batch_folder(
     df: DataFrame, parent: str, batch_id: int, rows: int | None = None, *, partition_column: str | None = None
 ) -> bool:
     """Make `df` the one folder of batch `batch_id` under `parent`, or no folder when empty.
 
-    With `partition_column` (one value per batch) the folder is
+    With `partition_column` (one value per batch, not known to the caller) the folder is
     `<parent>/<column>=<value>/_batch_id=<n>`, else `<parent>/_batch_id=<n>`. The rows are
-    written under `<parent's parent>/_tmp/` first and renamed into place once complete,
-    so a reader never sees part of a batch. Whatever an earlier attempt of the batch left
-    (also under another partition value, e.g. a replay after the hour turned) is removed
-    first: a replay replaces exactly its own batch. Returns whether anything was written.
+    staged first and renamed into place once complete (stage_batch, publish_batch), so a
+    reader never sees part of a batch. Returns whether anything was written.
     """
     parent = parent.rstrip("/")
-    parent_name = parent.rsplit("/", 1)[-1]
-    scratch = f"{parent.rsplit('/', 1)[0]}/{raw_layout.TEMPORARY_FOLDER}/{parent_name}/{batch_id}"
-    files = HadoopFiles(df.sparkSession)
-    # Left by an attempt that died mid-write; only this batch's own scratch is touched.
-    files.delete(scratch)
-    written = not _is_empty(df, rows)
-    if written:
-        staged = f"{scratch}/{uuid.uuid4().hex}"
-        writer = df.write.mode("error")
-        if partition_column:
-            writer = writer.partitionBy(partition_column)
-        writer.parquet(staged)
-        if partition_column:
-            (written_partition,) = files.glob_in(staged, f"{partition_column}=*")
-            staged, target = written_partition, f"{parent}/{written_partition.rsplit('/', 1)[-1]}"
-        else:
-            target = parent
-        target = f"{target}/{raw_layout.batch_folder(batch_id)}"
-    earlier = files.glob_in(parent, f"*/{raw_layout.batch_folder(batch_id)}" if partition_column else
-                            raw_layout.batch_folder(batch_id))
-    for folder in earlier:
-        files.delete(folder)
-    if written:
-        files.move(staged, target)
-    files.delete(scratch)
-    return written
+    spark = df.sparkSession
+    if _is_empty(df, rows):
+        publish_batch(spark, StagedBatch(parent, batch_id, None), partitioned=partition_column is not None)
+        return False
+    if partition_column is None:
+        publish_batch(spark, stage_batch(df, parent, batch_id), partitioned=False)
+        return True
+    files = HadoopFiles(spark)
+    written = _new_scratch_folder(files, parent, batch_id)
+    df.write.mode("error").partitionBy(partition_column).parquet(written)
+    (folder,) = files.glob_in(written, f"{partition_column}=*")
+    publish_batch(spark, StagedBatch(parent, batch_id, folder, folder.rsplit("/", 1)[-1]), partitioned=True)
+    return True
 
 
 class LocalParquetSink:
@@ -98,6 +148,23 @@ class LocalParquetSink:
         replace_batch_folder(
             changes, self.table_path(contract), batch_id, rows, partition_column=INGEST_HOUR_COLUMN
         )
+
+    def stage(
+        self, changes: DataFrame | None, contract: TableContract, batch_id: int, ingest_hour: str
+    ) -> StagedBatch:
+        """Write one table's changes of the batch where no reader sees them (None: the
+        table has none); `publish` then puts it in place. `ingest_hour` is the value of
+        the batch's `_ingest_hour` column, the folder the rows go under."""
+        parent = self.table_path(contract)
+        if changes is None:
+            return StagedBatch(parent, batch_id, None)
+        return stage_batch(changes, parent, batch_id, partition=(INGEST_HOUR_COLUMN, ingest_hour))
+
+    def publish(self, spark: SparkSession, staged: StagedBatch) -> None:
+        publish_batch(spark, staged, partitioned=True)
+
+    def discard(self, spark: SparkSession, staged: StagedBatch) -> None:
+        HadoopFiles(spark).delete(_scratch(staged.parent, staged.batch_id))
 
 
 class QuarantineWriter:

@@ -9,16 +9,17 @@ what an earlier attempt of that batch wrote.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial, reduce
-from typing import Protocol
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from streaming.contracts.evolution import contract_version
@@ -30,8 +31,12 @@ from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 # Raw-table writes running at once for a sink that allows it (`writes_tables_concurrently`).
 CONCURRENT_WRITES = 2
+# How long a finished write's observed counts may take to arrive from Spark's listener
+# bus (they come within milliseconds; only a stage proved empty sends none).
+OBSERVED_FIGURES_WAIT_S = 10.0
 
 
 def utc_now() -> datetime:
@@ -52,6 +57,24 @@ class RawSink(Protocol):
         """Land this batch's distinct changes of one table (columns `change_log_schema`).
         `rows`: their count when the caller knows it, which spares a Spark job to find out
         whether the frame is empty."""
+
+
+@runtime_checkable
+class StagingSink(Protocol):
+    """A raw sink that can write a table's rows where no reader sees them and make them
+    visible later (the local change log). The pipeline then counts each table's rows from
+    the write job itself and publishes every table only once the counts add up; a sink
+    without it is counted by a job of its own before it writes (the Hudi sink, whose
+    write is its commit)."""
+
+    def stage(self, changes: DataFrame | None, contract: TableContract, batch_id: int, ingest_hour: str) -> Any:
+        """Write one table's rows of the batch out of sight (None: it has none this batch)."""
+
+    def publish(self, spark: SparkSession, staged: Any) -> None:
+        """Make a staged table the batch's rows of it, replacing any earlier attempt's."""
+
+    def discard(self, spark: SparkSession, staged: Any) -> None:
+        """Remove a staged table's rows: the batch failed its checks."""
 
 
 class QuarantineSink(Protocol):
@@ -119,10 +142,55 @@ def _count_where(condition: Column) -> Column:
     return F.count(F.when(condition, F.lit(1)))
 
 
-def _stat(df: DataFrame, name: str, value: Column | None = None) -> DataFrame:
-    """One row (name, rows, value) describing `df`; unioned into one job."""
-    value = F.lit(None) if value is None else value
-    return df.agg(F.lit(name).alias("stat"), F.count(F.lit(1)).alias("rows"), value.cast("bigint").alias("value"))
+def _decoded_stats() -> list[Column]:
+    """What a table's decoded rows (before de-duplication) tell the batch report."""
+    return [F.count(F.lit(1)).alias("rows"), F.max(F.unix_micros("_event_ts")).alias("max_event_micros")]
+
+
+def _observed(observation: Observation) -> dict[str, Any] | None:
+    """The figures a finished write job observed, or None when they did not come.
+
+    Spark hands them over from its listener thread just after the job. When its
+    optimizer proved a stage empty (a table whose rows all vanished, statically or at
+    run time: adaptive execution replaces such a stage by an empty relation) the
+    observing step is gone from the plan, the figures never come and `Observation.get`
+    would wait for ever.
+    """
+    figures: dict[str, Any] = {}
+    waiting = threading.Thread(target=lambda: figures.update(observation.get), daemon=True, name="observed-counts")
+    waiting.start()
+    waiting.join(OBSERVED_FIGURES_WAIT_S)
+    return figures or None
+
+
+@dataclass(frozen=True)
+class TableCounts:
+    """One raw table's rows in a batch: decoded (copies of an event included), landed
+    (its distinct changes) and the latest event time among them."""
+
+    decoded: int
+    landed: int
+    max_event_micros: int | None
+
+
+def _counted(frame: DataFrame, contract: TableContract) -> TableCounts:
+    """One table's counts by a job of its own, for a write that observed none."""
+    decoded = frame.agg(*_decoded_stats()).collect()[0]
+    landed = drop_duplicate_events(frame.select(*ordering_columns(contract)), contract).count()
+    return TableCounts(decoded=decoded["rows"], landed=landed, max_event_micros=decoded["max_event_micros"])
+
+
+def _check_nothing_lost(counts: Mapping[str, TableCounts], overview: Row, batch_id: int) -> None:
+    """Every record in landed in a table or in the quarantine (a record moving its item
+    to another entity lands twice: its tombstone where it left). Checked before any
+    table's rows are visible, so a decode bug stops the stream instead of committing a
+    batch that silently lost records."""
+    decoded_rows = sum(table.decoded for table in counts.values()) - overview["moved"]
+    if decoded_rows + overview["quarantined"] != overview["in"]:
+        raise RecordsLostError(
+            f"batch {batch_id}: {overview['in']} records in, but {decoded_rows} decoded + "
+            f"{overview['quarantined']} quarantined; every record must land or be quarantined"
+        )
 
 
 def readable_duration(seconds: float) -> str:
@@ -222,8 +290,8 @@ class Pipeline:
         self.metrics = metrics or NoMetricsPublisher()
         self._writers: ThreadPoolExecutor | None = None
 
-    def _run_writes(self, writes: list[Callable[[], None]]) -> None:
-        """Every raw table's write; concurrent Spark jobs when the sink allows it.
+    def _run_writes(self, writes: list[Callable[[], T]]) -> list[T]:
+        """Every raw table's write, in order; concurrent Spark jobs when the sink allows it.
 
         Each write is a job of its own whose driver-side work (planning, committing files)
         leaves the cores idle; running two at a time lets one job's tasks fill them. A
@@ -231,9 +299,7 @@ class Pipeline:
         whatever any of them wrote.
         """
         if not getattr(self.sink, "writes_tables_concurrently", False) or len(writes) < 2:
-            for write in writes:
-                write()
-            return
+            return [write() for write in writes]
         if self._writers is None:
             self._writers = ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="raw-write")
         futures = [self._writers.submit(write) for write in writes]
@@ -242,6 +308,89 @@ class Pipeline:
             error = future.exception()
             if error is not None:
                 raise error
+        return [future.result() for future in futures]
+
+    def _stage_check_publish(
+        self, sink: StagingSink, spark: SparkSession, frames: dict[str, DataFrame], ingested_at: datetime,
+        batch_id: int, overview: Row,
+    ) -> dict[str, TableCounts]:
+        """Each table's distinct changes staged by one write job, counted by that very job
+        (`observe`), and published only once the counts show that no record was lost."""
+        hour = ingest_hour(ingested_at)
+        decoded: dict[str, Observation] = {}
+        landed: dict[str, Observation] = {}
+        stages = []
+        for table, frame in frames.items():
+            contract = self.contracts[table]
+            decoded[table], landed[table] = Observation(f"decoded:{table}"), Observation(f"landed:{table}")
+            observed = frame.observe(decoded[table], *_decoded_stats())
+            changes = as_change_log_rows(drop_duplicate_events(observed, contract), contract, ingested_at, batch_id)
+            stages.append(partial(sink.stage, changes.observe(landed[table], F.count(F.lit(1)).alias("rows")),
+                                  contract, batch_id, hour))
+        staged = dict(zip(frames, self._run_writes(stages)))
+        counts = {}
+        for table, frame in frames.items():
+            decoded_stats, landed_stats = _observed(decoded[table]), _observed(landed[table])
+            if decoded_stats is None or landed_stats is None:
+                counts[table] = _counted(frame, self.contracts[table])
+            else:
+                counts[table] = TableCounts(decoded=decoded_stats["rows"], landed=landed_stats["rows"],
+                                            max_event_micros=decoded_stats["max_event_micros"])
+        try:
+            _check_nothing_lost(counts, overview, batch_id)
+        except RecordsLostError:
+            for rows in staged.values():
+                sink.discard(spark, rows)
+            raise
+        for table, contract in self.contracts.items():
+            # A table without rows is still published: that removes whatever an earlier
+            # attempt of the batch left of it.
+            sink.publish(spark, staged.get(table) or sink.stage(None, contract, batch_id, hour))
+        return counts
+
+    def _count_check_write(
+        self, spark: SparkSession, frames: dict[str, DataFrame], cached: list[DataFrame], ingested_at: datetime,
+        batch_id: int, overview: Row,
+    ) -> dict[str, TableCounts]:
+        """Each table's distinct changes counted by one job over all tables, then written
+        table by table once the counts show that no record was lost (Hudi commits as it
+        writes, so nothing can be held back until the counts are known)."""
+        change_rows: dict[str, DataFrame] = {}
+        stats = []
+        for table, frame in frames.items():
+            contract = self.contracts[table]
+            changes = drop_duplicate_events(frame, contract)
+            # Hudi reads the changes twice (change log, winners per key): they are kept.
+            # A sink reading them once gets them uncached, and they are counted on the
+            # rows' keys and eventIDs alone: the same grouping gives the same count, and
+            # the wide ordering step then runs once, for the write.
+            if getattr(self.sink, "reads_changes_once", False):
+                counted = drop_duplicate_events(frame.select(*ordering_columns(contract)), contract)
+            else:
+                changes = counted = _cache(changes, cached)
+            change_rows[table] = as_change_log_rows(changes, contract, ingested_at, batch_id)
+            stats += [
+                frame.agg(F.lit(f"decoded:{table}").alias("stat"), *_decoded_stats()),
+                counted.agg(F.lit(f"landed:{table}").alias("stat"), F.count(F.lit(1)).alias("rows"),
+                            F.lit(None).cast("bigint").alias("max_event_micros")),
+            ]
+        # One job computes the rows of every table that gets some (and fills the caches).
+        found = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()} if stats else {}
+        counts = {
+            table: TableCounts(decoded=found[f"decoded:{table}"]["rows"], landed=found[f"landed:{table}"]["rows"],
+                               max_event_micros=found[f"decoded:{table}"]["max_event_micros"])
+            for table in frames
+        }
+        _check_nothing_lost(counts, overview, batch_id)
+        self._run_writes([
+            partial(self.sink.write, change_rows[table], contract, batch_id, rows=counts[table].landed)
+            if table in change_rows
+            # Still told, so that a sink replaces whatever an earlier attempt of the batch left.
+            else partial(self.sink.write, spark.createDataFrame([], change_log_schema(contract)), contract,
+                         batch_id, rows=0)
+            for table, contract in self.contracts.items()
+        ])
+        return counts
 
     def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
         started = time.monotonic()
@@ -269,72 +418,30 @@ class Pipeline:
             if self.refuse_unusable_view_types and overview["unusable_view_type"]:
                 raise _unusable_view_type_error(records, batch_id)
             active = [table for index, table in enumerate(self.contracts) if overview[f"lands_{index}"]]
-            change_rows: dict[str, DataFrame] = {}
-            stats = []
-            for table in active:
-                contract = self.contracts[table]
-                frame = table_rows(records, self.contracts, table)
-                changes = drop_duplicate_events(frame, contract)
-                # Hudi reads the changes twice (change log, winners per key): they are kept.
-                # A sink reading them once gets them uncached, and they are counted on the
-                # rows' keys and eventIDs alone: the same grouping gives the same count, and
-                # the wide ordering step then runs once, for the write (a 200k-record batch's
-                # writes and overhead went from 101 to 91 µs a record, benchmarks/stages.py).
-                if getattr(self.sink, "reads_changes_once", False):
-                    counted = drop_duplicate_events(frame.select(*ordering_columns(contract)), contract)
-                else:
-                    changes = counted = _cache(changes, cached)
-                change_rows[table] = as_change_log_rows(changes, contract, ingested_at, batch_id)
-                stats += [
-                    _stat(frame, f"decoded:{table}", F.max(F.unix_micros("_event_ts"))),
-                    _stat(counted, f"landed:{table}"),
-                ]
-            # One job computes the rows of every table that gets some (and fills the caches),
-            # counted on the very frames that are written.
-            counts = {row["stat"]: row for row in reduce(DataFrame.unionByName, stats).collect()} if stats else {}
-            decoded_rows = sum(counts[f"decoded:{table}"]["rows"] for table in change_rows) - moved
-            # Checked before anything is written, so a decode bug stops the stream
-            # instead of committing a batch that silently lost records.
-            if decoded_rows + quarantined != records_in:
-                raise RecordsLostError(
-                    f"batch {batch_id}: {records_in} records in, but {decoded_rows} decoded + "
-                    f"{quarantined} quarantined; every record must land or be quarantined"
-                )
-            spark = records.sparkSession
-            writes = [
-                partial(self.sink.write, change_rows[table], contract, batch_id, rows=counts[f"landed:{table}"]["rows"])
-                if table in change_rows
-                # Still told, so that a sink replaces whatever an earlier attempt of the batch left.
-                else partial(self.sink.write, spark.createDataFrame([], change_log_schema(contract)), contract,
-                             batch_id, rows=0)
-                for table, contract in self.contracts.items()
-            ]
-            self._run_writes(writes)
+            frames = {table: table_rows(records, self.contracts, table) for table in active}
+            if isinstance(self.sink, StagingSink):
+                counts = self._stage_check_publish(self.sink, records.sparkSession, frames, ingested_at, batch_id,
+                                                   overview)
+            else:
+                counts = self._count_check_write(records.sparkSession, frames, cached, ingested_at, batch_id,
+                                                 overview)
             self.quarantine.write(quarantine_rows, batch_id, rows=quarantined)
         finally:
             for frame in cached:
                 frame.unpersist()
-        known_micros = [
-            counts[f"decoded:{table}"]["value"]
-            for table in change_rows
-            if counts[f"decoded:{table}"]["value"] is not None
-        ]
+        known_micros = [table.max_event_micros for table in counts.values() if table.max_event_micros is not None]
         max_event_ts = datetime.fromtimestamp(max(known_micros) / 1e6, timezone.utc) if known_micros else None
         report = BatchReport(
             batch_id=batch_id,
             records_in=records_in,
             landed={
-                contract.raw_table: counts[f"landed:{table}"]["rows"] if table in change_rows else 0
+                contract.raw_table: counts[table].landed if table in counts else 0
                 for table, contract in self.contracts.items()
             },
             quarantined=quarantined,
-            unrouted=sum(
-                counts[f"landed:{table}"]["rows"] for table in change_rows if self.contracts[table].unrouted
-            ),
+            unrouted=sum(counts[table].landed for table in counts if self.contracts[table].unrouted),
             moved=moved,
-            duplicates_dropped=sum(
-                counts[f"decoded:{table}"]["rows"] - counts[f"landed:{table}"]["rows"] for table in change_rows
-            ),
+            duplicates_dropped=sum(table.decoded - table.landed for table in counts.values()),
             max_event_ts=max_event_ts,
             lag_seconds=None if max_event_ts is None else (self.clock() - max_event_ts).total_seconds(),
             seconds=time.monotonic() - started,
