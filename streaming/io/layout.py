@@ -14,7 +14,7 @@ and writing the active-raw pointer and checking that a data directory can be rea
 <data root>/replays/<replay id>.json            a quarantine replay's run log; <replay id>/ its own output
 <data root>/unrouted_replays/<replay id>.json   an unrouted replay's run log
 <data dir>/dbt/{target,logs}/                   dbt's output for this data directory
-<data dir>/lakehouse.duckdb                     the local dbt target's database (profiles.yml names it too)
+<data dir>/lakehouse.duckdb                     the local dbt target's database (dbt_project/lakehouse_dbt/duckdb_database.py opens it)
 ```
 
 The data root is the data directory itself until `lakehouse switch` points readers at a

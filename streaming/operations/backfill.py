@@ -166,13 +166,6 @@ def run_log_path(data_root: Path, export_id: str) -> Path:
     return BACKFILLS.path(data_root, export_id)
 
 
-def unfinished_backfills(data_root: Path) -> list[str]:
-    """One warning per recorded backfill that has not succeeded: failed, or recorded as
-    running (still running, or killed before it finished). Such a run published none or
-    part of its batch, so its export is incomplete in raw until it is run again."""
-    return BACKFILLS.unfinished(data_root)
-
-
 def plan_backfill(
     export_dir: Path | str,
     contracts: Mapping[str, TableContract],

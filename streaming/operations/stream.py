@@ -10,7 +10,7 @@ from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import SinkName
 from streaming.io.sources import local_landing_files
-from streaming.operations.backfill import unfinished_backfills
+from streaming.operations.recorded_batch import unfinished_operations
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import StreamOptions, claim_local_stream, load_checked_contracts, start_stream
@@ -55,7 +55,7 @@ def stream(
     with hold_data_dir(layout.root, "stream", report=out):
         target = layout.active()
         # The stream does not wait for them, but an analyst would miss their items.
-        for warning in unfinished_backfills(target.root):
+        for warning in unfinished_operations(target.root):
             out(f"WARNING: {warning}")
         stream_id = claim_local_stream(target, layout.landing, contracts, out)
         with session_for(spark, out, master) as session:
