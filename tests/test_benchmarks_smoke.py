@@ -64,10 +64,12 @@ def test_job_and_copy_rates_are_positive_the_ratio_is_theirs_and_the_flat_varian
     for contract in load_contracts().values():
         for path in raw_layout.change_log_files(raw_layout.change_log_dir(raw, contract)):
             batch = pq.read_table(path, columns=["_batch_id", "_ingested_at"]).to_pylist()
+            change_log_rows += len(batch)
+            if not batch:
+                continue  # Spark's first write task leaves a file even when its share of rows is empty
             assert {row["_batch_id"] for row in batch} == {int(path.parent.name.split("=")[1])}
             assert {raw_layout.hour_folder_of(row["_ingested_at"]) for row in batch} == {
                 path.parent.parent.name}
-            change_log_rows += len(batch)
     assert change_log_rows == job["landed"] > 0
     # The set holds every packaged table, the single-table design's entities and unrouted items too.
     assert set(job["landed_by_table"]) == set(load_contracts())
