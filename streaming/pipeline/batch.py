@@ -173,10 +173,16 @@ class TableCounts:
     max_event_micros: int | None
 
 
+def _distinct_changes_to_count(frame: DataFrame, contract: TableContract) -> DataFrame:
+    """A table's distinct changes on their keys and eventIDs alone: the grouping of
+    `drop_duplicate_events`, so the same count, without carrying the wide rows."""
+    return drop_duplicate_events(frame.select(*ordering_columns(contract)), contract)
+
+
 def _counted(frame: DataFrame, contract: TableContract) -> TableCounts:
     """One table's counts by a job of its own, for a write that observed none."""
     decoded = frame.agg(*_decoded_stats()).collect()[0]
-    landed = drop_duplicate_events(frame.select(*ordering_columns(contract)), contract).count()
+    landed = _distinct_changes_to_count(frame, contract).count()
     return TableCounts(decoded=decoded["rows"], landed=landed, max_event_micros=decoded["max_event_micros"])
 
 
@@ -330,7 +336,9 @@ class Pipeline:
         staged = dict(zip(frames, self._run_writes(stages)))
         counts = {}
         for table, frame in frames.items():
-            decoded_stats, landed_stats = _observed(decoded[table]), _observed(landed[table])
+            decoded_stats = _observed(decoded[table])
+            # Once one count is missing the table is counted anew: no wait for the other.
+            landed_stats = _observed(landed[table]) if decoded_stats is not None else None
             if decoded_stats is None or landed_stats is None:
                 counts[table] = _counted(frame, self.contracts[table])
             else:
@@ -365,7 +373,7 @@ class Pipeline:
             # rows' keys and eventIDs alone: the same grouping gives the same count, and
             # the wide ordering step then runs once, for the write.
             if getattr(self.sink, "reads_changes_once", False):
-                counted = drop_duplicate_events(frame.select(*ordering_columns(contract)), contract)
+                counted = _distinct_changes_to_count(frame, contract)
             else:
                 changes = counted = _cache(changes, cached)
             change_rows[table] = as_change_log_rows(changes, contract, ingested_at, batch_id)
