@@ -17,9 +17,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+
+if TYPE_CHECKING:
+    from benchmarks.datasets import LandingSet
 
 
 def prepare_run(only: str | None, known: tuple[str, ...], results_dir: Path, work: Path) -> tuple[str, ...]:
@@ -183,6 +186,24 @@ def run_case(
     if check and (process.returncode != 0 or result is None):
         raise CaseFailedError(f"case {case} exited {process.returncode}:\n{stderr[-3000:]}")
     return CaseRun(case, params, result or {}, sampler.peak, wall, process.returncode, stderr[-3000:])
+
+
+def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,
+               max_files_per_trigger: int | None = None, driver_memory: str | None = None,
+               contracts_dir: Path | None = None) -> CaseRun:
+    """The stream case over `landing` into a fresh `data_dir`, which must read every record
+    of it: a figure from a run that read less would compare unequal work."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    params: dict[str, Any] = {"label": label, "data_dir": str(data_dir), "landing_dir": str(landing.root),
+                              "master": master, "max_files_per_trigger": max_files_per_trigger}
+    if driver_memory:
+        params["driver_memory"] = driver_memory
+    if contracts_dir:
+        params["contracts_dir"] = str(contracts_dir)
+    run = run_case("stream", params)
+    if run.result["records_in"] != landing.records:
+        raise RuntimeError(f"{label}: the job read {run.result['records_in']} records, the landing set holds {landing.records}")
+    return run
 
 
 def _cpu_model() -> str:

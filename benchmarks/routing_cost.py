@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from benchmarks.datasets import LandingSet
+from benchmarks.measure import stream_run
 from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
 
 APP_CONTRACT = PACKAGED_CONTRACTS_DIR / "app.yml"
@@ -84,8 +85,6 @@ def routing_figures(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 def measure_routing(landing: LandingSet, work: Path, master: str, rounds: int) -> dict[str, Any]:
     """`rounds` runs of each variant over `landing`, alternating, each in a fresh process."""
-    from benchmarks.run import stream_run
-
     folders = write_contract_dirs(work)
     runs: dict[str, list[dict[str, Any]]] = {"routed": [], "flat": []}
     for round_number in range(rounds):

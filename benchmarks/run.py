@@ -22,7 +22,7 @@ from typing import Any
 from benchmarks.datasets import LandingSet, generate_landing, prefix_set, replicated_set
 from benchmarks.figures import batch_growth, throughput_figures
 from benchmarks.freshness import measure_freshness
-from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case
+from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case, stream_run
 from benchmarks.routing_cost import measure_routing
 
 TARGET_JOB_OVER_COPY = 0.8
@@ -89,22 +89,6 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
 
 def progress(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,
-               max_files_per_trigger: int | None = None, driver_memory: str | None = None,
-               contracts_dir: Path | None = None) -> CaseRun:
-    shutil.rmtree(data_dir, ignore_errors=True)
-    params: dict[str, Any] = {"label": label, "data_dir": str(data_dir), "landing_dir": str(landing.root),
-                              "master": master, "max_files_per_trigger": max_files_per_trigger}
-    if driver_memory:
-        params["driver_memory"] = driver_memory
-    if contracts_dir:
-        params["contracts_dir"] = str(contracts_dir)
-    run = run_case("stream", params)
-    if run.result["records_in"] != landing.records:
-        raise RuntimeError(f"{label}: the job read {run.result['records_in']} records, the landing set holds {landing.records}")
-    return run
 
 
 def copy_run(landing: LandingSet, out_dir: Path, master: str, fmt: str) -> CaseRun:

@@ -1,10 +1,14 @@
-"""The package's layers, checked from its source: a lower layer never imports a higher
+"""The project's layers, checked from its source: a lower layer never imports a higher
 one, and no two modules import each other, directly or round a longer loop. Imports
-inside functions and under TYPE_CHECKING count: they are dependencies all the same.
+inside functions and under TYPE_CHECKING count: they are dependencies all the same, and
+so do relative imports, read as the absolute names they stand for.
 
-streaming.errors and streaming.atomic_files are the base every layer may use; the
-lakehouse_dbt package runs inside dbt's own image without `streaming`, so it imports
-none of it (docs/architecture.md, "Layers")."""
+lakehouse_dbt is the lowest layer and imports none of `streaming`: it runs inside dbt's
+own process, and in the dbt image, which holds its __init__, env, pii_key and
+athena_pii_key and no `streaming` at all (tests/deploy/test_dbt_image.py). Above it,
+streaming.errors and streaming.atomic_files are the base every `streaming` layer may use.
+benchmarks/ and deploy/ sit on top: they may import any layer, nothing imports them,
+and neither imports the other (docs/development.md, "Layout of the code")."""
 from __future__ import annotations
 
 import ast
@@ -13,10 +17,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_ROOTS = {"streaming": REPO / "streaming", "lakehouse_dbt": REPO / "dbt_project" / "lakehouse_dbt"}
+PACKAGE_ROOTS = {
+    "streaming": REPO / "streaming",
+    "lakehouse_dbt": REPO / "dbt_project" / "lakehouse_dbt",
+    "benchmarks": REPO / "benchmarks",
+    "deploy": REPO / "deploy",
+}
 # Lowest first; a module may import its own layer and the ones before it.
 LAYERS = (
-    ("lakehouse_dbt", "streaming.errors", "streaming.atomic_files"),
+    ("lakehouse_dbt",),
+    ("streaming.errors", "streaming.atomic_files"),
     ("streaming.contracts",),
     ("streaming.pipeline",),
     ("streaming.io",),
@@ -25,6 +35,8 @@ LAYERS = (
     ("streaming.operations",),
     ("streaming.cli",),
 )
+# Above every layer, side by side: each may import any layer and its own package only.
+TOP_PACKAGES = ("benchmarks", "deploy")
 
 
 def module_name(path: Path, package: str, root: Path) -> str:
@@ -40,20 +52,42 @@ def project_modules() -> dict[str, Path]:
     }
 
 
-def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """Project modules named by the file's import statements (a `from package import
-    name` counts as the submodule when `name` is one)."""
+def imported_modules(path: Path, known: set[str], module: str) -> set[str]:
+    """Project modules named by the import statements of `module`'s file (a `from
+    package import name` counts as the submodule when `name` is one)."""
+    # A relative import starts from the importing module's package: the module itself
+    # when it is a package's __init__.py.
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute_module(node, package, module)
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
     return {name for name in found if name in known}
 
 
+def absolute_module(node: ast.ImportFrom, package: str, module: str) -> str:
+    """The module a `from ... import` statement reads names from, as an absolute name."""
+    if node.level == 0:
+        assert node.module is not None
+        return node.module
+    parts = package.split(".")
+    if node.level > len(parts):
+        raise AssertionError(f"{module}: a relative import {node.level} levels up leaves the top package")
+    base = ".".join(parts[: len(parts) - node.level + 1])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def top_package(module: str) -> str | None:
+    return next((top for top in TOP_PACKAGES if module == top or module.startswith(top + ".")), None)
+
+
 def layer_of(module: str) -> int:
+    if top_package(module):
+        return len(LAYERS)
     for index, prefixes in enumerate(LAYERS):
         if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
             return index
@@ -63,7 +97,19 @@ def layer_of(module: str) -> int:
 def import_graph() -> dict[str, set[str]]:
     modules = project_modules()
     known = set(modules)
-    return {name: imported_modules(path, known) - {name} for name, path in modules.items()}
+    return {name: imported_modules(path, known, name) - {name} for name, path in modules.items()}
+
+
+def forbidden_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a higher layer, or of another top package."""
+    found = []
+    for module, targets in graph.items():
+        if module == "streaming":
+            continue
+        for target in sorted(targets - {"streaming"}):
+            if layer_of(target) > layer_of(module) or top_package(target) not in (None, top_package(module)):
+                found.append(f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})")
+    return found
 
 
 def test_every_module_sits_in_a_layer() -> None:
@@ -73,14 +119,31 @@ def test_every_module_sits_in_a_layer() -> None:
 
 
 def test_no_layer_imports_a_higher_one() -> None:
-    upward = [
-        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
-        for module, targets in import_graph().items()
-        if module != "streaming"
-        for target in sorted(targets)
-        if target != "streaming" and layer_of(target) > layer_of(module)
-    ]
-    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+    forbidden = forbidden_imports(import_graph())
+    assert not forbidden, "imports against the layer order:\n" + "\n".join(forbidden)
+
+
+@pytest.mark.parametrize("module, target", [
+    ("lakehouse_dbt.pii_key", "streaming.errors"),
+    ("lakehouse_dbt.env", "streaming.io.layout"),
+    ("streaming.cli.data", "benchmarks.run"),
+    ("streaming.runtime.package_zip", "deploy.app"),
+    ("deploy.app", "benchmarks.measure"),
+    ("benchmarks.run", "deploy.config"),
+])
+def test_the_layer_rule_refuses(module: str, target: str) -> None:
+    assert forbidden_imports({module: {target}})
+
+
+@pytest.mark.parametrize("module, target", [
+    ("streaming.errors", "lakehouse_dbt.env"),
+    ("streaming.io.layout", "lakehouse_dbt.env"),
+    ("benchmarks.run", "streaming.cli"),
+    ("deploy.app", "streaming.runtime.glue_job"),
+    ("deploy.app", "deploy.stacks.lakehouse"),
+])
+def test_the_layer_rule_allows(module: str, target: str) -> None:
+    assert not forbidden_imports({module: {target}})
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -127,12 +190,28 @@ def test_cycle_finder_finds_a_loop_of_three() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+KNOWN = {"streaming", "streaming.io", "streaming.io.layout", "streaming.io.sinks", "streaming.cli",
+         "streaming.cli.data"}
+
+
 @pytest.mark.parametrize("source, expected", [
     ("from streaming.io import layout", {"streaming.io", "streaming.io.layout"}),
     ("def f():\n    import streaming.cli", {"streaming.cli"}),
     ("from streaming.io.layout import DataLayout", {"streaming.io.layout"}),
+    # Relative imports, from the module streaming.io.probe.
+    ("from ..cli import build_parser", {"streaming.cli"}),
+    ("from ..cli.data import add_commands", {"streaming.cli.data"}),
+    ("from . import layout", {"streaming.io", "streaming.io.layout"}),
+    ("from .sinks import QuarantineWriter", {"streaming.io.sinks"}),
+    ("from .. import cli", {"streaming", "streaming.cli"}),
 ])
 def test_imports_inside_functions_and_from_packages_are_seen(tmp_path: Path, source: str, expected: set[str]) -> None:
     module = tmp_path / "probe.py"
     module.write_text(source)
-    assert imported_modules(module, {"streaming.io", "streaming.io.layout", "streaming.cli"}) == expected
+    assert imported_modules(module, KNOWN, "streaming.io.probe") == expected
+
+
+def test_a_package_s_relative_imports_start_from_the_package_itself(tmp_path: Path) -> None:
+    init = tmp_path / "__init__.py"
+    init.write_text("from .layout import DataLayout\nfrom ..cli import data")
+    assert imported_modules(init, KNOWN, "streaming.io") == {"streaming.io.layout", "streaming.cli", "streaming.cli.data"}
