@@ -11,7 +11,11 @@ from streaming.io.layout import DataLayout
 def add_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     dbt = commands.add_parser(
         "dbt", parents=[common], help="run dbt on this project with the data directory (e.g. `lakehouse dbt build`)",
-        epilog="--reprocess-from DAY --reprocess-to DAY (end exclusive) redo those event days in the "
+        epilog="--table T selects the nodes of the DynamoDB table T (`table:` of its contract): the models "
+               "built from its raw tables alone, their tests and the seeds they read, e.g. `lakehouse dbt build "
+               "--table orders`; --exclude narrows it (docs/dbt.md, \"Building one table\"); a selection that "
+               "reads a seed this data directory has not loaded loads it first; "
+               "--reprocess-from DAY --reprocess-to DAY (end exclusive) redo those event days in the "
                "current-state staging models and the microbatch marts (docs/operations.md); "
                "--raw-as-of INSTANT reads Hudi raw tables as of that commit (docs/dbt.md)",
     )
@@ -39,14 +43,15 @@ def _own_options(default: object) -> argparse.ArgumentParser:
     own.add_argument("--reprocess-from", type=date.fromisoformat, default=None)
     own.add_argument("--reprocess-to", type=date.fromisoformat, default=None)
     own.add_argument("--raw-as-of", default=None)
+    own.add_argument("--table", default=None)
     return own
 
 
 def take_project_options(args: argparse.Namespace) -> None:
     """Move our own options found among dbt's arguments (`lakehouse dbt build --data-dir X
-    --reprocess-from 2026-11-01 --reprocess-to 2026-11-03`, `--raw-as-of 20261101120000000`)
-    onto `args`; dbt gets the rest in their order."""
-    args.reprocess_from = args.reprocess_to = args.raw_as_of = None
+    --reprocess-from 2026-11-01 --reprocess-to 2026-11-03`, `--raw-as-of 20261101120000000`,
+    `--table orders`) onto `args`; dbt gets the rest in their order."""
+    args.reprocess_from = args.reprocess_to = args.raw_as_of = args.table = None
     found, args.dbt_args = _own_options(argparse.SUPPRESS).parse_known_args(args.dbt_args)
     vars(args).update(vars(found))
 
@@ -55,6 +60,7 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.runtime.dbt_runner import DbtFailed, reprocess_args, run_dbt_command
 
     dbt_args = list(args.dbt_args)
+    one_table = {} if args.table is None else {"table": (args.table, _raw_tables_of(args))}
     if (args.reprocess_from is None) != (args.reprocess_to is None):
         raise DbtFailed("give both --reprocess-from and --reprocess-to (the end day is exclusive)")
     if args.reprocess_from is not None:
@@ -62,7 +68,25 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
             dbt_args += reprocess_args(args.reprocess_from, args.reprocess_to)
         except ValueError as exc:
             raise DbtFailed(str(exc)) from exc
-    run_dbt_command(layout.root, dbt_args, raw_as_of=args.raw_as_of)
+    run_dbt_command(layout.root, dbt_args, raw_as_of=args.raw_as_of, **one_table)
+
+
+def _raw_tables_of(args: argparse.Namespace) -> list[str]:
+    """The raw tables of the DynamoDB table `--table` names, checked before dbt starts."""
+    from streaming.runtime.dbt_runner import DbtFailed
+    from streaming.runtime.dbt_selection import gives_own_selection
+    from streaming.runtime.startup import load_checked_contracts
+
+    chooser = gives_own_selection(args.dbt_args)
+    if chooser is not None:
+        raise DbtFailed(f"--table {args.table} chooses the nodes itself, so it takes no {chooser}; "
+                        "give one of them, and --exclude to leave nodes out of the table's")
+    contracts = load_checked_contracts(args.contracts_dir).values()
+    raw_tables = [contract.raw_table for contract in contracts if contract.table == args.table]
+    if not raw_tables:
+        known = ", ".join(sorted({contract.table for contract in contracts}))
+        raise DbtFailed(f"--table {args.table}: no contract declares that table; the contracts declare {known}")
+    return raw_tables
 
 
 def scaffold_table(args: argparse.Namespace, layout: DataLayout) -> None:

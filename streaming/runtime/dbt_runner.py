@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,16 @@ from lakehouse_dbt.hudi_raw import check_instant, load_hudi_tables
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
 from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout, dbt_env, hudi_tables, local_raw_format, read_pointer, require_data_dir
+from streaming.runtime.dbt_selection import (
+    TableNodes,
+    command_of,
+    listed_ids,
+    listing_of,
+    read_manifest,
+    relations_in,
+    table_nodes,
+    unbuilt_inputs,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # dbt's saved parse of the project (partial_parse.msgpack), shared by every data directory:
@@ -266,20 +276,98 @@ def raw_hudi_args(data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None
     return with_dbt_var(dbt_args, "raw_format", "hudi")
 
 
-def run_dbt_command(data_dir: Path, dbt_args: Sequence[str], *, raw_as_of: str | None = None) -> None:
+def run_dbt_command(
+    data_dir: Path,
+    dbt_args: Sequence[str],
+    *,
+    raw_as_of: str | None = None,
+    table: tuple[str, Sequence[str]] | None = None,
+    report: Callable[[str], None] = lambda line: print(line, flush=True),
+) -> None:
     """`lakehouse dbt <args>`: dbt on this repository's project with the local data directory.
 
     Hudi raw tables are read through hudi-rs (raw_hudi_args), as of `raw_as_of` when
-    given. dbt writes its own progress; a failure ends with dbt's own error
-    (failure_summary), not only a pointer to a log that a usage error never writes.
+    given. `table` (a DynamoDB table and its raw tables) selects that table's nodes and
+    the seeds they read (table_selection); otherwise a `build` or `run` whose selection
+    reads what it does not build is fitted to the data directory (fill_in_unbuilt_inputs).
+    dbt writes its own progress; a failure ends with dbt's own error (failure_summary),
+    not only a pointer to a log that a usage error never writes.
     """
     if not dbt_args:
         raise DbtFailed("name a dbt command, e.g. `lakehouse dbt build`")
     # dbt would create a missing one empty and build nothing from it.
     require_data_dir(data_dir)
     dbt_args = raw_hudi_args(data_dir, dbt_args, raw_as_of)
+    if table is not None:
+        selected = table_selection(data_dir, dbt_args, *table)
+        counts = ", ".join(f"{count} {kind}" for kind, count in selected.counts().items())
+        report(f"--table {selected.table}: {' '.join(selected.arguments)} ({counts})")
+        dbt_args = [*dbt_args, *selected.arguments]
+    if table is None or command_of(dbt_args) != "build":
+        # A table's build selects the seeds it reads; its `run` loads none.
+        dbt_args = fill_in_unbuilt_inputs(data_dir, dbt_args, report)
+    _run_or_fail(data_dir, dbt_args)
+
+
+def _run_or_fail(data_dir: Path, dbt_args: Sequence[str]) -> dbtRunnerResult:
     result = run_dbt(list(dbt_args), data_dir)
     if not result.success:
         log_file = DataLayout(data_dir).dbt_logs / "dbt.log"
         where = f"\nfull log: {log_file}" if log_file.is_file() else ""
         raise DbtFailed(f"dbt {' '.join(dbt_args)} failed: {failure_summary(result)}{where}")
+    return result
+
+
+def _same_vars(dbt_args: Sequence[str]) -> list[str]:
+    """The command's --vars as it gave them: a helper command with other vars (or none)
+    is another kind of command to the shared parse (parse_state_key), parsed again."""
+    given = _last_option(dbt_args, "--vars")
+    return [] if given is None else ["--vars", given]
+
+
+def table_selection(data_dir: Path, dbt_args: Sequence[str], table: str, raw_tables: Sequence[str]) -> TableNodes:
+    """The nodes of `table`, from dbt's graph of the project as `dbt_args` parse it."""
+    _run_or_fail(data_dir, ["parse", "--quiet", *_same_vars(dbt_args)])
+    try:
+        return table_nodes(read_manifest(DataLayout(data_dir).dbt_target), table, raw_tables)
+    except ValueError as exc:
+        raise DbtFailed(str(exc)) from exc
+
+
+def fill_in_unbuilt_inputs(data_dir: Path, dbt_args: Sequence[str], report: Callable[[str], None]) -> list[str]:
+    """`dbt_args` of a `build` with a selection, or of a `run`, made to work on what the data
+    directory holds, checked before anything runs. A seed the selected nodes read but the
+    database has no table of is loaded first: seeds are files of this repository, so on a
+    fresh data directory `build --select stg_dynamodb__orders+1` works instead of failing
+    on `order_statuses`. A data test that also reads a model neither selected nor built
+    (dbt selects every test of a selected model) is left out, saying so. A selected model
+    that reads such a model is refused, saying what to select. A seed loaded before is
+    left as it is, as dbt leaves it."""
+    listing = listing_of(dbt_args)
+    if listing is None:
+        return list(dbt_args)
+    listed = run_dbt(["ls", *listing.arguments, *_same_vars(dbt_args), "--output", "json",
+                      "--output-keys", "unique_id", "--log-level", "none"], data_dir)
+    relations = relations_in(DataLayout(data_dir).dbt_database)
+    if not listed.success or relations is None:
+        # The command itself fails on the same arguments or database, in dbt's words.
+        return list(dbt_args)
+    manifest = read_manifest(DataLayout(data_dir).dbt_target)
+    unbuilt = unbuilt_inputs(manifest, listed_ids(listed.result), listing.command, relations)
+    if unbuilt.models:
+        model, reads = next(iter(unbuilt.models.items()))
+        raise DbtFailed(
+            f"{model} reads {', '.join(reads)}, which this data directory has not built and the selection leaves "
+            f"out: select it too (`--select +{model}` selects everything {model} reads), or first build the models "
+            "of the DynamoDB table it comes from (`lakehouse dbt build --table <table>`)"
+        )
+    if unbuilt.seeds:
+        report(f"loading {'seeds' if len(unbuilt.seeds) > 1 else 'seed'} {', '.join(unbuilt.seeds)} first: the "
+               "selected nodes read it, and this data directory's database has no table of it yet")
+        _run_or_fail(data_dir, ["seed", "--select", *unbuilt.seeds, *_same_vars(dbt_args)])
+    if unbuilt.tests and not listing.by_selector:
+        reads = sorted({name for names in unbuilt.tests.values() for name in names})
+        report(f"leaving out {len(unbuilt.tests)} data test(s) that also read {', '.join(reads)}, which this data "
+               f"directory has not built: {', '.join(unbuilt.tests)}")
+        return [*dbt_args, "--exclude", *unbuilt.tests]
+    return list(dbt_args)
