@@ -194,7 +194,7 @@ def _tail(path: Path, characters: int = 3000) -> str:
 
 
 def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileReport:
-    from streaming.contracts.model import load_contracts
+    from streaming.contracts.loader import load_contracts
     from streaming.operations.reconcile import reconcile
 
     return reconcile(str(reference_raw), str(cluster_raw), load_contracts())

@@ -31,10 +31,10 @@ from typing import Any
 import duckdb
 
 from streaming.contracts.evolution import contract_version
+from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import INGEST_HOUR_COLUMN
 from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
-from streaming.samples.raw_schema import load_contract
 
 CUSTOMER_SHARE = 0.3
 EVENTS_PER_KEY = 3
@@ -150,11 +150,12 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
                    max(1, key_space - int(key_space * CUSTOMER_SHARE))),
     }
     raw_root = DataLayout(data_dir).raw
+    contracts = load_contracts()
     written = {}
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
         for table, (builder, first, count, keys) in plan.items():
-            contract = load_contract(table)
+            contract = contracts[table]
             sql = builder(first, count, keys, new_batch, ingested_at)
             chunk = f"((_event_no - {first}) * {batches} // {max(1, count)})"
             split = (f"select * exclude (_event_no) replace (_ingested_at + to_days({chunk}::integer) as _ingested_at), "

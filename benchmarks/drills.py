@@ -97,7 +97,7 @@ def section_name(base: str, sink: str) -> str:
 
 
 def quick_contracts(work: Path) -> str:
-    from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+    from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
 
     folder = work / "contracts"
     folder.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
-from streaming.contracts.model import TableContract, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
 from streaming.samples.generator import generate_cdc

@@ -41,7 +41,7 @@ from benchmarks.cases import HUDI_KILL_PHASES, KILL_ENV, KILL_PHASES
 from benchmarks.datasets import LandingSet
 from benchmarks.measure import kill_tree, run_case, start_case
 from benchmarks.rows import compare_data_dirs, data_dir_rows, pending_hudi_instants, staged_leftovers
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 
 TIMER = "timer"

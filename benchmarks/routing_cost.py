@@ -23,7 +23,7 @@ import yaml
 
 from benchmarks.datasets import LandingSet
 from benchmarks.measure import stream_run
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
 
 APP_CONTRACT = PACKAGED_CONTRACTS_DIR / "app.yml"
 

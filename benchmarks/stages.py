@@ -35,7 +35,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.landing_ledger import LandedFile
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import files_envelope, local_landing_files

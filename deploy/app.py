@@ -22,7 +22,7 @@ if str(REPO_ROOT) not in sys.path:  # `cdk` runs this file as a script from depl
 
 from deploy.config import DeployConfig, load_config, require_contracts  # noqa: E402
 from deploy.stacks.lakehouse import LakehouseStack  # noqa: E402
-from streaming.contracts.model import load_contracts  # noqa: E402
+from streaming.contracts.loader import load_contracts  # noqa: E402
 
 DEFAULT_CONFIG = REPO_ROOT / "deploy" / "config.example.yml"
 # CDK feature flags this app relies on (https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html):

@@ -16,7 +16,7 @@ from streaming.runtime.glue_job import OPTIONAL_ARGS, REQUIRED_ARGS
 SET_BY_GLUE = frozenset({"JOB_NAME"})
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 # Third-party modules the job imports on Glue besides Spark's own: the contract loader
-# reads YAML (streaming/contracts/model.py). Whether Glue 5.1 provides PyYAML could not
+# reads YAML (streaming/contracts/loader.py). Whether Glue 5.1 provides PyYAML could not
 # be confirmed from its list of provided modules
 # (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-python-libraries.html,
 # "Python modules already provided in AWS Glue"), so the job installs the version the

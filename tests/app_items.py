@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from streaming.contracts.model import TableContract, contracts_of_table, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.samples.export_writer import IncrementalChange, write_full_export, write_incremental_export
 
 APP = "app"

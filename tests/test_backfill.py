@@ -24,7 +24,7 @@ from app_items import (
 )
 
 from streaming.cli import main
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.dynamodb_export import read_export_manifest
 from streaming.io.layout import DataLayout

@@ -32,17 +32,11 @@ from benchmarks.routing_cost import APP_CONTRACT, flat_contract, routing_figures
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.run import folder_name
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.model import (
-    INGEST_HOUR_COLUMN,
-    PACKAGED_CONTRACTS_DIR,
-    change_log_schema,
-    ingest_hour,
-    load_contract_file,
-    load_contracts,
-)
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract_file, load_contracts
+from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.io import layout as raw_layout
 from streaming.runtime.stream_identity import read_identity
-from streaming.samples.raw_schema import load_contract
 
 
 @pytest.mark.spark
@@ -110,7 +104,7 @@ def test_the_stage_profile_covers_every_stage_and_leaves_the_decode_whole(spark,
     from pyspark.sql import functions as F
 
     from benchmarks.stages import STAGES, profile_stages
-    from streaming.contracts.model import load_contracts
+    from streaming.contracts.loader import load_contracts
     from streaming.io.sources import landing_files_batch
     from streaming.pipeline import decode
 
@@ -374,9 +368,9 @@ def test_fuzz_generator_yields_many_distinct_malformed_kinds() -> None:
     assert '"N":"' + "1" * 39 + '"' in kinds["number_39_digits"].line.decode()
 
 
-def _sink_file_columns(table: str) -> list[str]:
+def _sink_file_columns(contract: TableContract) -> list[str]:
     """The columns of the local sink's change-log files: the ingest hour is only their folder."""
-    return [name for name in change_log_schema(load_contract(table)).fieldNames() if name != INGEST_HOUR_COLUMN]
+    return [name for name in change_log_schema(contract).fieldNames() if name != INGEST_HOUR_COLUMN]
 
 
 def test_dbt_benchmark_rows_have_the_change_log_layout(tmp_path: Path) -> None:
@@ -384,10 +378,10 @@ def test_dbt_benchmark_rows_have_the_change_log_layout(tmp_path: Path) -> None:
     written = write_raw_changes(tmp_path, 0, 0, 3_000, 1_000, ingested, new_batch=False)
     assert sum(written.values()) == 3_000
     for table in ("customers", "orders"):
-        contract = load_contract(table)
+        contract = load_contracts()[table]
         (path,) = raw_layout.change_log_files(tmp_path / "raw" / f"{table}_changes")
         assert path.parent == tmp_path / "raw" / f"{table}_changes" / "_ingest_hour=2026-01-10-07" / "_batch_id=0"
-        assert pq.read_schema(path).names == _sink_file_columns(table)
+        assert pq.read_schema(path).names == _sink_file_columns(contract)
         with duckdb.connect() as con:
             rows, events, winners, batch_ids, versions = con.execute(
                 f"select count(*), count(distinct _event_id), count(distinct _ordering_value), "

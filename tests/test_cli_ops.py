@@ -12,8 +12,8 @@ import pytest
 from cli_processes import LakehouseProcess
 
 from streaming.cli import main
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
-from streaming.contracts.model import load_contracts
 from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, single_table_lines
 from streaming.operations.marts_summary import INVOICED_MART, MARTS, MARTS_SCHEMA, summarize_marts
 from streaming.operations.status import status

@@ -9,16 +9,9 @@ import pytest
 import yaml
 from pyspark.sql import types as T
 
-from streaming.contracts.model import (
-    ContractError,
-    change_log_schema,
-    check_partition_expression,
-    load_contract,
-    load_contracts,
-    parse_cast,
-    raw_schema,
-    snake_case,
-)
+from streaming.contracts.loader import load_contract, load_contracts, snake_case
+from streaming.contracts.model import ContractError, parse_cast
+from streaming.contracts.spark_schema import change_log_schema, check_partition_expression, raw_schema
 
 VALID: dict[str, Any] = {
     "table": "Orders",

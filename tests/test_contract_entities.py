@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.model import (
-    CHANGE_RECORD_COLUMN,
-    ContractError,
-    Route,
-    load_contract,
-    load_contract_file,
-    load_contracts,
-    raw_schema,
-)
+from streaming.contracts.loader import load_contract, load_contract_file, load_contracts
+from streaming.contracts.model import CHANGE_RECORD_COLUMN, ContractError, Route
+from streaming.contracts.spark_schema import raw_schema
 
 SINGLE_TABLE: dict[str, Any] = {
     "table": "shop-app",

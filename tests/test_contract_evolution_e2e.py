@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from streaming.cli import main
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
 from streaming.io.layout import DataLayout
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import write_landing_files

@@ -17,13 +17,8 @@ import pytest
 import yaml
 
 from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version, guard_contracts
-from streaming.contracts.model import (
-    PACKAGED_CONTRACTS_DIR,
-    ContractError,
-    load_contract,
-    load_contract_file,
-    load_contracts,
-)
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contract_file, load_contracts
+from streaming.contracts.model import ContractError
 from streaming.contracts.names import (
     ATHENA_DDL_RESERVED,
     ATHENA_SELECT_RESERVED,

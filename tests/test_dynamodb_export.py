@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.dynamodb_export import (
     ExportLineError,
     ExportValidationError,

@@ -30,14 +30,9 @@ from streaming.contracts.evolution import (
     guard_contracts,
     schema_document,
 )
-from streaming.contracts.model import (
-    METADATA_COLUMNS,
-    PACKAGED_CONTRACTS_DIR,
-    TableContract,
-    load_contract,
-    load_contracts,
-    raw_schema,
-)
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contracts
+from streaming.contracts.model import METADATA_COLUMNS, TableContract
+from streaming.contracts.spark_schema import raw_schema
 
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=timezone.utc)
 ADDITION_NOTE = "(null in rows written before)"
@@ -166,7 +161,7 @@ def test_version_ignores_load_repetition_and_key_order(tmp_path: Path) -> None:
 def test_version_is_the_same_in_other_python_processes(tmp_path: Path) -> None:
     path = write_contract(tmp_path / "orders", packaged("orders"))
     program = (
-        "import sys; from streaming.contracts.model import load_contract; from streaming.contracts.evolution import contract_version; "
+        "import sys; from streaming.contracts.loader import load_contract; from streaming.contracts.evolution import contract_version; "
         "print(contract_version(load_contract(sys.argv[1])))"
     )
     versions = set()

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from streaming.contracts.model import contracts_of_table, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import contracts_of_table
 from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import APP_RAW_TABLES, UNDECLARED_APP_KINDS, generate_cdc, write_landing_files
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.hudi_options import (
     BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,

@@ -19,7 +19,8 @@ import pytest
 
 from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.cli import main
-from streaming.contracts.model import change_log_schema, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.hudi_sink import HudiSink
 from streaming.io.hudi_timeline import LocalFiles, table_commits
 from streaming.io.layout import DataLayout, local_raw_format

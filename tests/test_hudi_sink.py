@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contracts.model import change_log_schema, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.hudi_options import BATCH_MARKER_KEY
 from streaming.io.hudi_sink import HudiSchemaError, HudiSink, table_column_order
 from streaming.io.hudi_timeline import (

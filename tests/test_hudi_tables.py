@@ -20,7 +20,8 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import change_log_schema, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.hudi_sink import HudiSink, save_with_hudi
 from streaming.io.hudi_timeline import LocalFiles, read_timeline_head, table_commits
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch, landing_files_stream

@@ -20,7 +20,7 @@ import pytest
 from app_items import audit, change_record, invoice, tenant, user
 
 from streaming.cli import main
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations import quarantine as ops
 from streaming.operations.quarantine import quarantine_replay

@@ -11,7 +11,7 @@ import pytest
 from app_items import audit, invoice, tenant, user, write_app_full_export
 
 from streaming.cli import main
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations.backfill import backfill
 from streaming.operations.reconcile import ReconcileError, reconcile

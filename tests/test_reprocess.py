@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
 from streaming.operations.reprocess import (

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.errors import OperatorError
 from streaming.io.hudi_sink import hudi_bundle_available
 from streaming.io.layout import CHANGE_LOG_FILE_GLOB

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations.status import status
 from streaming.operations.stream import stream

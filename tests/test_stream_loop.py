@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from streaming.contracts.model import load_contracts, raw_schema
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.spark_schema import raw_schema
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_stream
 from streaming.pipeline.batch import Pipeline

@@ -4,7 +4,7 @@ A contract's names travel far. The DynamoDB table name becomes part of file name
 the headers `lakehouse scaffold` writes; a raw table's name is a Glue table, a folder, a
 DuckDB view and a dbt source; a column name appears unquoted in every staging model, in
 Athena's DDL (Hive) and queries (Trino) and in DuckDB; a description lands in the dbt
-YAML, which dbt renders with Jinja. model.py checks each name against these rules when a
+YAML, which dbt renders with Jinja. loader.py checks each name against these rules when a
 contract loads, so a name that would break a build, bind to a column the models add or
 run as Jinja is refused with the file and the field, before anything is written. Refusing
 is the rule, not quoting: a name quoted in the models scaffold writes would still break

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.contracts.model import raw_schema
+from streaming.contracts.spark_schema import raw_schema
 from streaming.io.hudi_options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,

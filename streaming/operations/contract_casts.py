@@ -8,7 +8,7 @@ tests/dbt/test_dbt_contract_casts.py fails when the file and the contracts disag
 table, `python -m streaming.operations.contract_casts` on its own.
 
 A cast must suit the raw text it reads: ISO-8601 text (S) becomes a timestamp or a
-date, a number (N) a bigint or a decimal. streaming/contracts/model.py already refuses casts
+date, a number (N) a bigint or a decimal. streaming/contracts/loader.py already refuses casts
 no model knows; this module refuses one on the wrong type, naming table and attribute.
 """
 
@@ -19,7 +19,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from streaming.contracts.model import AttributeSpec, ContractError, TableContract, load_contracts, parse_cast
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import AttributeSpec, ContractError, TableContract, parse_cast
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
 MACRO_PATH = PROJECT_DIR / "macros" / "contracts" / "contract_casts.sql"
@@ -41,7 +42,7 @@ def column_casts(contract: TableContract) -> dict[str, dict[str, str | int]]:
             if nested.cast is None:
                 continue
             parsed = parse_cast(nested.cast)
-            assert parsed is not None  # streaming.contracts.model refuses unknown casts on load
+            assert parsed is not None  # streaming.contracts.loader refuses unknown casts
             kind, precision, scale = parsed
             if kind not in CASTS_BY_TYPE.get(nested.type, ()):
                 raise ContractError(

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from streaming.contracts.model import AttributeSpec, TableContract, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import AttributeSpec, TableContract
 
 MACRO_FILE = Path(__file__).resolve().parents[2] / "macros" / "pii" / "contract_columns.sql"
 

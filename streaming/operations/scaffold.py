@@ -39,13 +39,13 @@ from pathlib import Path
 import yaml
 
 from streaming.atomic_files import write_text_atomically
+from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import (
     CHANGE_RECORD_COLUMN,
     INGEST_HOUR_COLUMN,
     AttributeSpec,
     TableContract,
     contracts_of_table,
-    load_contracts,
 )
 from streaming.errors import OperatorError
 from streaming.operations import contract_casts, contract_pii

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal
@@ -21,7 +22,6 @@ from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
 from streaming.operations.recorded_batch import unfinished_operations
 from streaming.operations.unrouted import changes_to_route
-from streaming.contracts.model import TableContract
 from streaming.runtime.startup import load_checked_contracts
 
 

@@ -23,7 +23,8 @@ from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, change_log_schema, ingest_hour
+from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
 from streaming.pipeline.decode import MOVED_FROM, decode_records, invalid_rows, rows_landing_in, table_rows
 from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns

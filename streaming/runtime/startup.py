@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.contracts.evolution import ContractRegistry, guard_contracts
-from streaming.contracts.model import ContractError, TableContract, check_partition_expression, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import ContractError, TableContract
+from streaming.contracts.spark_schema import check_partition_expression
 from streaming.errors import OperatorError
 from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files

@@ -13,7 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streaming.contracts.model import TableContract, contracts_of_table, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.io.dynamodb_export import (
     EXPORT_ROOT_FOLDER,
     FILES_MANIFEST_FILE,

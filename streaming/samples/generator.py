@@ -35,7 +35,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.dynamodb_export import SAMPLE_REGION, DynamoItem
 from streaming.pipeline import reasons
 from streaming.samples.export_writer import SAMPLE_ACCOUNT, IncrementalChange

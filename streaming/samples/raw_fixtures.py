@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streaming.contracts.evolution import contract_version
+from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
-from streaming.samples.raw_schema import load_contract, raw_schema
+from streaming.samples.raw_schema import arrow_raw_schema
 
 SEQUENCE_DIGITS = 64
 
@@ -65,8 +66,8 @@ def write_raw_batch(
     `_event_name` (default INSERT), `sequence` (an int, padded like the sink does) or
     any metadata column to override. Replaying a batch id replaces its folder.
     """
-    contract = load_contract(table)
-    schema = raw_schema(table)
+    contract = load_contracts()[table]
+    schema = arrow_raw_schema(contract)
     rows = list(rows)
     unknown = {name for row in rows for name in row} - set(schema.names) - {"sequence"}
     if unknown:

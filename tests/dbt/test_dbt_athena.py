@@ -25,9 +25,9 @@ from composite_key_cases import ORDER_KEYS, composite_key
 from exact_number_cases import EDGE_TEXTS, casts_select, compile_inline, evaluate, mismatches, random_number_texts
 from trino_sql_validator import validate
 
+from streaming.contracts.loader import load_contracts
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.contracts.model import load_contracts
-from streaming.samples.raw_schema import raw_schema
+from streaming.samples.raw_schema import arrow_raw_schema
 
 pytestmark = pytest.mark.dbt
 
@@ -145,8 +145,8 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
         glue.create_database(DatabaseInput={"Name": database})
     # Both raw tables of each DynamoDB table, as the Hudi sync registers them: the change
     # log (with its _ingest_hour partition column) and the current state.
-    for table in load_contracts():
-        schema = raw_schema(table)
+    for table, contract in load_contracts().items():
+        schema = arrow_raw_schema(contract)
         columns = [(field.name, _hive_type(field.type)) for field in schema] + [("_batch_id", "bigint")]
         for name, extra in ((f"{table}_changes", [("_ingest_hour", "string")]), (table, [])):
             _create_external_table(glue, RAW_DATABASE, name, columns + extra, f"s3://raw-bucket/{name}/",

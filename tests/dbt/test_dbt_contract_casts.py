@@ -15,7 +15,8 @@ import yaml
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
 
 from streaming.cli import main as lakehouse
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, ContractError, load_contract, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contracts
+from streaming.contracts.model import ContractError
 from streaming.io.layout import DataLayout
 from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
 from streaming.operations.status import status

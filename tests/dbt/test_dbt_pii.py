@@ -26,7 +26,7 @@ import pytest
 from dbt_scenario import DAY_1, EVENT_WINDOW
 
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key, hmac_pads, key_file, resolve_key
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.operations.contract_pii import MACRO_FILE, contract_columns, render_macro
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import generate_cdc

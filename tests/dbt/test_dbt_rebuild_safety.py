@@ -19,8 +19,9 @@ from dbt.cli.main import dbtRunnerResult
 from dbt_scenario import EVENT_WINDOW, INGESTED
 from dbt_tables import all_tables
 
+from streaming.contracts.loader import load_contracts
 from streaming.runtime.dbt_runner import run_dbt
-from streaming.samples.raw_schema import raw_schema
+from streaming.samples.raw_schema import arrow_raw_schema
 
 pytestmark = pytest.mark.dbt
 
@@ -32,7 +33,7 @@ CHANGES_TABLE = "lakehouse_staging.stg_dynamodb__customer_changes"
 def _write_unreadable_customer_batch(data_dir: Path) -> Path:
     """A raw customers batch whose _event_ts is text: the raw view is created (the
     files' schemas merge) but any query reading the value fails to cast it."""
-    schema = raw_schema("customers")
+    schema = arrow_raw_schema(load_contracts()["customers"])
     fields = [pa.field("_event_ts", pa.string()) if f.name == "_event_ts" else f for f in schema]
     row = {name: None for name in schema.names}
     row.update(

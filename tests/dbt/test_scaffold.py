@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from streaming.cli import main
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.errors import OperatorError
 from streaming.operations import scaffold as scaffold_module
 from streaming.operations.contract_pii import contract_columns

@@ -20,7 +20,7 @@ import duckdb
 import pytest
 from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW
 
-from streaming.contracts.model import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.operations.scaffold import scaffold
 from streaming.runtime.dbt_runner import PROJECT_DIR, failure_summary, run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch

@@ -18,7 +18,9 @@ import pytest
 from dbt_tables import TABLES
 
 from lakehouse_dbt.hudi_raw import read_hudi_snapshot
-from streaming.contracts.model import INGEST_HOUR_COLUMN, change_log_schema, load_contracts, raw_schema
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import INGEST_HOUR_COLUMN
+from streaming.contracts.spark_schema import change_log_schema, raw_schema
 from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream

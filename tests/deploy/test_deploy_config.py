@@ -13,7 +13,7 @@ import pytest
 from deploy import job_arguments
 from deploy.config import ConfigError, load_config, parse_config, require_contracts
 from deploy.job_arguments import JobArgumentsError, job_parameters
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.runtime.package_zip import build_package_zip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_the_package_zip_is_reproducible_and_importable(tmp_path):
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # Python imports the job module from the zip alone, as Glue does with --extra-py-files
     # (run outside the repository, so the checkout's own streaming/ is not on the path).
-    probe = ("import streaming.runtime.glue_job as job, streaming.io.metrics; from streaming.contracts.model import load_contracts; "
+    probe = ("import streaming.runtime.glue_job as job, streaming.io.metrics; from streaming.contracts.loader import load_contracts; "
              "print(job.__file__); print(sorted(load_contracts()))")
     completed = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(first)!r}); {probe}"],
