@@ -22,7 +22,8 @@ from typing import Any
 RAW_SOURCE = "dynamodb"
 # dbt's options that choose nodes; `--table` makes its own choice and takes none of them.
 CHOOSING_OPTIONS = ("--select", "-s", "--models", "--model", "-m", "--selector")
-# The commands whose nodes the seeds are checked for: the ones that run models.
+# The commands whose selection is checked against what the data directory holds: the
+# ones that run models.
 RUNS_MODELS = ("build", "run")
 # dbt ls keeps these of the command's options: everything that changes which nodes it picks.
 _SELECTION_PARAMS = ("select", "exclude", "selector", "resource_types", "exclude_resource_types",
@@ -83,8 +84,9 @@ def table_nodes(manifest: Mapping[str, Any], table: str, raw_tables: Iterable[st
                          f"`lakehouse scaffold --table {table}`")
     seeds = sorted({parent for uid in nodes for parent in manifest["parent_map"].get(uid, ())
                     if parent.startswith("seed.")})
-    seed_names = [_node(manifest, uid)["name"] for uid in seeds]
-    # dbt selects a test of a selected seed too (indirect selection), when it reads nothing else.
+    seed_names = [manifest["nodes"][uid]["name"] for uid in seeds]
+    # dbt also runs the tests of a selected seed (indirect selection); counted here are
+    # those that read nothing the selection leaves out.
     seed_tests = {child for uid in seeds for child in children.get(uid, ())
                   if set(manifest["parent_map"].get(child, ())) <= nodes | set(seeds)}
 
@@ -108,10 +110,6 @@ def _downstream(children: Mapping[str, Sequence[str]], starts: Iterable[str]) ->
                 found.add(child)
                 todo.append(child)
     return found
-
-
-def _node(manifest: Mapping[str, Any], uid: str) -> Mapping[str, Any]:
-    return manifest["unit_tests"][uid] if uid.startswith("unit_test.") else manifest["nodes"][uid]
 
 
 @dataclass(frozen=True)
@@ -152,7 +150,7 @@ def listing_of(dbt_args: Sequence[str]) -> Listing | None:
                 arguments += [option, *value]
         else:
             arguments += [option, str(value)]
-    if dbt_args[at] == "build" and not arguments_choose_nodes(params):
+    if dbt_args[at] == "build" and not _chooses_nodes(params):
         # Every node, so every seed: nothing a build reads is left unloaded.
         return None
     return Listing(command=dbt_args[at], arguments=arguments, by_selector=bool(params.get("selector")))
@@ -165,7 +163,7 @@ def command_of(dbt_args: Sequence[str]) -> str | None:
     return next((arg for arg in dbt_args if arg in cli.commands), None)
 
 
-def arguments_choose_nodes(params: Mapping[str, Any]) -> bool:
+def _chooses_nodes(params: Mapping[str, Any]) -> bool:
     return any(params.get(name) for name in ("select", "exclude", "selector", "resource_types",
                                               "exclude_resource_types"))
 
