@@ -15,13 +15,14 @@ from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.landing_reader import is_utf8
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
-from streaming.io.sources import ENVELOPE_COLUMNS, landing_files_batch
+from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
 MARKER = re.compile(r"fz(\d{6})z")
 
@@ -195,9 +196,8 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
     contract = contracts["customers"]
     per_batch = []
     for batch_id, lines in enumerate(batches):
-        envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines],
-                                         "payload string, kinesis_sequence_number string, source_ref string")
-        decoded, _ = decode_batch(envelope.select(*ENVELOPE_COLUMNS), contracts)
+        envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines], ENVELOPE_SCHEMA)
+        decoded, _ = decode_batch(envelope, contracts)
         per_batch.append(to_change_log_rows(decoded["customers"], contract, _BASE + timedelta(hours=batch_id), batch_id))
     change_log = reduce(DataFrame.unionByName, per_batch).select(
         *contract.key_columns, "email", "_is_deleted", "_ordering_value", "_event_id", "_batch_id").cache()
@@ -224,8 +224,7 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]],
     pipeline = Pipeline(contracts, LocalParquetSink(str(data_dir)), QuarantineWriter(str(data_dir)),
                         clock=lambda: next(clock_ticks))
     for batch_id, lines in enumerate(batches):
-        envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines],
-                                         "payload string, kinesis_sequence_number string, source_ref string")
+        envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines], ENVELOPE_SCHEMA)
         pipeline.process_batch(envelope, batch_id)
     events: list[Counter[str]] = [Counter() for _ in batches]
     for batch_id, path in batch_files(raw_layout.change_log_dir(DataLayout(data_dir).raw, contracts["customers"])):

@@ -21,11 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from test_decode import ENVELOPE_SCHEMA, change_record
+from test_decode import change_record
 
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import load_contracts
 from streaming.io.dynamodb_export import SNAPSHOT_EVENT_ID_PREFIX, export_to_change_records, snapshot_ordering
 from streaming.pipeline.decode import decode_batch
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import drop_duplicate_events, latest_per_key
 from streaming.samples.export_writer import IncrementalChange, write_full_export, write_incremental_export
 

@@ -15,15 +15,13 @@ from boto3.dynamodb.types import TypeDeserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from streaming.contracts.loader import load_contracts
-from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract
-from streaming.contracts.spark_schema import raw_schema
+from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
 from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
 pytestmark = pytest.mark.spark
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records"
-ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 REGION = "eu-west-1"
 T0_SECONDS = 1_700_000_000  # 2023-11-14T22:13:20Z
 

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.contracts.loader import load_contracts
-from streaming.contracts.model import AttributeSpec, TableContract
-from streaming.contracts.spark_schema import change_log_schema
+from streaming.contracts.model import AttributeSpec, TableContract, change_log_schema, load_contracts
 from streaming.errors import OperatorError
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline, RecordsLostError, UnusableStreamViewType
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import latest_per_key
 from streaming.samples.generator import generate_cdc, write_landing_files
 
@@ -68,8 +67,7 @@ def order(customer_id: str, order_id: str, seconds: int, sequence: int, event_id
 
 
 def envelope_of(spark, lines: list[str], ref: str = "test"):
-    return spark.createDataFrame([(line, None, ref) for line in lines],
-                                 "payload string, kinesis_sequence_number string, source_ref string")
+    return spark.createDataFrame([(line, None, ref) for line in lines], ENVELOPE_SCHEMA)
 
 
 def read_raw(spark, root: Path, contract: TableContract):

@@ -16,16 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
-from streaming.contracts.spark_schema import change_log_schema
+from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, change_log_schema, load_contracts
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.decode import decode_batch
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import latest_per_key
 
 pytestmark = pytest.mark.spark
 
-ENVELOPE_SCHEMA = "payload string, kinesis_sequence_number string, source_ref string"
 T0 = 1_700_000_000
 # An attribute-routed single-table design: the item's `kind` says its entity, so a Put
 # can turn one entity's item into another's at the same key.

@@ -14,7 +14,6 @@ from streaming.io.landing_ledger import changed_files
 from streaming.io.sources import (
     ASSUMED_FILE_BYTES,
     DEFAULT_MAX_BYTES_PER_TRIGGER,
-    ENVELOPE_COLUMNS,
     MAX_FILES_PER_TRIGGER,
     SourceShapeError,
     files_per_trigger,
@@ -22,6 +21,7 @@ from streaming.io.sources import (
     landing_files_batch,
     landing_files_stream,
 )
+from streaming.pipeline.envelope import ENVELOPE_COLUMNS
 from streaming.runtime.stream_loop import run_stream
 
 pytestmark = pytest.mark.spark

@@ -25,6 +25,7 @@ from streaming.operations import unrouted as ops
 from streaming.operations.recorded_batch import UNROUTED_REPLAYS
 from streaming.operations.status import status
 from streaming.operations.stream import stream
+from streaming.pipeline.decode import RETIRING_ORDERING_SUFFIX
 from streaming.runtime.data_lock import LOCK_FILE
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"
@@ -181,7 +182,7 @@ def test_a_replay_that_routes_nothing_names_no_run_log_and_says_so_once(spark, d
 
 
 def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, data_dir, contracts_with_audits):
-    from streaming.contracts.loader import load_contracts
+    from streaming.contracts.model import load_contracts
 
     root = data_dir.root
     contracts = load_contracts(contracts_with_audits)
@@ -218,7 +219,7 @@ def test_a_table_no_contract_describes_is_named_as_unknown_with_the_known_tables
 def test_a_tombstone_sorts_after_the_change_it_retires_and_before_any_later_one():
     time, sequence = "20260921000000000000", "0" * 63 + "1"
     retired = time + sequence + "652D61312D696E73657274"  # hex of the eventID e-a1-insert
-    tombstone = retired + ops.TOMBSTONE_SUFFIX
+    tombstone = retired + RETIRING_ORDERING_SUFFIX
     later = [
         retired + "41",  # same time and sequence number, an eventID the retired one's starts
         retired[:-1] + "5",  # same time and sequence number, a greater eventID

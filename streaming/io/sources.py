@@ -1,8 +1,6 @@
-"""Source adapters: each turns its input into the change envelope.
-
-Envelope columns (docs/architecture.md): `payload` (one change record as JSON text),
-`kinesis_sequence_number` (nullable), `source_ref` (where the record came from); landing
-files add `source_error` (a reason found while splitting the file into records).
+"""Source adapters: each turns its input into the change envelope, whose columns
+streaming.pipeline.envelope defines (ENVELOPE_SCHEMA, docs/architecture.md); landing
+files add `source_error`, a reason found while splitting the file into records.
 """
 from __future__ import annotations
 
@@ -19,11 +17,7 @@ from pyspark.sql.streaming import DataStreamReader
 from streaming.io.firehose_error_output import ERROR_OUTPUT_PATTERN, is_error_output
 from streaming.io.landing_ledger import LandedFile, record_batch
 from streaming.io.storage import hadoop_glob_literal
-from streaming.pipeline.envelope import SOURCE_ERROR
-
-ENVELOPE_COLUMNS = ("payload", "kinesis_sequence_number", "source_ref")
-# Landing envelopes carry one more column, SOURCE_ERROR: the quarantine reason the
-# splitter found (streaming/io/landing_reader.py), null for a well-formed record.
+from streaming.pipeline.envelope import SOURCE_ERROR, envelope_columns
 
 # With classification json and inferSchema true, Glue's Kinesis source hands the
 # micro-batch the record data as JSON text in this column (some Glue releases spell it
@@ -95,13 +89,8 @@ def files_envelope(spark: SparkSession, files: Sequence[LandedFile]) -> DataFram
     records = spark.createDataFrame(paths, "path string").mapInArrow(
         split_landing_files, "payload binary, source_ref string, source_error string"
     )
-    return records.select(
-        # No UTF-8 check in this cast: decode quarantines invalid bytes as `invalid_utf8`.
-        F.col("payload").cast("string").alias("payload"),
-        F.lit(None).cast("string").alias("kinesis_sequence_number"),
-        "source_ref",
-        SOURCE_ERROR,
-    )
+    # No UTF-8 check in the payload's cast to text: decode quarantines invalid bytes as `invalid_utf8`.
+    return records.select(*envelope_columns(payload=F.col("payload"), source_ref=F.col("source_ref")), SOURCE_ERROR)
 
 
 def is_hidden_landing_name(name: str) -> bool:
@@ -270,8 +259,5 @@ def glue_kinesis_envelope(df: DataFrame, stream_arn: str) -> DataFrame:
         if GLUE_KINESIS_ARRIVAL_COLUMN in df.columns
         else F.lit(None).cast("string")
     )
-    return df.select(
-        _glue_data_column(df).cast("string").alias("payload"),
-        F.lit(None).cast("string").alias("kinesis_sequence_number"),
-        F.concat_ws("@", F.lit(stream_arn), arrival).alias("source_ref"),
-    )
+    return df.select(*envelope_columns(payload=_glue_data_column(df),
+                                       source_ref=F.concat_ws("@", F.lit(stream_arn), arrival)))

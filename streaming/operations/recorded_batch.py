@@ -185,15 +185,11 @@ def explaining_retry(error: type[Exception], heading: str, *also: type[Exception
 def rows_envelope(spark: SparkSession, records: Sequence[tuple[str | None, str | None]]) -> DataFrame:
     """`(payload, source_ref)` pairs as the change envelope, with no Kinesis sequence number:
     a replayed record is read from where it was kept, not from the stream."""
-    from pyspark.sql import types as T
+    from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
-    from streaming.io.sources import ENVELOPE_COLUMNS
-
-    # Every envelope column is text (streaming.io.sources names them and their order).
-    schema = T.StructType([T.StructField(column, T.StringType()) for column in ENVELOPE_COLUMNS])
-    rows = [{"payload": payload, "kinesis_sequence_number": None, "source_ref": source_ref}
-            for payload, source_ref in records]
-    return spark.createDataFrame([tuple(row[column] for column in ENVELOPE_COLUMNS) for row in rows], schema)
+    # Rows given by name: the schema fixes the order, and leaves the sequence number null.
+    return spark.createDataFrame([{"payload": payload, "source_ref": source_ref} for payload, source_ref in records],
+                                 ENVELOPE_SCHEMA)
 
 
 def run_batch(

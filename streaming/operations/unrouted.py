@@ -18,13 +18,15 @@ changes, oldest to newest, so the entity gets the item's whole history:
   tombstone (a REMOVE row, `_change_record` null, eventID `rerouted:<ordering value>`)
   for each key whose latest unrouted change it re-routed.
 
-The tombstone's `_ordering_value` is the re-routed change's followed by `-`. Readers keep
-the row with the greatest ordering value ("greatest wins", streaming.pipeline.ordering),
-so the tombstone wins over the change it retires. It also loses to every later real
-change of the key: an ordering value is fixed-width digits (event time, sequence number)
-and then the eventID's hex digits or `~` and a hash (envelope._tie_breaker), so a real
-value greater than V either differs from V within V's length, and then from V+`-` in the
-same place, or continues V with a hex digit, which sorts after `-`. Nothing real sorts
+The tombstone is made as the decoder makes the tombstone of a move, by
+streaming.pipeline.decode.tombstone_columns, here beside the change it retires: its
+`_ordering_value` is the re-routed change's V followed by `-`. Readers keep the row with
+the greatest ordering value ("greatest wins", streaming.pipeline.ordering), so the
+tombstone wins over the change it retires. It also loses to every later real change of
+the key: an ordering value is fixed-width digits (event time, sequence number) and then
+the eventID's hex digits or `~` and a hash (envelope._tie_breaker), so a real value
+greater than V either differs from V within V's length, and then from V+`-` in the same
+place, or continues V with a hex digit, which sorts after `-`. Nothing real sorts
 between V and V+`-`. Should the item's kind become unknown again, its next change lands
 in the unrouted table above the tombstone and is current there again.
 
@@ -55,8 +57,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.contracts.model import CHANGE_RECORD_COLUMN, PIPELINE_COLUMNS, TableContract, contracts_of_table
-from streaming.contracts.spark_schema import raw_schema
+from streaming.contracts.model import (
+    CHANGE_RECORD_COLUMN,
+    TableContract,
+    contracts_of_table,
+    raw_schema,
+)
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
@@ -64,6 +70,7 @@ from streaming.io.layout import DataLayout, require_data_dir
 from streaming.io.sinks import SinkName
 from streaming.operations.recorded_batch import UNROUTED_REPLAYS, explaining_retry, recording, run_batch
 from streaming.pipeline.batch import as_change_log_rows
+from streaming.pipeline.decode import tombstone_columns
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
@@ -75,11 +82,6 @@ if TYPE_CHECKING:
 
 
 Printer = Callable[[str], None]
-
-# Follows a re-routed change's ordering value in its tombstone's: below every hex digit
-# and "~", so nothing real sorts between the two (module docstring).
-TOMBSTONE_SUFFIX = "-"
-TOMBSTONE_EVENT_ID_PREFIX = "rerouted:"
 
 
 class UnroutedReplayError(OperatorError, RuntimeError):
@@ -394,28 +396,18 @@ def _write_tombstones(
 
 def _tombstone_frame(spark: SparkSession, contract: TableContract, retired: Sequence[UnroutedRow]) -> DataFrame:
     """The tombstones' rows in the unrouted table's raw columns (the pipeline's columns aside)."""
-    schema = raw_schema(contract)
-    fields = [field for field in schema.fields if field.name not in PIPELINE_COLUMNS]
-    keys = dict.fromkeys(contract.key_columns)
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    rows = []
-    for row in retired:
-        values: dict[str, Any] = {field.name: None for field in fields}
-        values.update(zip(keys, row.keys))
-        values.update({
-            contract.partition_column: row.partition,
-            "_event_name": "REMOVE",
-            "_is_deleted": True,
-            "_is_ttl_delete": False,
-            "_event_ts": row.event_ts,
-            "_sequence_number": row.sequence_number,
-            "_ordering_value": row.ordering_value + TOMBSTONE_SUFFIX,
-            "_event_id": TOMBSTONE_EVENT_ID_PREFIX + row.ordering_value,
-            "_source_table": contract.table,
-        })
-        rows.append(tuple(values[field.name] for field in fields))
-    return spark.createDataFrame(rows, T.StructType(fields))
+    schema = raw_schema(contract)
+    # What a tombstone takes from the change it retires; the partition is the change's own.
+    taken = (*contract.key_columns, contract.partition_column, "_event_ts", "_sequence_number", "_ordering_value")
+    changes = spark.createDataFrame(
+        [(*row.keys, row.partition, row.event_ts, row.sequence_number, row.ordering_value) for row in retired],
+        T.StructType([schema[name] for name in taken]),
+    ).withColumn("_source_table", F.lit(contract.table))
+    keys = {column: F.col(column) for column in contract.key_columns}
+    return changes.select(*tombstone_columns(contract, keys, beside_change=True), contract.partition_column)
 
 
 # --------------------------------------------------------------------------- `lakehouse unrouted`

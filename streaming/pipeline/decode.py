@@ -80,8 +80,14 @@ from functools import lru_cache, reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import CHANGE_RECORD_COLUMN, METADATA_COLUMNS, PIPELINE_COLUMNS, TableContract
-from streaming.contracts.spark_schema import check_partition_expression, raw_schema
+from streaming.contracts.model import (
+    CHANGE_RECORD_COLUMN,
+    METADATA_COLUMNS,
+    PIPELINE_COLUMNS,
+    TableContract,
+    check_partition_expression,
+    raw_schema,
+)
 from streaming.pipeline import reasons
 from streaming.pipeline.attributes import (
     IMAGE_MISFIT,
@@ -98,6 +104,11 @@ from streaming.pipeline.routing import route_records
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
 # The raw table a record's item moved out of (routing.py), which gets a tombstone; else null.
 MOVED_FROM = "_moved_from"
+# A tombstone beside the change it retires (tombstone_columns) follows the change's
+# ordering value with this: it sorts below every hex digit and "~", so nothing real sorts
+# between the two; and its eventID is this prefix and the change's ordering value.
+RETIRING_ORDERING_SUFFIX = "-"
+RETIRING_EVENT_ID_PREFIX = "rerouted:"
 # Metadata columns every table shares, straight from the parsed record.
 _SHARED_METADATA = tuple(
     name for name in METADATA_COLUMNS if name not in PIPELINE_COLUMNS and name != "_extra_attributes"
@@ -231,7 +242,7 @@ def decode_projections(
         ).alias(MOVED_FROM),
         *[
             F.when(own, _table_row(contract, index))
-            .when(leaves, _tombstone_row(contract, index))
+            .when(leaves, F.struct(*tombstone_columns(contract, _key_values(contract, index), beside_change=False)))
             .alias(_table_column(index))
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
@@ -299,19 +310,56 @@ def _table_row(contract: TableContract, index: int) -> Column:
     )
 
 
-def _tombstone_row(contract: TableContract, index: int) -> Column:
-    """The row a change lands in the raw table its item left (routing.py): a REMOVE of the
-    key, at the change's time and with its eventID; no values, as every tombstone."""
-    moved = {"_event_name": F.lit("REMOVE"), "_is_deleted": F.lit(True), "_is_ttl_delete": F.lit(False)}
-    return F.struct(
-        *[
-            attribute_value(F.col(_descriptor_column(index, number)), spec).alias(spec.column)
-            for number, spec in enumerate(contract.attributes)
-        ],
-        *[moved[name].alias(name) if name in moved else F.col(name) for name in _SHARED_METADATA],
+def tombstone_columns(contract: TableContract, keys: Mapping[str, Column], *, beside_change: bool) -> list[Column]:
+    """The raw columns of a tombstone, in a decoded row's order, but the partition column
+    (computed from the key, as for any row): a REMOVE of the key, at the time of the
+    change that retires the key from this table, with no attribute values and no extras.
+
+    `keys` gives each key column's value; the change's `_event_ts`, `_sequence_number`,
+    `_ordering_value`, `_source_table`, and unless `beside_change` its `_event_id` and
+    `payload`, are read from the frame the columns are selected from.
+
+    Decode makes one in the raw table an item moved out of (routing.py), where the change
+    itself does not land: the tombstone is that change's row there, so it takes the
+    change's ordering value and eventID, and in an unrouted table keeps its record, by
+    which a replay knows the row for a move (a deletion whose record is no REMOVE).
+
+    An unrouted replay (streaming/operations/unrouted.py) makes one `beside_change`: in the
+    unrouted table that holds the change it retires. There it must win over that change,
+    hence an ordering value just above the change's (RETIRING_ORDERING_SUFFIX; an ordering
+    value is fixed-width digits and then hex digits or "~", so any later real change of
+    the key still sorts above it); it must not pass for a redelivery of the change, which
+    the change log and staging drop by eventID, hence an eventID of its own; and it holds
+    no record, so that no replay reads it as a change that arrived.
+    """
+    if set(keys) != set(contract.key_columns):
+        raise ValueError(f"a tombstone of {contract.raw_table} needs its key columns {list(contract.key_columns)}, "
+                         f"not {sorted(keys)}")
+    if beside_change:
+        ordering_value = F.concat(F.col("_ordering_value"), F.lit(RETIRING_ORDERING_SUFFIX))
+        event_id = F.concat(F.lit(RETIRING_EVENT_ID_PREFIX), F.col("_ordering_value"))
+        change_record = F.lit(None).cast("string")
+    else:
+        ordering_value, event_id, change_record = F.col("_ordering_value"), F.col("_event_id"), F.col("payload")
+    metadata = {"_event_name": F.lit("REMOVE"), "_is_deleted": F.lit(True), "_is_ttl_delete": F.lit(False),
+                "_ordering_value": ordering_value, "_event_id": event_id}
+    types = {field.name: field.dataType for field in raw_schema(contract).fields}
+    return [
+        *[keys.get(spec.column, F.lit(None)).cast(types[spec.column]).alias(spec.column)
+          for spec in contract.attributes],
+        *[metadata.get(name, F.col(name)).alias(name) for name in _SHARED_METADATA],
         F.lit(None).cast("string").alias("_extra_attributes"),
-        *([F.col("payload").alias(CHANGE_RECORD_COLUMN)] if contract.unrouted else []),
-    )
+        *([change_record.alias(CHANGE_RECORD_COLUMN)] if contract.unrouted else []),
+    ]
+
+
+def _key_values(contract: TableContract, index: int) -> dict[str, Column]:
+    """The key columns of a record of the i-th table, read from its image (a REMOVE's Keys)."""
+    return {
+        spec.column: attribute_value(F.col(_descriptor_column(index, number)), spec)
+        for number, spec in enumerate(contract.attributes)
+        if spec.name in contract.key_attributes
+    }
 
 
 def _evaluate_once(df: DataFrame) -> DataFrame:

@@ -1,4 +1,8 @@
-"""Stage 1 of decoding: each change record's envelope, parsed once.
+"""The change envelope, which every source produces, and stage 1 of decoding: each change
+record's envelope, parsed once.
+
+The envelope is defined here alone (ENVELOPE_SCHEMA): the sources (streaming.io.sources)
+build it with `envelope_columns`, replays and tests build it from rows with the schema.
 
 What every table shares is read here: the table the record belongs to, its event name,
 the change time (in whichever precision the record states), the sequence number, the
@@ -33,18 +37,42 @@ SECONDS_BELOW = 10**11
 MILLIS_BELOW = 10**14
 MICROS_BELOW = 10**17
 
+# docs/architecture.md, "The change envelope": one change record as JSON text, unparsed;
+# the Kinesis sequence number when the source has one; where the record came from.
+ENVELOPE_SCHEMA = T.StructType(
+    [
+        T.StructField("payload", T.StringType()),
+        T.StructField("kinesis_sequence_number", T.StringType()),
+        T.StructField("source_ref", T.StringType()),
+    ]
+)
+ENVELOPE_COLUMNS = tuple(ENVELOPE_SCHEMA.fieldNames())
 _CORRUPT = "_corrupt_record"
 # Java regular expressions: the escape of any surrogate (U+D800 to U+DFFF), and an escaped
 # backslash or the escapes of a high and a low surrogate, which together are one character.
 _SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
 _BACKSLASH_OR_PAIR_ESCAPE = r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _INVALID_UTF8 = "_invalid_utf8"
-# The optional envelope column of landing files: a reason found while splitting the file.
+# The optional envelope column of landing files, after ENVELOPE_COLUMNS: a reason found
+# while splitting the file (streaming/io/landing_reader.py), null for a well-formed record.
 SOURCE_ERROR = "source_error"
 IMAGES = ("Keys", "NewImage", "OldImage")
 _RECORD = "_record"
 # Projections applied one after another, each reading the previous one's columns.
 Projections = tuple[tuple[Column, ...], ...]
+
+
+def envelope_columns(
+    payload: Column, source_ref: Column, kinesis_sequence_number: Column | None = None
+) -> tuple[Column, ...]:
+    """A source's columns as the envelope's, in ENVELOPE_SCHEMA's order and types; a source
+    without Kinesis sequence numbers leaves that column null."""
+    given = {
+        "payload": payload,
+        "kinesis_sequence_number": F.lit(None) if kinesis_sequence_number is None else kinesis_sequence_number,
+        "source_ref": source_ref,
+    }
+    return tuple(given[field.name].cast(field.dataType).alias(field.name) for field in ENVELOPE_SCHEMA.fields)
 
 
 def project(frame: DataFrame, projections: Projections) -> DataFrame:

@@ -13,11 +13,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
-from streaming.contracts.model import contracts_of_table
+from streaming.contracts.model import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, contracts_of_table, load_contracts
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.scaffold import scaffold
 from streaming.pipeline.batch import Pipeline
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.runtime.dbt_runner import PROJECT_DIR, failure_summary, run_dbt
 
 SHOP_CONTRACT = """\
@@ -129,8 +129,7 @@ def shop_build(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
         patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
         contracts = load_contracts()
         written = scaffold("shop", project_dir=project, contracts=contracts, history=True).written
-        envelope = spark.createDataFrame([(line, None, "round-trip") for line in RECORDS],
-                                         "payload string, kinesis_sequence_number string, source_ref string")
+        envelope = spark.createDataFrame([(line, None, "round-trip") for line in RECORDS], ENVELOPE_SCHEMA)
         # The stream of the shop table alone: a pipeline writes every table it is given.
         shop = contracts_of_table(contracts, "shop")
         report = Pipeline(shop, LocalParquetSink(str(data_dir)), QuarantineWriter(str(data_dir))).process_batch(
