@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.landing_reader import is_utf8
 from streaming.io.layout import DataLayout

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from test_decode import change_record
 
-from streaming.contracts.model import load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.dynamodb_export import SNAPSHOT_EVENT_ID_PREFIX, export_to_change_records, snapshot_ordering
 from streaming.pipeline.decode import decode_batch
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA

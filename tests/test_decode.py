@@ -15,7 +15,9 @@ from boto3.dynamodb.types import TypeDeserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract, load_contracts, raw_schema
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract
+from streaming.contracts.spark_schema import raw_schema
 from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 

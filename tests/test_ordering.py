@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from test_decode import CONTRACTS, T0_SECONDS, change_record
 
-from streaming.contracts.model import TableContract, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import TableContract
 from streaming.pipeline.decode import decode_batch
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import drop_duplicate_events, latest_per_key

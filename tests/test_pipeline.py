@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import AttributeSpec, TableContract, change_log_schema, load_contracts
+from streaming.contracts.loader import load_contracts
+from streaming.contracts.model import AttributeSpec, TableContract
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.model import PACKAGED_CONTRACTS_DIR, change_log_schema, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.decode import decode_batch

@@ -182,7 +182,7 @@ def test_a_replay_that_routes_nothing_names_no_run_log_and_says_so_once(spark, d
 
 
 def test_an_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, data_dir, contracts_with_audits):
-    from streaming.contracts.model import load_contracts
+    from streaming.contracts.loader import load_contracts
 
     root = data_dir.root
     contracts = load_contracts(contracts_with_audits)

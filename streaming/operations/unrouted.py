@@ -57,12 +57,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.contracts.model import (
-    CHANGE_RECORD_COLUMN,
-    TableContract,
-    contracts_of_table,
-    raw_schema,
-)
+from streaming.contracts.model import CHANGE_RECORD_COLUMN, TableContract, contracts_of_table
+from streaming.contracts.spark_schema import raw_schema
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log

@@ -80,14 +80,8 @@ from functools import lru_cache, reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.contracts.model import (
-    CHANGE_RECORD_COLUMN,
-    METADATA_COLUMNS,
-    PIPELINE_COLUMNS,
-    TableContract,
-    check_partition_expression,
-    raw_schema,
-)
+from streaming.contracts.model import CHANGE_RECORD_COLUMN, METADATA_COLUMNS, PIPELINE_COLUMNS, TableContract
+from streaming.contracts.spark_schema import check_partition_expression, raw_schema
 from streaming.pipeline import reasons
 from streaming.pipeline.attributes import (
     IMAGE_MISFIT,

@@ -35,8 +35,7 @@ from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
 from streaming.io.sources import TriggerSize, files_per_trigger, landing_files_stream
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
 from streaming.runtime.stream_identity import claim_stream_identity
-from streaming.runtime.stream_loop import run_stream
-from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
+from streaming.runtime.stream_loop import Trigger, run_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +55,7 @@ class StreamOptions:
     """How a local stream runs: what `lakehouse stream` takes on its command line."""
 
     trigger: Trigger = "available-now"
-    interval: str = DEFAULT_INTERVAL
+    interval: str = "100 seconds"
     sink: SinkName | None = None
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None

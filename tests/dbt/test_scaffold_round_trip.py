@@ -13,7 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from streaming.contracts.model import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, contracts_of_table, load_contracts
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.model import contracts_of_table
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.scaffold import scaffold
 from streaming.pipeline.batch import Pipeline
