@@ -17,7 +17,7 @@ from streaming.io.layout import DataLayout
 from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, single_table_lines
 from streaming.operations.marts_summary import INVOICED_MART, MARTS, MARTS_SCHEMA, summarize_marts
 from streaming.operations.status import status
-from streaming.runtime.stream_loop import checked_interval
+from streaming.runtime.trigger import checked_interval
 from streaming.samples.raw_fixtures import write_raw_batch
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from streaming.io.layout import DATA_DIR_ENV, DataDirUnusable, local_data_dir
 from streaming.io.sinks import DEFAULT_SINK, SINK_NAMES
+from streaming.runtime.trigger import checked_interval
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
 
@@ -75,8 +76,6 @@ def _whole_number_from(text: str, least: int) -> int:
 
 
 def interval_argument(text: str) -> str:
-    from streaming.runtime.stream_loop import checked_interval
-
     try:
         return checked_interval(text)
     except ValueError as exc:

@@ -15,13 +15,8 @@ from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import StreamOptions, claim_local_stream, load_checked_contracts, start_stream
 from streaming.runtime.stream_identity import record_table_batches
-from streaming.runtime.stream_loop import (
-    DEFAULT_INTERVAL,
-    Trigger,
-    deferred_stop_signals,
-    refusal_of,
-    stop_between_batches,
-)
+from streaming.runtime.stream_loop import deferred_stop_signals, refusal_of, stop_between_batches
+from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 
 from streaming.io.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
 from streaming.runtime.stream_identity import CHECKPOINT_METADATA, query_id_in_metadata
-from streaming.runtime.stream_loop import DEFAULT_INTERVAL
+from streaming.runtime.trigger import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

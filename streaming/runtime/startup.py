@@ -35,7 +35,8 @@ from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
 from streaming.io.sources import TriggerSize, files_per_trigger, landing_files_stream
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
 from streaming.runtime.stream_identity import claim_stream_identity
-from streaming.runtime.stream_loop import Trigger, run_stream
+from streaming.runtime.stream_loop import run_stream
+from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,7 +56,7 @@ class StreamOptions:
     """How a local stream runs: what `lakehouse stream` takes on its command line."""
 
     trigger: Trigger = "available-now"
-    interval: str = "100 seconds"
+    interval: str = DEFAULT_INTERVAL
     sink: SinkName | None = None
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None

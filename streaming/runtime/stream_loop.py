@@ -7,12 +7,10 @@ over the same input, and the sinks overwrite what the first attempt wrote.
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -21,28 +19,9 @@ from streaming.errors import OperatorError
 from streaming.io.layout import QUERY_NAME
 from streaming.io.sources import LandingStream
 from streaming.pipeline.batch import Pipeline
+from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 log = logging.getLogger(__name__)
-
-Trigger = Literal["available-now", "processing-time"]
-DEFAULT_INTERVAL = "100 seconds"
-# What a processing-time interval may say: whole numbers of these units, e.g. "30 seconds",
-# "1 minute 30 seconds". Spark parses the same text with its interval syntax and refuses
-# months and years for a trigger; tests/test_cli_ops.py checks each case against Spark.
-_INTERVAL_UNITS = ("week", "day", "hour", "minute", "second", "millisecond", "microsecond")
-_INTERVAL_PART = r"\d+\s+(?:%s)s?" % "|".join(_INTERVAL_UNITS)
-_INTERVAL = re.compile(rf"(?:interval\s+)?{_INTERVAL_PART}(?:\s+{_INTERVAL_PART})*", re.IGNORECASE)
-
-
-def checked_interval(text: str) -> str:
-    """`text` unchanged when it is a trigger interval Spark accepts; ValueError otherwise,
-    so a typo fails on the command line instead of after Spark has started."""
-    if not _INTERVAL.fullmatch(text.strip()):
-        raise ValueError(
-            f"not a trigger interval: {text!r}; write whole numbers with units, e.g. '30 seconds' or '2 minutes'"
-        )
-    return text.strip()
-
 
 # The OperatorError that stopped each query, by query name. Spark reports an exception
 # raised in foreachBatch only as a StreamingQueryException whose text holds the Python
