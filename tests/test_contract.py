@@ -295,6 +295,18 @@ def test_partition_expression_on_key_columns_passes(spark, tmp_path):
     check_partition_expression(spark, contract)  # raises on failure
 
 
+def test_the_partition_expression_is_evaluated_without_a_spark_job(spark, tmp_path):
+    """Every stream start checks each contract's expression; a job apiece cost about half
+    a second. On an inline table Spark's optimizer computes it by itself."""
+    contract = load_contract(write_contract(tmp_path, VALID))
+    spark.sparkContext.setJobGroup("partition-expression-check", "the check")
+    try:
+        check_partition_expression(spark, contract)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup("partition-expression-check") == []
+
+
 @pytest.mark.parametrize(
     "expression",
     [

@@ -74,19 +74,21 @@ def check_partition_expression(spark: SparkSession, contract: TableContract, *, 
     is also computed once on a sample key.
 
     A REMOVE record carries nothing but its keys, so an expression that reads any
-    other column would put tombstones in a different partition than their item. Without
-    `evaluate` no job runs (the decoder checks every batch so).
+    other column would put tombstones in a different partition than their item. The
+    decoder checks without `evaluate`, once per contract and process.
     """
     from pyspark.errors import PySparkException
-    from pyspark.sql import Row
     from pyspark.sql import functions as F
 
-    samples = {"S": "sample-key-1", "N": "1", "B": bytearray(b"\x01")}
+    samples = {"S": "'sample-key-1'", "N": "'1'", "B": "X'01'"}
     key_specs = [contract.attribute(name) for name in contract.key_attributes]
-    schema = T.StructType([T.StructField(spec.column, spark_type(spec)) for spec in key_specs])
-    rows = [Row(*(samples[spec.type] for spec in key_specs))] if evaluate else []
+    values = ", ".join(f"cast({samples[spec.type]} as {spark_type(spec).simpleString()})" for spec in key_specs)
+    names = ", ".join("`" + spec.column.replace("`", "``") + "`" for spec in key_specs)
     try:
-        frame = spark.createDataFrame(rows, schema)
+        # An inline table, not createDataFrame: Spark's optimizer computes a projection of
+        # one by itself, so the evaluation runs no job (a job per contract cost a stream's
+        # start-up about half a second each).
+        frame = spark.sql(f"select * from values ({values}) as key_columns({names})")
         partition = frame.select(F.expr(contract.partition_expression).cast("string"))
         # Asked of the analyzed expression: before analysis every function call is an
         # unresolved one, which reports itself deterministic whatever it calls.

@@ -148,23 +148,33 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     raw columns (null unless the record belongs to that table). The partition column is
     added later, per table, by `valid_rows`.
     """
-    projections = decode_projections(envelope.sparkSession, tuple(contracts.items()), SOURCE_ERROR in envelope.columns)
-    return project(envelope, projections)
+    given = tuple(contracts.items())
+    for _, contract in given:
+        _check_partition_expression_once(envelope.sparkSession, contract)
+    return project(envelope, decode_projections(given, SOURCE_ERROR in envelope.columns))
+
+
+# Keyed by contract, not by session: each streaming query hands foreachBatch a session
+# of its own, and the expression's analysis does not depend on which one it is.
+_PARTITION_EXPRESSIONS_CHECKED: set[TableContract] = set()
+
+
+def _check_partition_expression_once(spark: SparkSession, contract: TableContract) -> None:
+    if contract not in _PARTITION_EXPRESSIONS_CHECKED:
+        check_partition_expression(spark, contract, evaluate=False)
+        _PARTITION_EXPRESSIONS_CHECKED.add(contract)
 
 
 @lru_cache(maxsize=8)
-def decode_projections(
-    spark: SparkSession, contracts: tuple[tuple[str, TableContract], ...], has_source_error: bool
-) -> Projections:
-    """The projections `decode_records` applies, built once per set of contracts (and
-    their partition expressions checked, see `check_partition_expression`).
+def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_source_error: bool) -> Projections:
+    """The projections `decode_records` applies, built once per set of contracts.
 
-    They are expressions only, independent of any batch's data. Building them takes
-    thousands of calls into the JVM for the packaged contracts, more time than Spark's
-    analysis of them, so a stream builds them for its first micro-batch only.
+    They are expressions only, independent of any batch's data and of the session
+    (JVM Column objects name their inputs, they are bound to a plan only when
+    selected). Building them takes thousands of calls into the JVM for the packaged
+    contracts, seconds, more than Spark's analysis of them: a process builds them for
+    its first micro-batch only, every later batch and stream of it reuses them.
     """
-    for _, contract in contracts:
-        check_partition_expression(spark, contract, evaluate=False)
     tables = [contract for _, contract in contracts]
     names = [name for name, _ in contracts]
     parsing = parse_projections({contract.table for contract in tables}, has_source_error)
