@@ -10,6 +10,7 @@ differ between the two runs; every other value must be equal.
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -53,9 +54,22 @@ def both_sinks(hudi_spark, tmp_path_factory) -> dict[str, Path]:
 def both_built(both_sinks) -> dict[str, Path]:
     """The compared tables and what they are built from; dbt's tests run elsewhere."""
     compared = " ".join("+" + table.split(".")[1] for table in (*TABLES, *APP_TABLES))
+    window = _event_days(both_sinks["parquet"])
     for root in both_sinks.values():
-        run_dbt_command(root, ["build", "--select", compared, "--exclude-resource-type", "test", "unit_test"])
+        run_dbt_command(root, ["build", "--select", compared, "--exclude-resource-type", "test", "unit_test", *window])
     return both_sinks
+
+
+def _event_days(root: Path) -> list[str]:
+    """The event-time range (end exclusive) of the landed changes. Without it the daily
+    microbatch mart would run one batch per day from the deployment's activity_begin
+    (2024-03-01, tests/dbt/conftest.py) to today: a thousand batches, a minute a build."""
+    files = [str(path) for contract in load_contracts().values()
+             for path in raw_layout.change_log_files(raw_layout.change_log_dir(root / "raw", contract))]
+    with duckdb.connect() as con:
+        first, last = con.execute("select min(_event_ts)::date, max(_event_ts)::date "
+                                  "from read_parquet(?, union_by_name = true)", [files]).fetchone()
+    return ["--event-time-start", first.isoformat(), "--event-time-end", (last + timedelta(days=1)).isoformat()]
 
 
 def compared_columns(contract) -> list[str]:
