@@ -23,6 +23,13 @@ def checkout_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "PYTHONUNBUFFERED": "1"}
 
 
+def fresh_python(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`code` run by a new interpreter of this venv from the checkout's root: what a test
+    session has long since imported (pyspark, say) is not loaded there."""
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
 class LakehouseProcess:
     """`lakehouse <args>` started in `cwd`, in a session of its own (so that a signal to
     its group is what a terminal's Ctrl-C or `kill -- -<pgid>` sends); its output is

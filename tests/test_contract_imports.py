@@ -3,11 +3,10 @@ imports pyspark, so the CDK app and other readers of contracts need no Spark."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from cli_processes import REPO, fresh_python
+
 CONTRACTS = REPO / "streaming" / "contracts"
 
 
@@ -20,9 +19,7 @@ def test_the_model_and_the_loader_load_the_contracts_without_pyspark():
         "from streaming.contracts.loader import load_contracts; "
         "print(len(load_contracts()))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
-    )
+    completed = fresh_python(probe)
     assert completed.returncode == 0, completed.stderr
     assert int(completed.stdout) > 0
 

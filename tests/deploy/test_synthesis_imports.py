@@ -3,27 +3,19 @@ job's parameters, but never Spark: `make synth` and the CDK CLI run where pyspar
 not be installed, and importing it costs seconds for nothing."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
+from cli_processes import fresh_python
 from node_required import require_node
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_importing_the_cdk_app_imports_no_pyspark():
     # aws_cdk starts its Node.js runtime on import.
     require_node()
-    # A fresh interpreter: this test session has long since imported pyspark.
     probe = (
         "import sys, deploy.app; "
         "print('streaming.contracts.loader' in sys.modules); "
         "print(sorted({name.split('.')[0] for name in sys.modules} & {'pyspark', 'py4j'}))"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
-    )
+    completed = fresh_python(probe)
     assert completed.returncode == 0, completed.stderr
     loads_contracts, spark_modules = completed.stdout.splitlines()[-2:]
     assert spark_modules == "[]", f"importing deploy/app.py imported {spark_modules}"
