@@ -256,12 +256,18 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
 
 def valid_rows(decoded: DataFrame, contract: TableContract, table_column: str) -> DataFrame:
     """The table's decoded rows without a reason, in the raw schema minus the pipeline columns."""
-    rows = decoded.where(F.col(table_column).isNotNull() & F.col("reason").isNull()).select(f"{table_column}.*")
-    partitioned = rows.select(
-        "*", F.expr(contract.partition_expression).cast("string").alias(contract.partition_column)
-    )
+    kept, partition, typed = _valid_row_columns(contract, table_column)
+    return decoded.where(kept).select(f"{table_column}.*").select("*", partition).select(*typed)
+
+
+@lru_cache(maxsize=64)
+def _valid_row_columns(contract: TableContract, table_column: str) -> tuple[Column, Column, tuple[Column, ...]]:
+    """`valid_rows`' expressions, built once per table as the decode's are (a few hundred
+    calls into the JVM per batch otherwise)."""
+    kept = F.col(table_column).isNotNull() & F.col("reason").isNull()
+    partition = F.expr(contract.partition_expression).cast("string").alias(contract.partition_column)
     fields = [field for field in raw_schema(contract) if field.name not in PIPELINE_COLUMNS]
-    return partitioned.select(*[F.col(field.name).cast(field.dataType).alias(field.name) for field in fields])
+    return kept, partition, tuple(F.col(field.name).cast(field.dataType).alias(field.name) for field in fields)
 
 
 def rows_landing_in(contracts: Mapping[str, TableContract]) -> dict[str, Column]:
