@@ -67,6 +67,16 @@ def test_local_executors_run_this_interpreter(spark) -> None:
 
 
 @pytest.mark.spark
+def test_the_suites_jvm_runs_with_the_options_conftest_gives_it(spark) -> None:
+    # tests/conftest.py passes them through PYSPARK_SUBMIT_ARGS; were they lost, the suite
+    # would still pass, only slower (its time budget is the only other witness).
+    from conftest import TEST_JVM_OPTIONS
+
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert set(TEST_JVM_OPTIONS.split()) <= set(runtime.getInputArguments())
+
+
+@pytest.mark.spark
 def test_shipped_package_is_what_executors_import(spark) -> None:
     archive = ship_package_to_executors(spark)
 
