@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+# Of the target's name, in its temporary file's: the rest (dot, random part, `.tmp`) is short.
+_NAME_PART = 200
 
 def write_text_atomically(path: Path | str, text: str) -> None:
     """Replace `path` with `text` in one rename, creating its folder if needed.
@@ -20,10 +22,12 @@ def write_text_atomically(path: Path | str, text: str) -> None:
     The temporary file sits beside the target, so os.replace is a rename within one file
     system; its leading dot keeps it out of listings that skip hidden names. It is
     flushed to disk first, so a crash right after the rename cannot leave an empty file.
+    Its name starts like the target's, cut short so that a target named up to the file
+    system's 255 bytes still gets one.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:_NAME_PART]}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)

@@ -37,6 +37,8 @@ from streaming.contracts.names import (
     CAST_TEXT_SUFFIX,
     DYNAMODB_TABLE_NAME,
     DYNAMODB_TABLE_RULE,
+    MAX_COLUMN_LENGTH,
+    MAX_RAW_TABLE_LENGTH,
     MODEL_COLUMNS,
     SQL_NAME,
     SQL_NAME_RULE,
@@ -259,7 +261,8 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
         raw_table = _required_text(document, "raw_table", source)
         raw_table_field = "raw_table"
         raw_table_hint = ""
-    _check_sql_name(raw_table, source, raw_table_field, raw_table_hint or "; choose another name")
+    _check_sql_name(raw_table, source, raw_table_field, raw_table_hint or "; choose another name",
+                    max_length=MAX_RAW_TABLE_LENGTH)
 
     key = _section(document, "key", _KEY_KEYS, source, "partition_key (and optional sort_key)")
     partition_key = _required_text(key, "partition_key", source, "key.")
@@ -339,7 +342,8 @@ def _parse_entities(
             raise ContractError(f"{source.at(where)}: entity name {name!r} must be {SQL_NAME_RULE}")
         _reject_unknown(spec, _ENTITY_KEYS, source, f"{where}.")
         raw_table = spec.get("raw_table")
-        _check_sql_name(raw_table, source, f"{where}.raw_table", "; choose another name")
+        _check_sql_name(raw_table, source, f"{where}.raw_table", "; choose another name",
+                        max_length=MAX_RAW_TABLE_LENGTH)
         if raw_table in raw_tables:
             raise ContractError(
                 f"{source.at(where + '.raw_table')}: {raw_table!r} is already the raw table of "
@@ -447,10 +451,12 @@ def _parse_attribute(name: str, spec: Any, source: _Source, where: str, *, is_it
         )
     if "column" in spec:
         column = spec["column"]
-        _check_sql_name(column, source, f"{where}.column", "; choose another column name")
+        _check_sql_name(column, source, f"{where}.column", "; choose another column name",
+                        max_length=MAX_COLUMN_LENGTH)
     else:
         column = snake_case(name)
-        _check_sql_name(column, source, f"{where}.column", _derived_column_hint(name, column))
+        _check_sql_name(column, source, f"{where}.column", _derived_column_hint(name, column),
+                        max_length=MAX_COLUMN_LENGTH)
     cast = spec.get("cast")
     if cast is not None:
         _check_cast(cast, source, where)
@@ -534,7 +540,8 @@ def _check_columns(
     select raw rows with `*` and then add theirs, so a business column of such a name
     would bind where the models mean their own (`where change_rank = 1`) or push theirs
     aside (`is_deleted_1`), silently."""
-    _check_sql_name(partition_column, source, "partitioning.column", "; choose another column name")
+    _check_sql_name(partition_column, source, "partitioning.column", "; choose another column name",
+                    max_length=MAX_COLUMN_LENGTH)
     texts = {spec.column + CAST_TEXT_SUFFIX: spec for spec in attributes if spec.cast is not None}
     for column, where in [*((spec.column, where_of(spec)) for spec in attributes), (partition_column, "partitioning.column")]:
         if column in MODEL_COLUMNS:
@@ -551,11 +558,15 @@ def _check_columns(
     _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
 
 
-def _check_sql_name(name: Any, source: _Source, where: str, hint: str) -> None:
+def _check_sql_name(name: Any, source: _Source, where: str, hint: str, *, max_length: int) -> None:
     """A raw table or column name: lower snake_case and no engine's reserved word, since
-    it appears unquoted in DuckDB, Athena DDL and Athena queries. `hint` ends the message."""
+    it appears unquoted in DuckDB, Athena DDL and Athena queries, and short enough for the
+    names derived from it (names.py). `hint` ends the message."""
     if not isinstance(name, str) or not SQL_NAME.fullmatch(name):
         raise ContractError(f"{source.at(where)} {name!r} must be {SQL_NAME_RULE}{hint}")
+    if len(name) > max_length:
+        raise ContractError(f"{source.at(where)} {name[:40]!r}... is {len(name)} characters, over the "
+                            f"{max_length} that leave room for the names derived from it{hint}")
     engines = reserved_in(name)
     if engines:
         raise ContractError(f"{source.at(where)} {name!r} is a reserved word in {', '.join(engines)}{hint}")

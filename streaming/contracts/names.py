@@ -27,6 +27,17 @@ DYNAMODB_TABLE_RULE = "3 to 255 characters, each a letter, a digit, '_', '-' or 
 SQL_NAME = re.compile(r"[a-z][a-z0-9_]*")
 SQL_NAME_RULE = "lower snake_case: a lowercase letter, then lowercase letters, digits or '_'"
 
+# How long a name may be: the longest name derived from it must still be a Glue table or
+# column name (at most 255 characters: `TableInput.Name` and `Column.Name` in the Glue API
+# reference, https://docs.aws.amazon.com/glue/latest/webapi/API_TableInput.html and
+# API_Column.html) and a file name (255 bytes on Linux's and macOS's file systems).
+# A raw table's longest derived name is its scaffolded change model's file,
+# `stg_dynamodb__<raw_table>_changes.sql` (`changes_model` in operations/scaffold.py);
+# a column's is a cast's `<column>_text`. tests/test_contract_names.py scaffolds both limits.
+NAME_LIMIT = 255
+MAX_RAW_TABLE_LENGTH = NAME_LIMIT - len("stg_dynamodb__") - len("_changes.sql")
+MAX_COLUMN_LENGTH = NAME_LIMIT - len("_text")
+
 # DuckDB refuses these as unquoted column names: its `reserved` keywords and the
 # `type_function` ones that are not also `column_name` keywords (`at`, `left`, `join`,
 # ...), as its PostgreSQL-derived grammar does. tests/test_contract_names.py checks the

@@ -1,0 +1,69 @@
+"""How long a raw table or column name may be (streaming/contracts/names.py): the longest
+name derived from it must still fit a file name and a Glue table or column name."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract_files import write_contract
+from streaming.contracts.loader import load_contract_file, load_contracts
+from streaming.contracts.model import ContractError
+from streaming.contracts.names import MAX_COLUMN_LENGTH, MAX_RAW_TABLE_LENGTH, NAME_LIMIT
+from streaming.operations.scaffold import scaffold
+
+SHORT: dict[str, Any] = {
+    "table": "events",
+    "raw_table": "events",
+    "description": "Things that happened.",
+    "key": {"partition_key": "eventId"},
+    "attributes": {"eventId": {"type": "S"}, "amount": {"type": "N", "cast": "decimal(18,2)"}},
+    "partitioning": {"column": "event_bucket", "expression": "substring(event_id, -1, 1)"},
+}
+
+
+def _longest(raw_table_length: int, column_length: int) -> dict[str, Any]:
+    document = copy.deepcopy(SHORT)
+    document["raw_table"] = "r" * raw_table_length
+    document["attributes"]["amount"]["column"] = "c" * column_length
+    return document
+
+
+def test_the_longest_names_load_and_scaffold_files_and_relations_within_the_limit(tmp_path: Path) -> None:
+    write_contract(tmp_path / "contracts", _longest(MAX_RAW_TABLE_LENGTH, MAX_COLUMN_LENGTH))
+    contracts = load_contracts(tmp_path / "contracts")
+    project = tmp_path / "project"
+
+    # A longer name died here with OSError (File name too long), and so did this one while
+    # the atomic write named its temporary file after the whole target name.
+    result = scaffold("events", project_dir=project, contracts=contracts)
+
+    assert all((project / path).is_file() for path in result.written)
+    longest_file = max((Path(path).name for path in result.written), key=len)
+    assert len(longest_file) == NAME_LIMIT, longest_file
+    model_names = [Path(path).stem for path in result.written if Path(path).suffix == ".sql"]
+    assert max(len(name) for name in model_names) <= NAME_LIMIT
+    text_column = "c" * MAX_COLUMN_LENGTH + "_text"
+    assert len(text_column) == NAME_LIMIT
+    assert any(text_column in (project / path).read_text(encoding="utf-8") for path in result.written)
+
+
+@pytest.mark.parametrize(
+    ("raw_table_length", "column_length", "field", "limit"),
+    [(MAX_RAW_TABLE_LENGTH + 1, 10, "raw_table", MAX_RAW_TABLE_LENGTH),
+     (10, MAX_COLUMN_LENGTH + 1, "attributes.amount.column", MAX_COLUMN_LENGTH)],
+    ids=["raw_table", "column"],
+)
+def test_a_name_one_character_longer_is_refused_at_load_with_its_field_and_the_limit(
+    tmp_path: Path, raw_table_length: int, column_length: int, field: str, limit: int
+) -> None:
+    path = write_contract(tmp_path, _longest(raw_table_length, column_length))
+
+    with pytest.raises(ContractError) as error:
+        load_contract_file(path)
+
+    message = str(error.value)
+    assert message.startswith(f"{path}: line ") and field in message, message
+    assert f"is {limit + 1} characters, over the {limit}" in message
