@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.contracts.loader import load_contracts
+from pipelines import pipeline_at
 from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch, landing_files_stream
-from streaming.pipeline.batch import Pipeline
 from streaming.runtime.startup import StreamOptions, start_landing_stream
 from streaming.runtime.stream_loop import run_stream
 from streaming.samples.generator import write_landing_files
@@ -20,19 +18,6 @@ pytestmark = pytest.mark.spark
 
 FIXED_NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 GENERATOR_OPTIONS = {"seed": 41, "customers": 8, "orders_per_customer": 2, "malformed_rate": 0.08}
-
-
-@pytest.fixture(scope="module")
-def contracts():
-    # The article's two tables: these tests land their generated changes; routing the
-    # single-table sample has its own tests (test_routing.py), and every further contract
-    # only adds planning time to each of the many batches here.
-    packaged = load_contracts()
-    return {table: packaged[table] for table in ("customers", "orders")}
-
-
-def pipeline_at(root: Path, contracts) -> Pipeline:
-    return Pipeline(contracts, LocalParquetSink(str(root)), QuarantineWriter(str(root)), clock=lambda: FIXED_NOW)
 
 
 def customer_record(customer_id: str, event_id: str) -> bytes:
@@ -45,7 +30,7 @@ def customer_record(customer_id: str, event_id: str) -> bytes:
     }, separators=(",", ":")).encode()
 
 
-def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tmp_path, contracts):
+def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tmp_path, two_table_contracts):
     good = [customer_record(f"cust-{n}", f"event-{n}") for n in range(3)]
     duplicated = customer_record("cust-dup", "event-dup").replace(b'"eventName":"INSERT"',
                                                                     b'"eventName":"INSERT","eventName":"REMOVE"')
@@ -55,7 +40,8 @@ def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tm
     (landing / "ddb-cdc-1-2026-11-23-11-02-03-6f1e0a52-3a0c-4d0e-8f7f-2c3a1f7d9b01").write_bytes(
         good[0] + good[1] + b" xyz" + good[2] + duplicated + huge + customer_record("cust-last", "event-last"))
 
-    report = pipeline_at(tmp_path, contracts).process_batch(landing_files_batch(spark, str(tmp_path / "landing")), 0)
+    pipeline = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW)
+    report = pipeline.process_batch(landing_files_batch(spark, str(tmp_path / "landing")), 0)
 
     assert report.records_in == 6
     assert report.landed["customers"] == 3 and sum(report.landed.values()) == 3
@@ -68,7 +54,7 @@ def test_every_record_of_a_concatenated_object_lands_or_is_quarantined(spark, tm
     assert sorted(row.id for row in landed.collect()) == ["cust-0", "cust-2", "cust-last"]
 
 
-def test_a_lone_surrogate_is_quarantined_exactly_as_it_arrived_and_the_rest_lands(spark, tmp_path, contracts):
+def test_a_lone_surrogate_is_quarantined_exactly_as_it_arrived_and_the_rest_lands(spark, tmp_path, two_table_contracts):
     # JSON escapes a lone surrogate as `\ud800`; Parquet's UTF-8 cannot hold it, and it once
     # landed as `?x`. One record of each AWS format holds one; the pair beside them is one character.
     def with_email(record: bytes, email: str) -> bytes:
@@ -89,7 +75,8 @@ def test_a_lone_surrogate_is_quarantined_exactly_as_it_arrived_and_the_rest_land
     landing.mkdir()
     (landing / "part.jsonl").write_bytes(b"\n".join([streams_bad, good[0], kinesis_bad, good[1]]) + b"\n")
 
-    report = pipeline_at(tmp_path, contracts).process_batch(landing_files_batch(spark, str(landing)), 0)
+    pipeline = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW)
+    report = pipeline.process_batch(landing_files_batch(spark, str(landing)), 0)
 
     assert (report.records_in, report.landed["customers"], report.quarantined) == (4, 2, 2)
     quarantine = spark.read.parquet(str(tmp_path / "quarantine")).collect()
@@ -106,7 +93,7 @@ def raw_rows(spark, root: Path, table: str) -> list[tuple]:
 
 
 def stream_landing(spark, root: Path, contracts, query_name: str):
-    pipeline = pipeline_at(root, contracts)
+    pipeline = pipeline_at(root, contracts, FIXED_NOW)
     reports = []
 
     class Recording:
@@ -120,7 +107,7 @@ def stream_landing(spark, root: Path, contracts, query_name: str):
     return reports
 
 
-def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(spark, tmp_path, contracts):
+def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(spark, tmp_path, two_table_contracts):
     jsonl, firehose = tmp_path / "jsonl", tmp_path / "firehose"
     summary = write_landing_files(jsonl / "landing", records_per_file=30, **GENERATOR_OPTIONS)
     firehose_summary = write_landing_files(firehose / "landing", records_per_file=30, file_layout="firehose", gzip=True,
@@ -129,7 +116,7 @@ def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(
                for path in firehose_summary.files)
 
     for root in (jsonl, firehose):
-        reports = stream_landing(spark, root, contracts, f"layout_{root.name}")
+        reports = stream_landing(spark, root, two_table_contracts, f"layout_{root.name}")
         assert sum(report.records_in for report in reports) == summary.records
         assert sum(report.quarantined for report in reports) == summary.malformed
         quarantine = spark.read.parquet(str(root / "quarantine"))
@@ -141,7 +128,7 @@ def test_the_stream_lands_the_same_from_jsonl_and_from_gzipped_firehose_objects(
         assert raw_rows(spark, jsonl, table)
 
 
-def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_path, contracts):
+def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_path, two_table_contracts):
     target = DataLayout(tmp_path / "data")
     hour = target.landing / "2026" / "11" / "23" / "11"
     hour.mkdir(parents=True)
@@ -152,7 +139,7 @@ def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_
         b'{"attemptsMade":4,"errorCode":"Lambda.FunctionError","rawData":"eyJldmVudElEIjoiMiJ9"}')
     printed: list[str] = []
 
-    query, _ = start_landing_stream(spark, pipeline_at(target.root, contracts), target, target.landing,
+    query, _ = start_landing_stream(spark, pipeline_at(target.root, two_table_contracts, FIXED_NOW), target, target.landing,
                                     StreamOptions(query_name="error_output_test", checkpoint_name="error_output_test"),
                                     printed.append)
 

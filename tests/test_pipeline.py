@@ -15,6 +15,7 @@ from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
+from pipelines import pipeline_at
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline, RecordsLostError, UnusableStreamViewType
@@ -26,19 +27,6 @@ pytestmark = pytest.mark.spark
 
 FIXED_NOW = datetime(2026, 11, 2, tzinfo=timezone.utc)
 GENERATOR_OPTIONS = {"seed": 11, "customers": 12, "orders_per_customer": 2, "malformed_rate": 0.06}
-
-
-@pytest.fixture(scope="module")
-def contracts():
-    # The article's two tables: these tests land their generated changes; routing the
-    # single-table sample has its own tests (test_routing.py), and every further contract
-    # only adds planning time to each of the many batches here.
-    packaged = load_contracts()
-    return {table: packaged[table] for table in ("customers", "orders")}
-
-
-def pipeline_at(root: Path, contracts) -> Pipeline:
-    return Pipeline(contracts, LocalParquetSink(str(root)), QuarantineWriter(str(root)), clock=lambda: FIXED_NOW)
 
 
 def change(table: str, name: str, keys: dict, image: dict | None, seconds: int, sequence: int, event_id: str) -> str:
@@ -82,7 +70,7 @@ def batch_dirs(parent: Path) -> list[str]:
     return sorted(path.name for path in [*parent.glob("_batch_id=*"), *parent.glob("_ingest_hour=*/_batch_id=*")])
 
 
-def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contracts, caplog):
+def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, two_table_contracts, caplog):
     lines = [
         customer("c-1", "ana@example.com", 1_700_000_000, 100, "e1"),
         order("c-1", "o-1", 1_700_000_001, 101, "e2"),
@@ -91,7 +79,8 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
                1_700_000_002, 102, "e3"),
     ]
     with caplog.at_level(logging.INFO, logger="streaming.pipeline.batch"):
-        report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+        pipeline = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW)
+        report = pipeline.process_batch(envelope_of(spark, lines), 0)
 
     assert report.records_in == 4
     assert {table: rows for table, rows in report.landed.items() if rows} == {"customers": 1, "orders": 1}
@@ -102,15 +91,15 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
     assert (f"customers=1 orders=1 quarantined=2 unrouted=0 duplicates_dropped=0 "
             "lag=1083 d 1 h took=") in caplog.text  # 1083 days, 1:46:39 behind FIXED_NOW
 
-    (cust,) = read_raw(spark, tmp_path, contracts["customers"]).collect()
+    (cust,) = read_raw(spark, tmp_path, two_table_contracts["customers"]).collect()
     assert (cust.id, cust.cust_name, cust.email, cust.id_suffix, cust._batch_id) == ("c-1", "Ana", "ana@example.com", "1", 0)
     assert cust._ingested_at == FIXED_NOW.replace(tzinfo=None)  # the session time zone is UTC
     assert cust._ingest_hour == "2026-11-02-00"
-    (placed,) = read_raw(spark, tmp_path, contracts["orders"]).collect()
+    (placed,) = read_raw(spark, tmp_path, two_table_contracts["orders"]).collect()
     assert (placed.customer_id, placed.order_id, placed.amount, placed.tags, placed.receipt_digest) == (
         "c-1", "o-1", "12.50", ["promo"], bytearray(b"digest"))
-    assert sorted(read_raw(spark, tmp_path, contracts["orders"]).columns) == sorted(
-        change_log_schema(contracts["orders"]).fieldNames())
+    assert sorted(read_raw(spark, tmp_path, two_table_contracts["orders"]).columns) == sorted(
+        change_log_schema(two_table_contracts["orders"]).fieldNames())
     assert {path.relative_to(tmp_path).parent.as_posix() for path in (tmp_path / "raw").rglob("*.parquet")} == {
         "raw/customers_changes/_ingest_hour=2026-11-02-00/_batch_id=0",
         "raw/orders_changes/_ingest_hour=2026-11-02-00/_batch_id=0"}
@@ -121,35 +110,35 @@ def test_two_tables_routed_and_bad_records_quarantined(spark, tmp_path, contract
     assert {row.source_ref for row in quarantine} == {"test"}
 
 
-def test_every_distinct_change_of_a_batch_lands_once(spark, tmp_path, contracts):
+def test_every_distinct_change_of_a_batch_lands_once(spark, tmp_path, two_table_contracts):
     first = customer("c-2", "old@example.com", 1_700_000_000, 200, "e1")
     lines = [first, first, customer("c-2", "new@example.com", 1_700_000_005, 201, "e2", name="MODIFY")]
 
-    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 3)
+    report = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW).process_batch(envelope_of(spark, lines), 3)
 
     assert (report.records_in, report.duplicates_dropped, report.landed["customers"]) == (3, 1, 2)
-    rows = read_raw(spark, tmp_path, contracts["customers"]).orderBy("_ordering_value").collect()
+    rows = read_raw(spark, tmp_path, two_table_contracts["customers"]).orderBy("_ordering_value").collect()
     assert [(row.email, row._event_name, row._event_id, row._batch_id) for row in rows] == [
         ("old@example.com", "INSERT", "e1", 3), ("new@example.com", "MODIFY", "e2", 3)]
 
 
-def test_a_key_changed_three_times_in_one_batch_gives_three_rows(spark, tmp_path, contracts):
+def test_a_key_changed_three_times_in_one_batch_gives_three_rows(spark, tmp_path, two_table_contracts):
     lines = [
         customer("c-3", "v3@example.com", 1_700_000_030, 303, "e3", name="MODIFY"),
         customer("c-3", "v1@example.com", 1_700_000_010, 301, "e1"),
         customer("c-3", "v2@example.com", 1_700_000_020, 302, "e2", name="MODIFY"),
     ]
 
-    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+    report = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW).process_batch(envelope_of(spark, lines), 0)
 
     assert report.landed["customers"] == 3
-    rows = read_raw(spark, tmp_path, contracts["customers"]).orderBy("_ordering_value").collect()
+    rows = read_raw(spark, tmp_path, two_table_contracts["customers"]).orderBy("_ordering_value").collect()
     assert [(row._event_id, row._event_name, row.email) for row in rows] == [
         ("e1", "INSERT", "v1@example.com"), ("e2", "MODIFY", "v2@example.com"), ("e3", "MODIFY", "v3@example.com")]
 
 
-def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contracts):
-    pipeline = pipeline_at(tmp_path, contracts)
+def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, two_table_contracts):
+    pipeline = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW)
     pipeline.process_batch(envelope_of(spark, [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"),
                                                order("c-1", "o-1", 1_700_000_000, 2, "e2"), "garbage"]), 0)
     pipeline.process_batch(envelope_of(spark, [customer("c-9", "z@x.org", 1_700_000_100, 3, "e3")]), 1)
@@ -160,14 +149,15 @@ def test_replaying_a_batch_overwrites_exactly_its_folders(spark, tmp_path, contr
     replay = pipeline.process_batch(envelope_of(spark, [customer("c-1", "b@x.org", 1_700_000_000, 1, "e1")]), 0)
 
     assert replay.landed["customers"] == 1 and sum(replay.landed.values()) == 1
-    customers = read_raw(spark, tmp_path, contracts["customers"]).collect()
-    assert sorted((row._batch_id, row.id, row.email) for row in customers) == [(0, "c-1", "b@x.org"), (1, "c-9", "z@x.org")]
+    customers = read_raw(spark, tmp_path, two_table_contracts["customers"]).collect()
+    assert sorted((row._batch_id, row.id, row.email) for row in customers) == [
+        (0, "c-1", "b@x.org"), (1, "c-9", "z@x.org")]
     assert batch_dirs(tmp_path / "raw" / "orders_changes") == []
     assert batch_dirs(tmp_path / "quarantine") == []
 
 
 @pytest.mark.parametrize("lose", ["run_time", "planned"])
-def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_path, contracts, monkeypatch, lose):
+def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_path, two_table_contracts, monkeypatch, lose):
     """The orders' rows vanish: at run time (a filter only the data answers), or in a plan
     Spark proves empty (`limit(0)`). Either way Spark's optimizer drops the write's own
     count of them, so they are counted by a job of their own, and the batch stops."""
@@ -185,7 +175,7 @@ def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_p
     monkeypatch.setattr(pipeline_module, "OBSERVED_FIGURES_WAIT_S", 2.0)
     lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
     with pytest.raises(RecordsLostError, match="2 records in, but 1 decoded"):
-        pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, lines), 0)
+        pipeline_at(tmp_path, two_table_contracts, FIXED_NOW).process_batch(envelope_of(spark, lines), 0)
     # The customers' rows were staged (their count comes from that write) and then removed.
     assert not [path for path in tmp_path.rglob("*") if path.is_file()]
 
@@ -211,14 +201,16 @@ def forum_records(view_type: str) -> list[str]:
 
 
 @pytest.mark.parametrize("view_type", ["KEYS_ONLY", "OLD_IMAGE"])
-def test_a_stream_without_new_images_is_refused_before_anything_is_written(spark, tmp_path, contracts, view_type):
+def test_a_stream_without_new_images_is_refused_before_anything_is_written(
+        spark, tmp_path, two_table_contracts, view_type):
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "forum.yml").write_text(FORUM_CONTRACT)
-    with_forum = {**contracts, **load_contracts(tmp_path / "contracts")}
+    with_forum = {**two_table_contracts, **load_contracts(tmp_path / "contracts")}
     lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), *forum_records(view_type)]
 
     with pytest.raises(UnusableStreamViewType) as refused:
-        pipeline_at(tmp_path, with_forum).process_batch(envelope_of(spark, lines, ref="landing/part-0.json#0"), 7)
+        pipeline_at(tmp_path, with_forum, FIXED_NOW).process_batch(
+            envelope_of(spark, lines, ref="landing/part-0.json#0"), 7)
 
     message = str(refused.value)
     assert isinstance(refused.value, OperatorError)  # exit code 2, message without a traceback
@@ -229,12 +221,13 @@ def test_a_stream_without_new_images_is_refused_before_anything_is_written(spark
 
 
 def test_records_of_a_table_without_a_contract_do_not_stop_the_batch_whatever_their_view_type(spark, tmp_path,
-                                                                                               contracts):
-    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, forum_records("KEYS_ONLY")), 0)
+                                                                                               two_table_contracts):
+    report = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW).process_batch(
+        envelope_of(spark, forum_records("KEYS_ONLY")), 0)
     assert (report.records_in, report.quarantined) == (3, 3)  # unknown_table, as any table without a contract
 
 
-def test_kinesis_data_streams_records_state_no_view_type_and_land(spark, tmp_path, contracts):
+def test_kinesis_data_streams_records_state_no_view_type_and_land(spark, tmp_path, two_table_contracts):
     # "the table sends out a data record that captures ... a snapshot of the record before the
     # modification [and] after the modification" (Kinesis Data Streams for DynamoDB has no view type:
     # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/kds.html, "How Kinesis Data
@@ -244,7 +237,8 @@ def test_kinesis_data_streams_records_state_no_view_type_and_land(spark, tmp_pat
     record["tableName"] = "customers"
     record["dynamodb"]["Keys"] = {"id": {"S": "c-1"}, "custName": {"S": "Ana"}}
     record["dynamodb"]["NewImage"] |= record["dynamodb"]["Keys"]
-    report = pipeline_at(tmp_path, contracts).process_batch(envelope_of(spark, [json.dumps(record)]), 0)
+    report = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW).process_batch(
+        envelope_of(spark, [json.dumps(record)]), 0)
     assert report.landed["customers"] == 1
 
 
@@ -277,12 +271,12 @@ def comparable(value):
 
 
 @pytest.mark.parametrize("record_format", ["streams", "mixed"])
-def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, contracts, record_format):
+def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, two_table_contracts, record_format):
     options = {**GENERATOR_OPTIONS, "record_format": record_format}
     truth = generate_cdc(**options)
     summary = write_landing_files(tmp_path / "landing", records_per_file=45, **options)
     assert len(summary.files) >= 3
-    pipeline = pipeline_at(tmp_path, contracts)
+    pipeline = pipeline_at(tmp_path, two_table_contracts, FIXED_NOW)
 
     reports = [pipeline.process_batch(landing_files_batch(spark, str(path)), batch_id)
                for batch_id, path in enumerate(summary.files)]
@@ -294,7 +288,7 @@ def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, contract
     assert by_reason == summary.malformed_by_reason
 
     for table, expected in truth.expected_state.items():
-        contract = contracts[table]
+        contract = two_table_contracts[table]
         final = latest_per_key(read_raw(spark, tmp_path, contract), contract).collect()
         key_columns = contract.key_columns
         actual = {tuple(row[column] for column in key_columns): row for row in final}
@@ -310,14 +304,14 @@ def test_generated_cdc_converges_to_the_expected_state(spark, tmp_path, contract
             assert got == want, (table, key)
 
 
-def test_each_batch_report_reaches_the_metrics_publisher(spark, tmp_path, contracts):
+def test_each_batch_report_reaches_the_metrics_publisher(spark, tmp_path, two_table_contracts):
     published = []
 
     class Recording:
         def publish(self, report):
             published.append(report)
 
-    pipeline = Pipeline(contracts, LocalParquetSink(str(tmp_path)), QuarantineWriter(str(tmp_path)),
+    pipeline = Pipeline(two_table_contracts, LocalParquetSink(str(tmp_path)), QuarantineWriter(str(tmp_path)),
                         clock=lambda: FIXED_NOW, metrics=Recording())
     report = pipeline.process_batch(envelope_of(spark, [customer("c-4", "d@x.org", 1_700_000_000, 1, "e1"), "junk"]), 5)
 
@@ -340,8 +334,8 @@ class CachedFramesAtWrite:
 
 
 @pytest.mark.parametrize(("reads_changes_once", "cached_at_write"), [(True, 1), (False, 3)])
-def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(spark, tmp_path, contracts, reads_changes_once,
-                                                                   cached_at_write):
+def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(
+        spark, tmp_path, two_table_contracts, reads_changes_once, cached_at_write):
     # The local change log reads a batch's changes once: they are left uncached (the ordering
     # step runs again for the write); Hudi reads them twice: they are kept.
     lines = [
@@ -351,9 +345,8 @@ def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(spark, tmp_pat
     ]
     sink = CachedFramesAtWrite(spark, reads_changes_once)
     before = spark.sparkContext._jsc.getPersistentRDDs().size()
-    two_tables = {name: contracts[name] for name in ("customers", "orders")}
-    report = Pipeline(two_tables, sink, QuarantineWriter(str(tmp_path)), clock=lambda: FIXED_NOW).process_batch(
-        envelope_of(spark, lines), 0)
+    pipeline = Pipeline(two_table_contracts, sink, QuarantineWriter(str(tmp_path)), clock=lambda: FIXED_NOW)
+    report = pipeline.process_batch(envelope_of(spark, lines), 0)
 
     # The decoded records, plus one frame of changes per table when the sink reads them twice.
     assert sink.seen == {"customers": (before + cached_at_write, 1), "orders": (before + cached_at_write, 1)}
@@ -379,16 +372,17 @@ class ThreadRecordingSink:
 
 
 def test_a_sink_that_allows_it_gets_its_tables_written_at_once_and_one_failure_fails_the_batch(
-        spark, tmp_path, contracts):
+        spark, tmp_path, two_table_contracts):
     lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
     sink = ThreadRecordingSink(failing=set())
-    Pipeline(contracts, sink, QuarantineWriter(str(tmp_path))).process_batch(envelope_of(spark, lines), 0)
+    Pipeline(two_table_contracts, sink, QuarantineWriter(str(tmp_path))).process_batch(envelope_of(spark, lines), 0)
     assert set(sink.threads) == {"customers", "orders"}
     assert all(name.startswith("raw-write") for name in sink.threads.values())
 
     failing = ThreadRecordingSink(failing={"customers"})
     with pytest.raises(OSError, match="disk full writing customers"):
-        Pipeline(contracts, failing, QuarantineWriter(str(tmp_path))).process_batch(envelope_of(spark, lines), 1)
+        Pipeline(two_table_contracts, failing, QuarantineWriter(str(tmp_path))).process_batch(
+            envelope_of(spark, lines), 1)
     # The other table was still written, and nothing reached the quarantine or the commit.
     assert set(failing.threads) == {"customers", "orders"}
     assert not (tmp_path / "quarantine" / "_batch_id=1").exists()
