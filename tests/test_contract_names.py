@@ -16,6 +16,7 @@ import duckdb
 import pytest
 import yaml
 
+from contract_files import write_contract
 from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version, guard_contracts
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
@@ -68,15 +69,8 @@ def app_with(entity: str, spec: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def write(tmp_path: Path, document: dict[str, Any], name: str = "contract.yml") -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return path
-
-
 def refusal(tmp_path: Path, document: dict[str, Any]) -> str:
-    path = write(tmp_path, document)
+    path = write_contract(tmp_path, document)
     with pytest.raises(ContractError) as error:
         load_contract_file(path)
     message = str(error.value)
@@ -98,7 +92,7 @@ def test_an_attribute_named_by_a_reserved_word_is_refused_with_the_column_to_use
 
 @pytest.mark.parametrize("word", ["end", "order", "group", "default", "limit", "select", "at"])
 def test_the_reserved_attribute_loads_once_column_names_it_apart(tmp_path: Path, word: str) -> None:
-    contract = load_contract(write(tmp_path, with_attribute(word, {"type": "S", "column": f"{word}_value"})))
+    contract = load_contract(write_contract(tmp_path, with_attribute(word, {"type": "S", "column": f"{word}_value"})))
 
     assert contract.attribute(word).column == f"{word}_value"
 
@@ -123,7 +117,7 @@ def test_every_name_that_reaches_sql_is_checked(tmp_path: Path, document: dict[s
 
 
 def test_the_runbooks_audit_entity_loads_and_its_at_attribute_needs_a_column(tmp_path: Path) -> None:
-    load_contract_file(write(tmp_path, app_with("audits", AUDITS_ENTITY)))
+    load_contract_file(write_contract(tmp_path, app_with("audits", AUDITS_ENTITY)))
     with_at = copy.deepcopy(AUDITS_ENTITY)
     with_at["attributes"]["at"] = {"type": "S", "cast": "timestamp"}
 
@@ -131,7 +125,7 @@ def test_the_runbooks_audit_entity_loads_and_its_at_attribute_needs_a_column(tmp
 
     assert "entities.audits.attributes.at.column 'at' is a reserved word in DuckDB" in message
     with_at["attributes"]["at"]["column"] = "audited_at"
-    load_contract_file(write(tmp_path, app_with("audits", with_at)))
+    load_contract_file(write_contract(tmp_path, app_with("audits", with_at)))
 
 
 def test_duckdb_reserved_is_what_duckdbs_parser_refuses_as_a_column_name() -> None:
@@ -210,7 +204,7 @@ def test_the_packaged_contracts_use_no_refused_name() -> None:
 def _registered_with_column(tmp_path: Path, column: str) -> ContractRegistry:
     """A registry holding the events contract with attribute `end` in `column`, as a start
     before these rules registered it (the loader now refuses `end` itself)."""
-    contract = load_contract(write(tmp_path / "old", with_attribute("end", {"type": "S", "column": "end_value"})))
+    contract = load_contract(write_contract(tmp_path / "old", with_attribute("end", {"type": "S", "column": "end_value"})))
     attributes = tuple(replace(spec, column=column) if spec.name == "end" else spec for spec in contract.attributes)
     registry = ContractRegistry(tmp_path / "raw")
     guard_contracts(registry, {"events": replace(contract, attributes=attributes)}, NOW)
@@ -219,7 +213,7 @@ def _registered_with_column(tmp_path: Path, column: str) -> ContractRegistry:
 
 def test_a_column_rename_replaces_a_version_no_row_was_written_under(tmp_path: Path) -> None:
     registry = _registered_with_column(tmp_path, "end")
-    renamed = load_contracts(write(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
+    renamed = load_contracts(write_contract(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
     reported: list[str] = []
 
     versions = guard_contracts(registry, renamed, NOW, report=reported.append)
@@ -234,7 +228,7 @@ def test_a_column_rename_is_still_refused_once_the_raw_table_holds_rows(tmp_path
     batch = tmp_path / "raw" / "events_changes" / "_ingest_hour=2026-11-23-18" / "_batch_id=0"
     batch.mkdir(parents=True)
     (batch / "part-0.parquet").write_bytes(b"PAR1")
-    renamed = load_contracts(write(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
+    renamed = load_contracts(write_contract(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
 
     with pytest.raises(ContractEvolutionError, match="column 'end_value' -> 'end_at'"):
         guard_contracts(registry, renamed, NOW)
@@ -268,7 +262,7 @@ def test_a_column_the_models_add_is_refused(tmp_path: Path, attribute: str, colu
 def test_text_beside_a_column_without_cast_is_an_ordinary_column(tmp_path: Path) -> None:
     document = with_attribute("noteText", {"type": "S"}, with_attribute("note", {"type": "S"}))
 
-    assert load_contract(write(tmp_path, document)).attribute("noteText").column == "note_text"
+    assert load_contract(write_contract(tmp_path, document)).attribute("noteText").column == "note_text"
 
 
 def test_a_partition_column_the_models_add_is_refused(tmp_path: Path) -> None:
@@ -340,7 +334,7 @@ def test_one_attribute_name_in_several_entities_is_no_collision(tmp_path: Path) 
     audits = copy.deepcopy(AUDITS_ENTITY)
     audits["attributes"]["status"] = {"type": "S"}  # as app_invoices has
 
-    assert "app_audits" in {contract.raw_table for contract in load_contract_file(write(tmp_path, app_with("audits", audits)))}
+    assert "app_audits" in {contract.raw_table for contract in load_contract_file(write_contract(tmp_path, app_with("audits", audits)))}
 
 
 # --------------------------------------------------------------------------- item 13: names, Jinja and paths
@@ -375,17 +369,17 @@ def test_a_derived_unrouted_table_that_is_no_sql_name_asks_for_unrouted_table(tm
     document["table"] = "2024-app"
 
     with pytest.raises(ContractError, match=re.escape("unrouted_table '2024_app_unrouted' must be lower snake_case")) as error:
-        load_contract_file(write(tmp_path, document))
+        load_contract_file(write_contract(tmp_path, document))
     assert "(derived from table '2024-app'; set unrouted_table:)" in str(error.value)
 
 
 def test_a_table_name_may_take_dynamodbs_255_characters(tmp_path: Path) -> None:
-    assert load_contract(write(tmp_path, events(table="x" * 255))).table == "x" * 255
+    assert load_contract(write_contract(tmp_path, events(table="x" * 255))).table == "x" * 255
 
 
 @pytest.mark.parametrize("name", ["my-shop.events", "a.b", "my_shop-2024.events"])
 def test_a_table_name_with_a_dash_or_a_dot_loads_and_scaffolds_inside_the_project(tmp_path: Path, name: str) -> None:
-    write(tmp_path / "contracts", events(table=name))
+    write_contract(tmp_path / "contracts", events(table=name))
     contracts = load_contracts(tmp_path / "contracts")
     project = tmp_path / "project"
 
@@ -419,7 +413,7 @@ def test_a_description_holding_jinja_is_refused(tmp_path: Path, opener: str, pla
 
 def test_scaffold_never_writes_outside_the_project(tmp_path: Path) -> None:
     """A table name the loader did not check (here set past it) cannot lead scaffold out."""
-    contract = load_contract(write(tmp_path / "contracts", events()))
+    contract = load_contract(write_contract(tmp_path / "contracts", events()))
     # `_dynamodb__..` is a folder name, the next seven `..` climb from staging to tmp_path.
     table = "../" * 8 + "escaped"
     escaping = replace(contract, table=table)

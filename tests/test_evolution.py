@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from contract_files import write_contract
 from streaming.contracts.evolution import (
     ContractEvolutionError,
     ContractRegistry,
@@ -46,13 +47,6 @@ def edited(table: str, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]
     document = copy.deepcopy(packaged(table))
     edit(document)
     return document
-
-
-def write_contract(directory: Path, document: dict[str, Any], name: str = "contract.yml") -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def load(tmp_path: Path, document: dict[str, Any]) -> TableContract:
