@@ -35,7 +35,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
-from streaming.io.layout import QUERY_NAME, DataLayout
+from streaming.io.layout import HUDI_TIMELINE_FOLDER, QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter
 from streaming.pipeline.batch import BatchReport, RawSink, StagingSink
 
@@ -126,7 +126,7 @@ def _pending_instants(timeline: Path) -> set[str]:
 def _has_data_file(table: Path, instant: str) -> bool:
     """A base or log file of `instant` written under the table (Hudi puts the instant in its name)."""
     for root, folders, files in os.walk(table):
-        folders[:] = [folder for folder in folders if folder != ".hoodie"]
+        folders[:] = [folder for folder in folders if folder != HUDI_TIMELINE_FOLDER]
         if any(instant in name and (name.endswith(".parquet") or ".log." in name) for name in files):
             return True
     return False
@@ -135,7 +135,7 @@ def _has_data_file(table: Path, instant: str) -> bool:
 def _start_inflight_watcher(table: Path, *, files: bool) -> None:
     """Kill the process group while a new commit of `table` is in flight (with a data file
     written when `files`); a commit that completes first is left alone and the kill missed."""
-    timeline = table / ".hoodie"
+    timeline = table / HUDI_TIMELINE_FOLDER
     before = _pending_instants(timeline)
 
     def watch() -> None:

@@ -37,7 +37,7 @@ import psutil
 
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.standalone_cluster import LOOPBACK_ADDRESSES, StandaloneCluster, standalone_cluster
-from streaming.io.layout import DataLayout
+from streaming.io.layout import CHECKPOINT_COMMITS_FOLDER, DataLayout
 
 if TYPE_CHECKING:
     from streaming.operations.reconcile import ReconcileReport
@@ -91,7 +91,7 @@ def generate_landing(data_dir: Path, customers: int, records_per_file: int, seed
 
 
 def committed_batches(data_dir: Path) -> int:
-    commits = DataLayout(data_dir).checkpoint() / "commits"
+    commits = DataLayout(data_dir).checkpoint() / CHECKPOINT_COMMITS_FOLDER
     return len(list(commits.glob("[0-9]*"))) if commits.is_dir() else 0
 
 

@@ -215,7 +215,7 @@ def raw_reads_during(data_dir: Path, args: list[str]) -> tuple[dict[str, Any], d
     FileSystem log (one entry per read, with its path and byte count) for the build.
     """
     raw = (DataLayout(data_dir).raw).resolve()
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
+    with duckdb.connect(str(DataLayout(data_dir).dbt_database)) as con:
         con.execute("call enable_logging('FileSystem')")
         build = _timed_build(data_dir, args)
         entries = con.execute(
@@ -235,7 +235,7 @@ def raw_reads_during(data_dir: Path, args: list[str]) -> tuple[dict[str, Any], d
 
 def table_fingerprint(data_dir: Path) -> dict[str, list[int]]:
     """Row count and an order-independent hash sum of each compared table."""
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(DataLayout(data_dir).dbt_database), read_only=True) as con:
         return {
             table: [int(value) for value in con.execute(
                 f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from {table} as t"

@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from benchmarks.measure import kill_tree, start_case
+from streaming.io.layout import DataLayout
 
 SCHEMAS = ("lakehouse_staging", "lakehouse_intermediate", "lakehouse_marts")
 _STATUSES = ("PLACED", "PAID", "SHIPPED", "DELIVERED", "CANCELLED")
@@ -98,7 +99,7 @@ BUILD_TIME_COLUMNS = ("built_at",)
 def relations(data_dir: Path) -> dict[str, Counter[tuple[Any, ...]]]:
     """Rows of every model relation (staging, intermediate, marts) as multisets,
     without the build-time columns."""
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(DataLayout(data_dir).dbt_database), read_only=True) as con:
         names = con.execute(
             "select table_schema, table_name from information_schema.tables where table_schema in ?", [list(SCHEMAS)]
         ).fetchall()
@@ -156,7 +157,7 @@ def killed_build_keeps_previous_tables(work: Path, keys: int, seed: int, timeout
     _build(data_dir)
     before = relations(data_dir)
     write_history(data_dir, history, 3)
-    log_file = data_dir / "dbt" / "logs" / "dbt.log"
+    log_file = DataLayout(data_dir).dbt_log
     log_offset = log_file.stat().st_size if log_file.exists() else 0
     process = start_case("dbt_build", {"data_dir": str(data_dir), "args": ["build"]}, log_path=work / "killed-build.log")
     deadline = time.monotonic() + timeout_s

@@ -232,7 +232,7 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]],
     result = run_dbt(["run", "--select", "stg_dynamodb__customers"], data_dir)
     if not result.success:
         raise RuntimeError(f"dbt run of stg_dynamodb__customers failed: {result.exception}")
-    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(DataLayout(data_dir).dbt_database), read_only=True) as con:
         rows = con.sql("select id, email, is_deleted from lakehouse_staging.stg_dynamodb__customers").fetchall()
     return {item_id: None if deleted else email for item_id, email, deleted in rows}, events
 

@@ -109,8 +109,9 @@ def quick_contracts(work: Path) -> str:
 def run_kill(plan: DrillPlan, work: Path, sink: str = "parquet") -> dict[str, Any]:
     from benchmarks.datasets import generate_landing
     from benchmarks.kill_drill import kill_drill
+    from streaming.io.layout import DataLayout
 
-    landing = generate_landing(work / "kill" / sink / "landing", plan.kill_files * plan.kill_records_per_file,
+    landing = generate_landing(DataLayout(work / "kill" / sink).landing, plan.kill_files * plan.kill_records_per_file,
                                records_per_file=plan.kill_records_per_file, seed=plan.seed % 1000)
     contracts_dir = None if sink == "parquet" or plan.hudi_kill_all_contracts else quick_contracts(work / "kill")
     progress(f"kill drill ({sink}): {plan.kill_trials} trials over {len(landing.files)} files ({landing.records} "

@@ -42,7 +42,7 @@ from benchmarks.datasets import LandingSet
 from benchmarks.measure import kill_tree, run_case, start_case
 from benchmarks.rows import compare_data_dirs, data_dir_rows, pending_hudi_instants, staged_leftovers
 from streaming.contracts.loader import load_contracts
-from streaming.io.layout import DataLayout
+from streaming.io.layout import CHECKPOINT_COMMITS_FOLDER, CHECKPOINTS_FOLDER, STREAM_IDENTITY_FILE, DataLayout
 
 TIMER = "timer"
 MAX_RESTARTS = 4
@@ -94,7 +94,7 @@ def _diff_figures(reference: dict[str, Any], data_dir: Path) -> dict[str, Any]:
 
 
 def committed_batches(data_dir: Path) -> int:
-    commits = DataLayout(data_dir).checkpoint() / "commits"
+    commits = DataLayout(data_dir).checkpoint() / CHECKPOINT_COMMITS_FOLDER
     return len([path for path in commits.glob("[0-9]*")]) if commits.is_dir() else 0
 
 
@@ -230,9 +230,6 @@ def kill_drill(landing: LandingSet, work: Path, trials: int, seed: int, progress
 
 # --------------------------------------------------------------------------- lost checkpoint, second writer
 
-IDENTITY_FILE = "_stream.json"
-
-
 def _mid_batch_kill_spec(setup: KillSetup) -> str:
     """Batch 1 killed with batch 0 committed: after the first table's change-log commit
     (Hudi), or after the first table's write (Parquet)."""
@@ -252,13 +249,13 @@ def lost_checkpoint_drill(setup: KillSetup, data_dir: Path, reference: dict[str,
     shutil.rmtree(aside, ignore_errors=True)
     aside.mkdir()
     before = data_dir_rows(data_dir)
-    shutil.move(layout.root / "checkpoints", aside / "checkpoints")
+    shutil.move(layout.checkpoints, aside / CHECKPOINTS_FOLDER)
     refused = run_case("stream", _params(setup, data_dir), check=False, timeout=RUN_TIMEOUT_S)
     unchanged = data_dir_rows(data_dir) == before
     checkpoint_message = "checkpoint" in refused.stderr_tail and "is gone" in refused.stderr_tail
     # The record lost too: the start-up check has only the raw folders to go by.
-    shutil.move(layout.raw / IDENTITY_FILE, aside / IDENTITY_FILE)
-    shutil.rmtree(layout.root / "checkpoints", ignore_errors=True)
+    shutil.move(layout.stream_identity, aside / STREAM_IDENTITY_FILE)
+    shutil.rmtree(layout.checkpoints, ignore_errors=True)
     without_record = run_case("stream", _params(setup, data_dir), check=False, timeout=RUN_TIMEOUT_S)
     record_refused = without_record.returncode not in (0, -signal.SIGKILL)
     if record_refused:
@@ -280,9 +277,9 @@ def lost_checkpoint_drill(setup: KillSetup, data_dir: Path, reference: dict[str,
     }
     if record_refused:
         # Put the checkpoint and the record back: the stream resumes where it was killed.
-        shutil.rmtree(layout.root / "checkpoints", ignore_errors=True)
-        shutil.move(aside / "checkpoints", layout.root / "checkpoints")
-        shutil.move(aside / IDENTITY_FILE, layout.raw / IDENTITY_FILE)
+        shutil.rmtree(layout.checkpoints, ignore_errors=True)
+        shutil.move(aside / CHECKPOINTS_FOLDER, layout.checkpoints)
+        shutil.move(aside / STREAM_IDENTITY_FILE, layout.stream_identity)
         restarts, finished, error = _restart_until_done(setup, data_dir)
         final = _diff_figures(reference, data_dir)
         scenario.update(restored_restarts=restarts, restored_finished=finished, restored_error=error,

@@ -10,11 +10,10 @@ import pytest
 
 from streaming.cli import main
 from streaming.contracts.loader import load_contracts
-from streaming.io.layout import DataLayout
+from streaming.io.layout import STREAM_IDENTITY_FILE, DataLayout
 from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.runtime.stream_identity import (
-    IDENTITY_FILE,
     StreamIdentityError,
     checkpoint_stream_id,
     claim_stream_identity,
@@ -48,7 +47,7 @@ def refusal(argv: list[str], capsys) -> str:
 
 @pytest.mark.spark
 def test_the_first_run_records_the_checkpoint_spark_uses(streamed):
-    identity = json.loads((streamed.raw / IDENTITY_FILE).read_text())
+    identity = json.loads((streamed.raw / STREAM_IDENTITY_FILE).read_text())
     # Spark adopted the query id written before its start instead of making another.
     assert identity["stream_id"] == checkpoint_stream_id(streamed.root / CHECKPOINT)
     assert identity["landing"] == str(streamed.landing.resolve())
@@ -58,7 +57,7 @@ def test_the_first_run_records_the_checkpoint_spark_uses(streamed):
 def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
     layout = copy_of(streamed, tmp_path)
     # The copy is a moved directory: put it back where the record says it was.
-    record = layout.raw / IDENTITY_FILE
+    record = layout.raw / STREAM_IDENTITY_FILE
     identity = json.loads(record.read_text())
     identity.update(landing=str(layout.landing.resolve()), checkpoint=str((layout.root / CHECKPOINT).resolve()))
     record.write_text(json.dumps(identity))
@@ -168,7 +167,7 @@ def test_a_table_that_never_had_a_batch_does_not_block_a_start_but_a_lost_one_do
     orders = stream_batch_folder(tmp_path, "orders", 1)
     committed(checkpoint, 1)
     assert claim_stream_identity(tmp_path, checkpoint, landing, contracts) == stream_id
-    assert json.loads((tmp_path / "raw" / IDENTITY_FILE).read_text())["table_batches"] == {
+    assert json.loads((tmp_path / "raw" / STREAM_IDENTITY_FILE).read_text())["table_batches"] == {
         "customers_changes": 0, "orders_changes": 1}
 
     shutil.rmtree(orders.parent.parent)
@@ -185,7 +184,7 @@ def test_raw_batches_without_any_record_or_checkpoint_are_refused(tmp_path):
 
     with pytest.raises(StreamIdentityError, match="holds stream batches 0 but there is no checkpoint"):
         claim_stream_identity(tmp_path, tmp_path / "checkpoints" / "q", tmp_path / "landing", load_contracts())
-    assert not (tmp_path / "raw" / IDENTITY_FILE).exists()
+    assert not (tmp_path / "raw" / STREAM_IDENTITY_FILE).exists()
 
 
 def test_backfill_batches_alone_do_not_need_a_checkpoint(tmp_path):

@@ -19,14 +19,13 @@ from app_items import audit, change_record, tenant, user
 from test_quarantine import SinkThatDiesAfterWriting
 
 from streaming.cli import main
-from streaming.io.layout import DataLayout
+from streaming.io.layout import LOCK_FILE, DataLayout
 from streaming.io.sinks import LocalParquetSink
 from streaming.operations import unrouted as ops
 from streaming.operations.recorded_batch import UNROUTED_REPLAYS
 from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.pipeline.decode import RETIRING_ORDERING_SUFFIX
-from streaming.runtime.data_lock import LOCK_FILE
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"
 AUDITS_ENTITY = """

@@ -17,10 +17,9 @@ from typing import Any
 
 from dbt.adapters.duckdb.plugins import BasePlugin
 
+from lakehouse_dbt.data_dir import DATABASE_FILE
 from lakehouse_dbt.env import DATA_DIR_ENV
 
-# DuckDB names the file's catalog `lakehouse` after it: the `database` of profiles.yml.
-DATABASE_FILE = "lakehouse.duckdb"
 # profiles.yml's default when the variable is unset, relative to the working directory.
 DEFAULT_DATA_DIR = "data"
 

@@ -23,6 +23,8 @@ import duckdb
 import pyarrow as pa
 from hudi import HudiReadOptions, HudiTableBuilder
 
+from lakehouse_dbt.data_dir import DATABASE_FILE
+
 HUDI_SCHEMA = "raw_hudi"
 
 # A Hudi instant time: yyyyMMddHHmmss, and milliseconds since Hudi 0.9 (the timeline's
@@ -60,7 +62,7 @@ def load_hudi_tables(
     each Hudi table `base_uris[name]` as `raw_hudi.<name>` (as of `as_of` when given):
     a table left from an earlier load (another raw root before `lakehouse switch`) would
     otherwise still feed dbt. Returns the row count loaded per name."""
-    database = Path(data_dir) / "lakehouse.duckdb"
+    database = Path(data_dir) / DATABASE_FILE
     database.parent.mkdir(parents=True, exist_ok=True)
     loaded: dict[str, int] = {}
     with duckdb.connect(str(database)) as con:

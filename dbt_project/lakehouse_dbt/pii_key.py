@@ -21,10 +21,10 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+from lakehouse_dbt.data_dir import PII_KEY_FILE
 from lakehouse_dbt.env import DATA_DIR_ENV, PII_KEY_ENV
 
 KEY_ENV = PII_KEY_ENV
-KEY_FILE = Path("secrets") / "pii_key"
 # A shorter key could be guessed: the pseudonyms are public to every analyst, so an
 # attacker can test candidate keys offline against known (customer, pseudonym) pairs.
 MIN_KEY_LENGTH = 32
@@ -39,7 +39,7 @@ class PiiKeyError(Exception):
 
 
 def key_file(data_dir: Path | str) -> Path:
-    return Path(data_dir) / KEY_FILE
+    return Path(data_dir) / PII_KEY_FILE
 
 
 def ensure_local_key(data_dir: Path | str) -> Path:

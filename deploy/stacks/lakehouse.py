@@ -45,14 +45,16 @@ from deploy.stacks.iam_actions import (
     glue_database_resources,
 )
 from streaming.io import metrics
+from streaming.io.layout import CHECKPOINTS_FOLDER, QUARANTINE_FOLDER, RAW_FOLDER
 from streaming.runtime.package_zip import build_package_zip
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Key prefixes in the lake bucket; the job's parameters and its role derive from these.
-RAW_PREFIX = "raw"
-QUARANTINE_PREFIX = "quarantine"
-CHECKPOINT_PREFIX = "checkpoints"
+# The data directory's folder names: the job writes <quarantine_root>/quarantine/ itself.
+RAW_PREFIX = RAW_FOLDER
+QUARANTINE_PREFIX = QUARANTINE_FOLDER
+CHECKPOINT_PREFIX = CHECKPOINTS_FOLDER
 # dbt's Athena query results and the analysts' are kept apart: dbt's results can show
 # staging rows, which analysts must not read.
 DBT_RESULTS_PREFIX = "dbt"

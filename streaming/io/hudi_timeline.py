@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from streaming.io.hudi_options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY
+from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
 # Completed instants of a table version 6 timeline: `.hoodie/<instant time>.<action>`,
 # JSON-serialised HoodieCommitMetadata. Requested and inflight instants carry a further
@@ -39,7 +40,7 @@ class TableFiles(Protocol):
 
 
 def _table_version(files: TableFiles, table_path: str) -> str | None:
-    properties = files.read_text(f"{table_path}/.hoodie/hoodie.properties")
+    properties = files.read_text(f"{table_path}/{HUDI_TIMELINE_FOLDER}/hoodie.properties")
     for line in properties.splitlines():
         key, separator, value = line.partition("=")
         if separator and key.strip() == "hoodie.table.version":
@@ -55,7 +56,7 @@ def completed_instants(files: TableFiles, table_path: str) -> list[str]:
     passing for an empty timeline.
     """
     table_path = table_path.rstrip("/")
-    if not files.exists(f"{table_path}/.hoodie/hoodie.properties"):
+    if not files.exists(f"{table_path}/{HUDI_TIMELINE_FOLDER}/hoodie.properties"):
         return []
     version = _table_version(files, table_path)
     if version != ATHENA_TABLE_VERSION:
@@ -63,13 +64,13 @@ def completed_instants(files: TableFiles, table_path: str) -> list[str]:
             f"{table_path}: hoodie.table.version is {version}, but the raw tables are written as version "
             f"{ATHENA_TABLE_VERSION}; this reader knows only the version {ATHENA_TABLE_VERSION} timeline layout"
         )
-    matches = (_COMPLETED_INSTANT.match(name) for name in files.list_names(f"{table_path}/.hoodie"))
+    matches = (_COMPLETED_INSTANT.match(name) for name in files.list_names(f"{table_path}/{HUDI_TIMELINE_FOLDER}"))
     return [match.string for match in sorted((m for m in matches if m), key=lambda m: m["instant"])]
 
 
 def commit_metadata(files: TableFiles, table_path: str, instant_file: str) -> dict:
     """One completed commit's HoodieCommitMetadata (JSON in table version 6)."""
-    path = f"{table_path.rstrip('/')}/.hoodie/{instant_file}"
+    path = f"{table_path.rstrip('/')}/{HUDI_TIMELINE_FOLDER}/{instant_file}"
     text = files.read_text(path)
     try:
         metadata = json.loads(text) if text.strip() else {}
@@ -103,7 +104,7 @@ def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
         if marker is None and extra.get(BATCH_MARKER_KEY) is not None:
             marker = str(extra[BATCH_MARKER_KEY])
         if columns is None and extra.get("schema"):
-            columns = _schema_columns(extra["schema"], f"{table_path}/.hoodie/{instant_file}")
+            columns = _schema_columns(extra["schema"], f"{table_path}/{HUDI_TIMELINE_FOLDER}/{instant_file}")
         if marker is not None and columns is not None:
             break
     return TimelineHead(marker, columns)

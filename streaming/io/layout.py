@@ -5,17 +5,29 @@ and writing the active-raw pointer and checking that a data directory can be rea
 ```
 <data dir>/landing/...                          landing files, as Firehose names them
 <data dir>/active_raw.json                      after `lakehouse switch`: the active data root
+<data dir>/.lakehouse.lock                      the single-writer lock (streaming/runtime/data_lock.py)
+<data dir>/.lakehouse-demo                      marks a folder `lakehouse demo` made, and may clear
+<data root>/reprocess.json                      marks a data root `lakehouse reprocess` rebuilt
 <data root>/raw/<raw_table>_changes/_ingest_hour=<yyyy-MM-dd-HH>/_batch_id=<n>/part-*.parquet
 <data root>/raw/_tmp/...                        a batch being written; renamed into place when complete
 <data root>/raw/_landing/                       the landing ledger (what each batch read)
+<data root>/raw/_stream.json                    the stream identity (streaming/runtime/stream_identity.py)
+<data root>/raw/_contracts/                     registered contract versions (streaming/contracts/evolution.py)
 <data root>/quarantine/_batch_id=<n>/*.parquet  rejected records with their reason
-<data root>/checkpoints/landing_to_raw/         the stream's Structured Streaming checkpoint
-<data root>/backfills/<export id>.json          a backfill's run log; _staging/<export id>/ while it runs
-<data root>/replays/<replay id>.json            a quarantine replay's run log; <replay id>/ its own output
+<data root>/checkpoints/landing_to_raw/         the stream's Structured Streaming checkpoint (metadata, commits/)
+<data root>/backfills/<export id>.json          a backfill's run log; _staging/<export id>/{input,output}/ while it runs
+<data root>/replays/<replay id>.json            a quarantine replay's run log; <replay id>/ its records and output
 <data root>/unrouted_replays/<replay id>.json   an unrouted replay's run log
-<data dir>/dbt/{target,logs}/                   dbt's output for this data directory
+<data dir>/dbt/{target,logs}/                   dbt's output for this data directory (manifest.json, dbt.log)
 <data dir>/lakehouse.duckdb                     the local dbt target's database (dbt_project/lakehouse_dbt/duckdb_database.py opens it)
+<data dir>/secrets/pii_key                      the local PII key (dbt_project/lakehouse_dbt/pii_key.py)
 ```
+
+Three names are defined below this layer and only listed here: the contract registry's
+folder in streaming/contracts/evolution.py (contracts import nothing of io), and the
+database and PII key files in dbt_project/lakehouse_dbt/data_dir.py (the dbt image has
+no `streaming`). tests/test_layout_names.py fails on any of these names written into a
+path anywhere else.
 
 The data root is the data directory itself until `lakehouse switch` points readers at a
 rebuilt copy (streaming/operations/reprocess.py). Every reader lists change-log files
@@ -33,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 # The environment names are dbt's (lakehouse_dbt/env.py): the dbt image has no streaming.
+from lakehouse_dbt.data_dir import DATABASE_FILE
 from lakehouse_dbt.env import DATA_DIR_ENV, RAW_DIR_ENV
 from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
@@ -49,19 +62,36 @@ RAW_FOLDER = "raw"
 QUARANTINE_FOLDER = "quarantine"
 CHECKPOINTS_FOLDER = "checkpoints"
 DBT_FOLDER = "dbt"
-DUCKDB_FILE = "lakehouse.duckdb"
+LOCK_FILE = ".lakehouse.lock"
+DEMO_MARKER = ".lakehouse-demo"
+REPROCESS_MARKER = "reprocess.json"
+# Inside dbt/: dbt's own folder and file names.
+DBT_TARGET_FOLDER = "target"
+DBT_LOGS_FOLDER = "logs"
+DBT_MANIFEST_FILE = "manifest.json"
+DBT_LOG_FILE = "dbt.log"
 # Inside raw/: hidden from every reader, since no glob below starts inside them.
 TEMPORARY_FOLDER = "_tmp"
 LEDGER_FOLDER = "_landing"
+STREAM_IDENTITY_FILE = "_stream.json"
+# Inside a checkpoint: Spark's own names, the query id (StreamMetadata) and one file per
+# committed batch.
+CHECKPOINT_METADATA_FILE = "metadata"
+CHECKPOINT_COMMITS_FOLDER = "commits"
 # The run logs of the one-off batches (streaming/operations/recorded_batch.py).
 BACKFILLS_FOLDER = "backfills"
 # Inside backfills/: a backfill's input and output until it is published.
 BACKFILL_STAGING_FOLDER = "_staging"
+BACKFILL_INPUT_FOLDER = "input"
+BACKFILL_OUTPUT_FOLDER = "output"
 QUARANTINE_REPLAYS_FOLDER = "replays"
+# Inside replays/<replay id>/: the records the replay took.
+REPLAY_RECORDS_FILE = "records.jsonl"
 UNROUTED_REPLAYS_FOLDER = "unrouted_replays"
 
 BATCH_COLUMN = "_batch_id"
-CHANGE_LOG_FILE_GLOB = f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*/*.parquet"
+BATCH_FOLDER_GLOB = f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*"
+CHANGE_LOG_FILE_GLOB = f"{BATCH_FOLDER_GLOB}/*.parquet"
 QUARANTINE_FILE_GLOB = f"{BATCH_COLUMN}=*/*.parquet"
 
 
@@ -150,22 +180,53 @@ class DataLayout:
         return self.raw / LEDGER_FOLDER
 
     @property
+    def stream_identity(self) -> Path:
+        return self.raw / STREAM_IDENTITY_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_FILE
+
+    @property
+    def demo_marker(self) -> Path:
+        return self.root / DEMO_MARKER
+
+    @property
+    def reprocess_marker(self) -> Path:
+        return self.root / REPROCESS_MARKER
+
+    @property
     def dbt_target(self) -> Path:
-        return self.root / DBT_FOLDER / "target"
+        return self.root / DBT_FOLDER / DBT_TARGET_FOLDER
+
+    @property
+    def dbt_manifest(self) -> Path:
+        return self.dbt_target / DBT_MANIFEST_FILE
 
     @property
     def dbt_logs(self) -> Path:
-        return self.root / DBT_FOLDER / "logs"
+        return self.root / DBT_FOLDER / DBT_LOGS_FOLDER
+
+    @property
+    def dbt_log(self) -> Path:
+        return self.dbt_logs / DBT_LOG_FILE
 
     @property
     def dbt_database(self) -> Path:
-        return self.root / DUCKDB_FILE
+        return self.root / DATABASE_FILE
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / CHECKPOINTS_FOLDER
 
     def checkpoint(self, query_name: str = QUERY_NAME) -> Path:
-        return self.root / CHECKPOINTS_FOLDER / query_name
+        return self.checkpoints / query_name
 
     def quarantine_files(self) -> list[Path]:
         return sorted(self.quarantine.glob(QUARANTINE_FILE_GLOB))
+
+    def quarantine_batch_ids(self) -> set[int]:
+        return {int(folder.name.split("=", 1)[1]) for folder in self.quarantine.glob(f"{BATCH_COLUMN}=*")}
 
     def active(self) -> DataLayout:
         """Where raw tables, quarantine and checkpoints of this data directory live now."""
@@ -197,7 +258,7 @@ def batch_folder(batch_id: int) -> str:
 
 
 def batch_ids(table_dir: Path) -> set[int]:
-    return {int(folder.name.split("=", 1)[1]) for folder in table_dir.glob(f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*")}
+    return {int(folder.name.split("=", 1)[1]) for folder in table_dir.glob(BATCH_FOLDER_GLOB)}
 
 
 # --------------------------------------------------------------------------- raw Hudi tables

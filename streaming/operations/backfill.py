@@ -104,12 +104,12 @@ class BackfillPlan:
     @property
     def input_dir(self) -> Path:
         """The export's change records as JSON lines, the batch's input."""
-        return self.staging_dir / "input"
+        return self.staging_dir / raw_layout.BACKFILL_INPUT_FOLDER
 
     @property
     def output_root(self) -> Path:
         """A data root of its own (raw/, quarantine/) the batch is written to and checked in."""
-        return self.staging_dir / "output"
+        return self.staging_dir / raw_layout.BACKFILL_OUTPUT_FOLDER
 
     def describe(self) -> list[str]:
         """What the backfill reads and writes, for a dry run and for the log."""
@@ -126,11 +126,11 @@ class BackfillPlan:
         lines += [f"      {f.path}  items={f.item_count}  bytes={_size(f.path)}" for f in manifest.data_files]
         lines += [
             f"write raw table {contract.raw_table} at "
-            f"{raw_layout.change_log_dir(self.data_root / 'raw', contract)}/<ingest hour>/_batch_id={self.batch_id}"
+            f"{raw_layout.change_log_dir(DataLayout(self.data_root).raw, contract)}/<ingest hour>/_batch_id={self.batch_id}"
             for contract in self.contracts.values()
         ]
         lines += [
-            f"      quarantine {self.data_root / 'quarantine'}/_batch_id={self.batch_id}",
+            f"      quarantine {DataLayout(self.data_root).quarantine / raw_layout.batch_folder(self.batch_id)}",
             f"      run log {self.run_log}",
         ]
         return lines
@@ -352,14 +352,14 @@ def _publish_staged_folders(plan: BackfillPlan, pipeline: Pipeline) -> None:
     # (live folders this batch replaces, staged folder -> its live place)
     replacements: list[tuple[list[Path], list[tuple[Path, Path]]]] = []
     for contract in pipeline.contracts.values():
-        staged_table = raw_layout.change_log_dir(plan.output_root / "raw", contract)
-        live_table = raw_layout.change_log_dir(live_root / "raw", contract)
+        staged_table = raw_layout.change_log_dir(DataLayout(plan.output_root).raw, contract)
+        live_table = raw_layout.change_log_dir(DataLayout(live_root).raw, contract)
         replacements.append((
             sorted(live_table.glob(f"*/{batch}")),
             [(folder, live_table / folder.parent.name / batch) for folder in sorted(staged_table.glob(f"*/{batch}"))],
         ))
-    staged_quarantine = plan.output_root / "quarantine" / batch
-    live_quarantine = Path(pipeline.quarantine.root) / "quarantine" / batch
+    staged_quarantine = DataLayout(plan.output_root).quarantine / batch
+    live_quarantine = DataLayout(Path(pipeline.quarantine.root)).quarantine / batch
     replacements.append((
         [live_quarantine] if live_quarantine.is_dir() else [],
         [(staged_quarantine, live_quarantine)] if staged_quarantine.is_dir() else [],
@@ -406,7 +406,7 @@ def _check_counts(plan: BackfillPlan, report: BatchReport) -> None:
 def _check_written_rows(plan: BackfillPlan, report: BatchReport) -> None:
     """Each staged change log holds as many rows as the batch reported landed there."""
     for raw_table, landed in _landed_per_table(plan, report).items():
-        staged_table = raw_layout.change_log_dir(plan.output_root / "raw", plan.contracts[raw_table])
+        staged_table = raw_layout.change_log_dir(DataLayout(plan.output_root).raw, plan.contracts[raw_table])
         written = _parquet_rows(sorted(staged_table.glob(f"*/{raw_layout.batch_folder(plan.batch_id)}")))
         if written != landed:
             raise BackfillError(f"batch {plan.batch_id} wrote {written} rows of {raw_table}, "

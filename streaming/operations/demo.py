@@ -25,12 +25,12 @@ from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
-from streaming.io.layout import DataLayout
+from streaming.io.layout import DEMO_MARKER, LOCK_FILE, DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts
 from streaming.operations.status import StatusReport, status
 from streaming.operations.stream import stream
-from streaming.runtime.data_lock import LOCK_FILE, hold_data_dir
+from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.dbt_runner import check_database_folder, run_dbt_command
 from streaming.runtime.startup import load_checked_contracts
 from streaming.samples.generator import GenerationSummary, write_landing_files
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 Printer = Callable[[str], None]
 
-DEMO_MARKER = ".lakehouse-demo"
 # What a dbt run in the data directory rewrites: `lakehouse dbt build` or `lakehouse docs`
 # after a demo may change them, so a later demo clears them without their being listed.
 # Not all of `dbt/`: nothing but dbt writes there, but a person may. The database is
@@ -105,7 +104,7 @@ def _relations_of_dbt_manifest(layout: DataLayout) -> set[str]:
     """`schema.name` of the relations dbt's last run in this directory knows: its models,
     seeds and snapshots, and its sources (views on DuckDB)."""
     try:
-        manifest = json.loads((layout.dbt_target / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads(layout.dbt_manifest.read_text(encoding="utf-8"))
         nodes: Iterable[dict] = [node for node in manifest["nodes"].values()
                                  if node.get("resource_type") in _DBT_RELATION_NODES]
         sources: Iterable[dict] = manifest["sources"].values()
@@ -120,13 +119,13 @@ def record_demo_output(root: Path) -> None:
     database, as the demo's own."""
     document = {"made_by": "lakehouse demo; a later demo may clear the files listed here",
                 "files": _files_below(root), "relations": _relations_in(DataLayout(root).dbt_database)}
-    write_json_atomically(root / DEMO_MARKER, document, indent=0)
+    write_json_atomically(DataLayout(root).demo_marker, document, indent=0)
 
 
 def _marker(root: Path) -> dict:
     """The marker's content; a marker from before the demo listed its output lists nothing."""
     try:
-        document = json.loads((root / DEMO_MARKER).read_text(encoding="utf-8"))
+        document = json.loads(DataLayout(root).demo_marker.read_text(encoding="utf-8"))
     except ValueError:
         return {}
     return document if isinstance(document, dict) else {}
@@ -163,7 +162,7 @@ def prepare_demo_dir(root: Path) -> str:
         root.mkdir(parents=True, exist_ok=True)
         record_demo_output(root)
         return "created"
-    if not (root / DEMO_MARKER).is_file():
+    if not DataLayout(root).demo_marker.is_file():
         raise DemoDirRefused(
             f"{root} is not empty and was not made by `lakehouse demo`; the demo clears only a directory "
             "it created itself. Give it a new or empty folder with --data-dir (check LAKEHOUSE_DATA_DIR)"

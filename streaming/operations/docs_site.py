@@ -36,7 +36,7 @@ def generate_docs(data_dir: Path) -> Path:
     result = run_dbt(["docs", "generate"], data_dir)
     target = docs_target_dir(data_dir)
     if not result.success:
-        raise DocsSiteError(f"dbt docs generate failed; details in {DataLayout(Path(data_dir)).dbt_logs / 'dbt.log'}")
+        raise DocsSiteError(f"dbt docs generate failed; details in {DataLayout(Path(data_dir)).dbt_log}")
     missing = [name for name in SITE_FILES if not (target / name).is_file()]
     if missing:
         raise DocsSiteError(f"dbt docs generate left no {', '.join(missing)} in {target}")

@@ -45,7 +45,7 @@ from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
 from streaming.atomic_files import write_text_atomically
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.errors import OperatorError
-from streaming.io.layout import DataLayout, require_data_dir
+from streaming.io.layout import REPLAY_RECORDS_FILE, DataLayout, require_data_dir
 from streaming.io.quarantine_rows import QuarantinedRecord, read_quarantine_folder
 from streaming.io.sinks import SinkName
 from streaming.operations.recorded_batch import QUARANTINE_REPLAYS, explaining_retry, recording, run_batch
@@ -489,7 +489,7 @@ def _store_records(plan: ReplayPlan) -> None:
 
 
 def _stored_records_path(data_root: Path, replay_id: str) -> Path:
-    return QUARANTINE_REPLAYS.directory(data_root) / replay_id / "records.jsonl"
+    return QUARANTINE_REPLAYS.directory(data_root) / replay_id / REPLAY_RECORDS_FILE
 
 
 def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRecord]:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
-from streaming.contracts.model import INGEST_HOUR_COLUMN, AttributeSpec, TableContract, contracts_of_table
+from streaming.contracts.model import AttributeSpec, TableContract, contracts_of_table
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
@@ -271,13 +271,14 @@ def _raw_side(con: duckdb.DuckDBPyConnection, path: Path, by_raw: Mapping[str, T
             )
         contract = by_folder[path.name]
         return _Side(f"raw table {path}", {contract.raw_table: _raw_table_state(con, path, contract, alias)}, True)
-    root = path / "raw" if (path / "raw").is_dir() and not any((path / name).is_dir() for name in by_folder) else path
+    raw = raw_layout.DataLayout(path).raw
+    root = raw if raw.is_dir() and not any((path / name).is_dir() for name in by_folder) else path
     tables = {raw_table: _raw_root_state(con, root, contract, alias) for raw_table, contract in by_raw.items()}
     return _Side(f"raw root {root}", tables, False)
 
 
 def _is_table_dir(path: Path) -> bool:
-    return (path / ".hoodie").is_dir() or any(path.glob(f"{INGEST_HOUR_COLUMN}=*/_batch_id=*"))
+    return (path / raw_layout.HUDI_TIMELINE_FOLDER).is_dir() or any(path.glob(raw_layout.BATCH_FOLDER_GLOB))
 
 
 def _raw_root_state(con: duckdb.DuckDBPyConnection, root: Path, contract: TableContract, alias: str) -> str | None:
@@ -290,7 +291,7 @@ def _raw_root_state(con: duckdb.DuckDBPyConnection, root: Path, contract: TableC
 
 
 def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: TableContract, alias: str) -> str | None:
-    if (table_dir / ".hoodie").is_dir():
+    if (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
         from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
         view = f"{alias}_hudi_{table_dir.name}"

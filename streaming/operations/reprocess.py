@@ -28,6 +28,7 @@ from streaming.io.hudi_options import hudi_table_path
 from streaming.io.layout import (
     POINTER_FILE,
     RAW_DIR_ENV,
+    REPROCESS_MARKER,
     ActiveRaw,
     DataLayout,
     change_log_dir,
@@ -61,7 +62,6 @@ log = logging.getLogger(__name__)
 
 Printer = Callable[[str], None]
 
-REPROCESS_MARKER = "reprocess.json"
 # Glue table parameter holding the location before the last switch (for --rollback).
 PREVIOUS_LOCATION_PARAMETER = "lakehouse.previous_location"
 # The fields of GetTable's Table that TableInput accepts (UpdateTable rejects the others).
@@ -96,12 +96,12 @@ def switch_local(data_dir: Path, to: Path, contracts: Mapping[str, TableContract
         _require_finished_reprocess(data_dir, target)
     missing = [c.changes_table for c in contracts.values() if not (DataLayout(target).raw / c.changes_table).is_dir()]
     if missing:
-        raise SwitchError(f"{target}/raw has no table(s) {missing}; reprocess into it before switching")
+        raise SwitchError(f"{DataLayout(target).raw} has no table(s) {missing}; reprocess into it before switching")
     return write_pointer(data_dir, target, current.data_root.resolve())
 
 
 def _require_finished_reprocess(data_dir: Path, target: Path) -> None:
-    marker = target / REPROCESS_MARKER
+    marker = DataLayout(target).reprocess_marker
     if not marker.is_file():
         raise SwitchError(
             f"{target} was not made by `lakehouse reprocess` (it has no {REPROCESS_MARKER}); readers switch only "
@@ -158,7 +158,7 @@ class ReprocessPlan:
         lines += [
             f"write raw tables under {DataLayout(self.target).raw}",
             f"      quarantine {DataLayout(self.target).quarantine}, checkpoint {self.checkpoint} (fresh)",
-            f"live  {live / 'raw'} stays untouched; `lakehouse switch --to {self.target}` moves readers",
+            f"live  {DataLayout(live).raw} stays untouched; `lakehouse switch --to {self.target}` moves readers",
         ]
         return lines
 
@@ -187,7 +187,7 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
         raise SwitchError(f"--to {target} is not a folder; choose a new location")
     if target.exists() and not os.access(target, os.R_OK | os.W_OK | os.X_OK):
         raise SwitchError(f"--to {target} cannot be read or written (permission denied); choose a new location")
-    marker = target / REPROCESS_MARKER
+    marker = DataLayout(target).reprocess_marker
     if target.exists() and any(target.iterdir()) and not marker.is_file():
         raise SwitchError(f"{target} exists and was not made by `lakehouse reprocess`; choose a new location")
     if marker.is_file():
@@ -223,7 +223,7 @@ def run_reprocess(
     target = DataLayout(plan.target)
     marker = {"landing": str(plan.landing), "from_data_dir": str(plan.data_dir.resolve()),
               "started_at": datetime.now(timezone.utc).isoformat()}
-    write_json_atomically(plan.target / REPROCESS_MARKER, marker)
+    write_json_atomically(DataLayout(plan.target).reprocess_marker, marker)
     stream_id = claim_local_stream(target, plan.landing, contracts, out, options.checkpoint_name)
     pipeline = local_pipeline(spark, target, contracts, options.sink, stream_id=stream_id)
     for number, run in enumerate(plan.backfills, start=1):
@@ -243,7 +243,7 @@ def run_reprocess(
         change_log_dir(target.raw, contract).mkdir(parents=True, exist_ok=True)
     # `switch` accepts only a finished reprocess.
     marker["finished_at"] = datetime.now(timezone.utc).isoformat()
-    write_json_atomically(plan.target / REPROCESS_MARKER, marker)
+    write_json_atomically(DataLayout(plan.target).reprocess_marker, marker)
     seconds = time.monotonic() - started
     log.info("reprocess of %s into %s finished in %.1fs", plan.landing, plan.target, seconds)
     return seconds

@@ -38,8 +38,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from streaming.errors import OperatorError
+from streaming.io.layout import LOCK_FILE, DataLayout
 
-LOCK_FILE = ".lakehouse.lock"
 # A data directory holds clear PII (landing payloads, raw tables, the quarantine, the PII
 # key): what a writer creates in it is for its owner alone, folders 0700 and files 0600.
 # The CLI sets this umask for its whole process; Spark writes through Hadoop, which takes
@@ -69,7 +69,7 @@ class LockHolder:
 
 
 def lock_path(data_dir: Path) -> Path:
-    return Path(data_dir) / LOCK_FILE
+    return DataLayout(Path(data_dir)).lock
 
 
 def _read_holder(handle: int) -> LockHolder | None:

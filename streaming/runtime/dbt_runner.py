@@ -312,7 +312,7 @@ def run_dbt_command(
 def _run_or_fail(data_dir: Path, dbt_args: Sequence[str]) -> dbtRunnerResult:
     result = run_dbt(list(dbt_args), data_dir)
     if not result.success:
-        log_file = DataLayout(data_dir).dbt_logs / "dbt.log"
+        log_file = DataLayout(data_dir).dbt_log
         where = f"\nfull log: {log_file}" if log_file.is_file() else ""
         raise DbtFailed(f"dbt {' '.join(dbt_args)} failed: {failure_summary(result)}{where}")
     return result

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.io.layout import DBT_MANIFEST_FILE
+
 # The source every raw table is declared under (streaming/operations/scaffold.py writes it).
 RAW_SOURCE = "dynamodb"
 # dbt's options that choose nodes; `--table` makes its own choice and takes none of them.
@@ -231,7 +233,7 @@ def relations_in(database: Path) -> set[tuple[str, str, str]] | None:
 
 
 def read_manifest(target: Path) -> dict[str, Any]:
-    with (target / "manifest.json").open(encoding="utf-8") as file:
+    with (target / DBT_MANIFEST_FILE).open(encoding="utf-8") as file:
         return json.load(file)
 
 

@@ -51,7 +51,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from streaming.io.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
-from streaming.runtime.stream_identity import CHECKPOINT_METADATA, query_id_in_metadata
+from streaming.io.layout import CHECKPOINT_METADATA_FILE, uri
+from streaming.runtime.stream_identity import query_id_in_metadata
 from streaming.runtime.trigger import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
@@ -241,7 +242,7 @@ def checkpoint_query_id(files: HadoopFiles, checkpoint_dir: str) -> str:
     first, the same way, gives the sink the id before the query starts; a new checkpoint,
     even at the same location, is a new stream whose batch ids never match the old one's.
     """
-    path = f"{checkpoint_dir.rstrip('/')}/{CHECKPOINT_METADATA}"
+    path = uri(checkpoint_dir, CHECKPOINT_METADATA_FILE)
     if not files.exists(path):
         files.write_text(path, json.dumps({"id": str(uuid.uuid4())}))
     try:

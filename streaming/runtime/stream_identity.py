@@ -34,10 +34,6 @@ from streaming.io import layout as raw_layout
 from streaming.io.hudi_timeline import LocalFiles, table_commits
 from streaming.io.layout import DataLayout
 
-IDENTITY_FILE = "_stream.json"
-# Spark's own record of a checkpoint's query id (StreamMetadata): `{"id": "<uuid>"}`.
-CHECKPOINT_METADATA = "metadata"
-
 _START_OVER = "to start over, move raw/, quarantine/ and checkpoints/ aside together"
 
 
@@ -69,7 +65,7 @@ def query_id_in_metadata(text: str) -> str:
 
 def checkpoint_stream_id(checkpoint_dir: Path) -> str | None:
     """The query id Spark keeps in `<checkpoint>/metadata`, or None without a checkpoint."""
-    path = checkpoint_dir / CHECKPOINT_METADATA
+    path = checkpoint_dir / raw_layout.CHECKPOINT_METADATA_FILE
     if not path.is_file():
         return None
     try:
@@ -79,7 +75,7 @@ def checkpoint_stream_id(checkpoint_dir: Path) -> str | None:
 
 
 def committed_batch_ids(checkpoint_dir: Path) -> set[int]:
-    commits = checkpoint_dir / "commits"
+    commits = checkpoint_dir / raw_layout.CHECKPOINT_COMMITS_FOLDER
     return {int(path.name) for path in commits.iterdir() if path.name.isdigit()} if commits.is_dir() else set()
 
 
@@ -108,12 +104,12 @@ def table_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> dic
 def written_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> set[int]:
     """Stream batch ids (not backfills, which are negative) with folders in raw or quarantine."""
     ids = set().union(*table_batch_ids(data_root, contracts).values())
-    quarantined = {int(folder.name.split("=", 1)[1]) for folder in DataLayout(data_root).quarantine.glob("_batch_id=*")}
+    quarantined = DataLayout(data_root).quarantine_batch_ids()
     return ids | {batch_id for batch_id in quarantined if batch_id >= 0}
 
 
 def read_identity(data_root: Path) -> StreamIdentity | None:
-    path = DataLayout(data_root).raw / IDENTITY_FILE
+    path = DataLayout(data_root).stream_identity
     if not path.is_file():
         return None
     try:
@@ -136,7 +132,7 @@ def claim_stream_identity(
         _check_table_batches(recorded, checkpoint_dir, table_batch_ids(data_root, contracts), data_root)
     elif written and checkpoint_id is None:
         raise StreamIdentityError(
-            f"{data_root / 'raw'} holds stream batches {_ids(written)} but there is no checkpoint at "
+            f"{DataLayout(data_root).raw} holds stream batches {_ids(written)} but there is no checkpoint at "
             f"{checkpoint}: restarting would read every landing file again under batch ids from 0. "
             f"Restore the checkpoint folder to resume; or rebuild with `lakehouse reprocess --to <new data root>` "
             f"and `lakehouse switch`; or, {_START_OVER}"
@@ -150,7 +146,7 @@ def claim_stream_identity(
         committed = committed_batch_ids(checkpoint_dir)
         if committed and not written:
             raise StreamIdentityError(
-                f"the checkpoint {checkpoint} committed batches {_ids(committed)}, but {data_root / 'raw'} and "
+                f"the checkpoint {checkpoint} committed batches {_ids(committed)}, but {DataLayout(data_root).raw} and "
                 f"the quarantine hold none of them: raw was deleted or replaced. Restore it, or rebuild with "
                 f"`lakehouse reprocess --to <new data root>`; or, {_START_OVER}"
             )
@@ -203,7 +199,7 @@ def _check_table_batches(
 def _check_same_stream(
     recorded: StreamIdentity, checkpoint_id: str | None, checkpoint: str, landing: str, data_root: Path
 ) -> None:
-    record = DataLayout(data_root).raw / IDENTITY_FILE
+    record = DataLayout(data_root).stream_identity
     if recorded.landing != landing or recorded.checkpoint != checkpoint:
         raise StreamIdentityError(
             f"this data directory was moved: {record} was written for landing {recorded.landing} and checkpoint "
@@ -231,12 +227,12 @@ def _new_checkpoint_identity(checkpoint_dir: Path) -> str:
     recorded) before the first batch runs; Spark reads an existing file instead of making one."""
     stream_id = str(uuid.uuid4())
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    (checkpoint_dir / CHECKPOINT_METADATA).write_text(json.dumps({"id": stream_id}) + "\n", encoding="utf-8")
+    (checkpoint_dir / raw_layout.CHECKPOINT_METADATA_FILE).write_text(json.dumps({"id": stream_id}) + "\n", encoding="utf-8")
     return stream_id
 
 
 def _write_identity(data_root: Path, identity: StreamIdentity) -> None:
-    write_json_atomically(DataLayout(data_root).raw / IDENTITY_FILE, asdict(identity))
+    write_json_atomically(DataLayout(data_root).stream_identity, asdict(identity))
 
 
 def _ids(batch_ids: set[int]) -> str:

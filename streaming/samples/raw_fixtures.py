@@ -76,7 +76,7 @@ def write_raw_batch(
     arrow_table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in completed], schema=schema
     )
-    table_dir = raw_layout.change_log_dir(Path(data_dir) / "raw", contract)
+    table_dir = raw_layout.change_log_dir(raw_layout.DataLayout(Path(data_dir)).raw, contract)
     for earlier in table_dir.glob(f"*/{raw_layout.batch_folder(batch_id)}"):
         shutil.rmtree(earlier)
     batch_dir = table_dir / raw_layout.hour_folder_of(ingested_at) / raw_layout.batch_folder(batch_id)
