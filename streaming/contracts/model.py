@@ -41,26 +41,39 @@ CAST_TYPES = ("timestamp", "date", "bigint", "decimal(p,s)")
 MAX_DECIMAL_PRECISION = 38
 _DECIMAL_CAST = re.compile(r"^decimal\(\s*([0-9]+)\s*,\s*([0-9]+)\s*\)$")
 
-# Columns every raw table carries after the business and partition columns, with their
-# Spark SQL types (spark_schema.METADATA_FIELDS builds the StructFields from these);
-# `_ingested_at` and `_batch_id` are added by the pipeline, not by decode.
-METADATA_COLUMN_TYPES: tuple[tuple[str, str], ...] = (
-    ("_event_name", "string"),
-    ("_is_deleted", "boolean"),
-    ("_is_ttl_delete", "boolean"),
-    ("_event_ts", "timestamp"),
-    ("_sequence_number", "string"),
-    ("_ordering_value", "string"),
-    ("_event_id", "string"),
-    ("_source_table", "string"),
-    ("_extra_attributes", "string"),
-    ("_ingested_at", "timestamp"),
-    ("_batch_id", "bigint"),
-    # streaming.contracts.evolution.contract_version of the contract the row was decoded with.
-    ("_contract_version", "string"),
+
+@dataclass(frozen=True)
+class MetadataColumn:
+    """A column the pipeline adds to every raw table: its Spark SQL type and what it holds
+    (the dbt sources' column description)."""
+
+    name: str
+    sql_type: str
+    description: str
+
+
+# Columns every raw table carries after the business and partition columns, the one list
+# of them: spark_schema.METADATA_FIELDS builds the StructFields from it, scaffold writes
+# the dbt sources' columns from it, and tests/dbt/test_scaffold.py checks the hand-written
+# _dynamodb__sources.yml against it. `_ingested_at` and `_batch_id` are added by the
+# pipeline, not by decode.
+METADATA_COLUMN_SPECS: tuple[MetadataColumn, ...] = (
+    MetadataColumn("_event_name", "string", "INSERT, MODIFY or REMOVE."),
+    MetadataColumn("_is_deleted", "boolean", "True for REMOVE."),
+    MetadataColumn("_is_ttl_delete", "boolean", "REMOVE issued by DynamoDB TTL."),
+    MetadataColumn("_event_ts", "timestamp", "ApproximateCreationDateTime (UTC)."),
+    MetadataColumn("_sequence_number", "string", "Sequence number left-padded with zeros."),
+    MetadataColumn("_ordering_value", "string", "Event time digits + sequence number: one comparable string."),
+    MetadataColumn("_event_id", "string", "eventID."),
+    MetadataColumn("_source_table", "string", "DynamoDB table name."),
+    MetadataColumn("_extra_attributes", "string", "Attributes the contract does not name (DynamoDB JSON)."),
+    MetadataColumn("_ingested_at", "timestamp", "When the micro-batch was processed."),
+    MetadataColumn("_batch_id", "bigint", "Micro-batch id."),
+    MetadataColumn("_contract_version", "string", "Version of the table contract the row was decoded with "
+                                                  "(streaming/contracts/evolution.py)."),
 )
 PIPELINE_COLUMNS = ("_ingested_at", "_batch_id", "_contract_version")
-METADATA_COLUMNS = tuple(name for name, _ in METADATA_COLUMN_TYPES)
+METADATA_COLUMNS = tuple(column.name for column in METADATA_COLUMN_SPECS)
 
 # The change log `<raw_table>_changes` is partitioned by the UTC hour its batch was
 # ingested (`yyyy-MM-dd-HH`, fixed width so text order is time order): a reader of
@@ -68,6 +81,10 @@ METADATA_COLUMNS = tuple(name for name, _ in METADATA_COLUMN_TYPES)
 CHANGES_SUFFIX = "_changes"
 INGEST_HOUR_COLUMN = "_ingest_hour"
 INGEST_HOUR_FORMAT = "yyyy-MM-dd-HH"
+INGEST_HOUR = MetadataColumn(INGEST_HOUR_COLUMN, "string",
+                             "Partition: UTC hour the batch was ingested (yyyy-MM-dd-HH).")
+# The metadata columns of a change log, in its column order: the partition column last.
+CHANGE_LOG_METADATA_COLUMNS = (*METADATA_COLUMN_SPECS, INGEST_HOUR)
 
 
 def ingest_hour(ingested_at: datetime) -> str:

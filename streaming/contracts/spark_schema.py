@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from streaming.contracts.model import (
     CHANGE_RECORD_COLUMN,
     INGEST_HOUR_COLUMN,
-    METADATA_COLUMN_TYPES,
+    METADATA_COLUMN_SPECS,
     AttributeSpec,
     ContractError,
     TableContract,
@@ -29,7 +29,7 @@ _METADATA_SPARK_TYPES: dict[str, T.DataType] = {
     "bigint": T.LongType(),
 }
 METADATA_FIELDS: tuple[T.StructField, ...] = tuple(
-    T.StructField(name, _METADATA_SPARK_TYPES[sql_type]) for name, sql_type in METADATA_COLUMN_TYPES
+    T.StructField(column.name, _METADATA_SPARK_TYPES[column.sql_type]) for column in METADATA_COLUMN_SPECS
 )
 
 

@@ -1,10 +1,13 @@
 """`lakehouse scaffold`: what it writes for a plain table and for a single-table design,
 that a re-run on an unchanged contract changes no byte, that hand edits are refused
-(nothing written) unless --force, and that the committed app models are its output.
-No dbt runs here: tests/dbt/test_scaffold_round_trip.py builds what it writes."""
+(nothing written) unless --force, that the committed app models are its output, and that
+the hand-written staging models and sources agree with its templates and the contracts'
+metadata columns. No dbt runs here: tests/dbt/test_scaffold_round_trip.py builds what it
+writes."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import yaml
 
 from streaming.cli import main
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.model import CHANGE_LOG_METADATA_COLUMNS
 from streaming.errors import OperatorError
 from streaming.operations import scaffold as scaffold_module
 from streaming.operations.contract_pii import contract_columns
@@ -156,6 +160,61 @@ def test_the_committed_app_models_are_what_scaffold_writes() -> None:
         assert (PROJECT_DIR / generated.path).read_text(encoding="utf-8") == generated.text, (
             f"{generated.path} differs from the app contract's scaffold: run lakehouse scaffold --table app"
         )
+
+
+def _source_tables(path: Path) -> dict[str, dict]:
+    (source,) = yaml.safe_load(path.read_text(encoding="utf-8"))["sources"]
+    return {table["name"]: table for table in source["tables"]}
+
+
+def test_every_sources_yaml_declares_the_contracts_metadata_columns() -> None:
+    """The metadata columns are listed once, in contracts/model.py: the hand-written
+    sources and the ones scaffold writes end every change log with them, in that order,
+    with the same types and descriptions."""
+    scaffolded = {str(generated.path): generated.text for generated in scaffold_files(load_contracts(), "app")}
+    app_sources = yaml.safe_load(scaffolded["dbt_project/models/staging/_dynamodb__app__sources.yml"])
+    change_logs = [table for table in app_sources["sources"][0]["tables"] if table["name"].endswith("_changes")]
+    hand_written = _source_tables(PROJECT_DIR / STAGING / "_dynamodb__sources.yml")
+    change_logs += [hand_written["customers_changes"], hand_written["orders_changes"]]
+    duckdb_types = {"string": "varchar", "boolean": "boolean", "timestamp": "timestamp", "bigint": "bigint"}
+    expected = [{"name": column.name, "data_type": duckdb_types[column.sql_type], "description": column.description}
+                for column in CHANGE_LOG_METADATA_COLUMNS]
+
+    assert len(change_logs) == 6
+    for table in change_logs:
+        assert table["columns"][-len(expected):] == expected, table["name"]
+
+
+def _select_step(sql: str, name: str) -> str:
+    """A named step (CTE) of a model, from `<name> as (` to its closing parenthesis."""
+    match = re.search(rf"^(?:with )?{name} as \(\n.*?^\),?$", sql, flags=re.DOTALL | re.MULTILINE)
+    assert match is not None, f"no step {name}"
+    return match.group(0)
+
+
+def _shared_parts(sql: str, steps: tuple[str, ...], tail_start: str) -> list[str]:
+    config = re.search(r"^\{\{ config\(.*?^\) \}\}$", sql, flags=re.DOTALL | re.MULTILINE)
+    assert config is not None
+    tail = sql[sql.index(tail_start):]
+    return [config.group(0), *(_select_step(sql, step) for step in steps), tail[:tail.index("{%- endif %}")]]
+
+
+@pytest.mark.parametrize(("table", "model", "template_model", "steps", "tail_start"), [
+    ("customers", "stg_dynamodb__customers", "stg_dynamodb__customers", ("changes", "ranked", "latest"),
+     "{%- if is_incremental() %}\nleft join {{ this }} as existing"),
+    ("orders", "stg_dynamodb__orders", "stg_dynamodb__orders", ("changes", "ranked", "latest"),
+     "{%- if is_incremental() %}\nleft join {{ this }} as existing"),
+])
+def test_the_hand_written_staging_models_are_the_templates_but_for_the_stated_differences(
+    table: str, model: str, template_model: str, steps: tuple[str, ...], tail_start: str
+) -> None:
+    """The templates' own comments list how the hand-written models differ (their
+    `cleaned` step and final select, the customer events' columns); everything else,
+    config, the steps that choose the raw rows and the incremental join, is the same text."""
+    rendered = {generated.path.stem: generated.text for generated in scaffold_files(load_contracts(), table)}
+    hand_written = (PROJECT_DIR / STAGING / f"{model}.sql").read_text(encoding="utf-8")
+
+    assert _shared_parts(hand_written, steps, tail_start) == _shared_parts(rendered[template_model], steps, tail_start)
 
 
 def test_a_rerun_on_an_unchanged_contract_changes_no_byte(contracts_with_widgets: dict, project: Path) -> None:
