@@ -2,7 +2,7 @@
 
 Each command group declares its options and handlers in its own module (data.py:
 generate, stream, status, demo; raw.py: backfill, reprocess, switch, reconcile;
-quarantine.py; unrouted.py; dbt.py: dbt, docs). A handler only turns arguments into one call of an
+quarantine.py; unrouted.py; dbt.py: dbt, docs; contract.py: contract infer). A handler only turns arguments into one call of an
 application function (streaming.operations); exit_codes.py turns what it raises into
 a message and an exit code, in one place.
 
@@ -17,16 +17,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streaming.cli import data, dbt, quarantine, raw, unrouted
+from streaming.cli import contract, data, dbt, quarantine, raw, unrouted
 from streaming.cli.exit_codes import exit_code_of, message_of
 from streaming.cli.options import add_project_options
 from streaming.io.layout import DataLayout, default_data_dir
 from streaming.runtime.data_lock import PRIVATE_UMASK
 
-COMMAND_GROUPS = (data, raw, quarantine, unrouted, dbt)
+COMMAND_GROUPS = (data, raw, quarantine, unrouted, dbt, contract)
 DESCRIPTION = ("DynamoDB change data into a local or AWS lakehouse: generate sample CDC, stream it to raw, "
                "inspect, demo, backfill from DynamoDB exports, reprocess, switch, reconcile, replay quarantined or "
-               "unrouted records, and run dbt.")
+               "unrouted records, run dbt, and infer a table's contract from its data.")
 
 
 def build_parser() -> argparse.ArgumentParser:
