@@ -338,7 +338,8 @@ class Proposal:
 
     @property
     def conflicts(self) -> list[str]:
-        return [f"{where}: {attribute.name} seen as " + ", ".join(f"{t} {n}x" for t, n in attribute.types.items())
+        return [f"{where}: {attribute.name} seen as "
+                + ", ".join(f"{t} {n}x" for t, n in _by_count(attribute.types))
                 for where, attribute in self.attributes_with_owner() if len(attribute.types) > 1]
 
     def attributes_with_owner(self) -> Iterable[tuple[str, ProposedAttribute]]:
@@ -347,6 +348,11 @@ class Proposal:
         for where, attributes in owners:
             for attribute in attributes:
                 yield from _walk(attribute, where)
+
+
+def _by_count(types: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Types seen, the most frequent first, ties in name order: the same text on every run."""
+    return sorted(types.items(), key=lambda seen: (-seen[1], seen[0]))
 
 
 def _walk(attribute: ProposedAttribute, where: str) -> Iterable[tuple[str, ProposedAttribute]]:
@@ -421,10 +427,12 @@ def _decide_keys(items: list[DynamoItem], sample: ItemSample, given: Sequence[st
         if others:
             how += f" ({stated} records; {sum(count for _, count in others)} others name other attributes)"
         if len(names) == 2:
-            how += (f"; {names[0]} has fewer distinct values than {names[1]}, so it is the partition key"
+            how += (f"; {names[0]} and {names[1]} named like partition and sort key" if _KEY_HINTS[0].fullmatch(names[0])
+                    and _KEY_HINTS[1].fullmatch(names[1]) else
+                    f"; {names[0]} has fewer distinct values than {names[1]}, so it is the partition key: check"
                     if _distinct(items, names[0]) != _distinct(items, names[1]) else
-                    f"; both have {_distinct(items, names[0])} distinct values, {names[0]} taken as partition key "
-                    "by its name: check")
+                    f"; both have {_distinct(items, names[0])} distinct values: {names[0]} taken as partition key, "
+                    "check")
     else:
         names = _keys_by_name(items)
         how = "by the attributes' names (the sample has no Keys): check"
@@ -455,15 +463,16 @@ def _with_key(items: list[DynamoItem], decision: KeyDecision, sample: ItemSample
 
 
 def _order_keys(names: tuple[str, ...], items: list[DynamoItem]) -> tuple[str, ...]:
-    """Partition key first: it has fewer distinct values (items share a partition); on a tie
-    a name like `pk` or `partitionKey` goes first."""
+    """Partition key first. `Keys` does not say which is which: names like `pk` and `sk`
+    decide, else the one with fewer distinct values (items share a partition)."""
     if len(names) != 2:
         return names
     first, second = names
-    by_count = _distinct(items, first) - _distinct(items, second)
-    if by_count > 0 or (by_count == 0 and _KEY_HINTS[0].fullmatch(second)):
+    if _KEY_HINTS[0].fullmatch(second) and _KEY_HINTS[1].fullmatch(first):
         return (second, first)
-    return (first, second)
+    if _KEY_HINTS[0].fullmatch(first) and _KEY_HINTS[1].fullmatch(second):
+        return (first, second)
+    return (second, first) if _distinct(items, first) > _distinct(items, second) else (first, second)
 
 
 def _distinct(items: list[DynamoItem], name: str) -> int:
@@ -723,7 +732,7 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
         attribute.notes.append(f"column {column}: {snake_case(name) or name!r} "
                                f"{_why_renamed(snake_case(name), taken)}")
     if len(stats.types) > 1:
-        attribute.left_out = ("seen as " + " and ".join(f"{t} ({n} items)" for t, n in stats.types.most_common())
+        attribute.left_out = ("seen as " + " and ".join(f"{t} ({n} items)" for t, n in _by_count(stats.types))
                               + ": one column cannot hold both, so it stays in _extra_attributes (declare one type "
                               "by hand if the other is an error: its items are then quarantined as type_mismatch)")
         attribute.undecided.append(attribute.left_out)
