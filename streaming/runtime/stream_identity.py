@@ -227,7 +227,8 @@ def _new_checkpoint_identity(checkpoint_dir: Path) -> str:
     recorded) before the first batch runs; Spark reads an existing file instead of making one."""
     stream_id = str(uuid.uuid4())
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    (checkpoint_dir / raw_layout.CHECKPOINT_METADATA_FILE).write_text(json.dumps({"id": stream_id}) + "\n", encoding="utf-8")
+    metadata = checkpoint_dir / raw_layout.CHECKPOINT_METADATA_FILE
+    metadata.write_text(json.dumps({"id": stream_id}) + "\n", encoding="utf-8")
     return stream_id
 
 
