@@ -1,4 +1,4 @@
-"""`lakehouse contract infer` (streaming/contracts/infer.py, proposal.py, io/item_samples.py):
+"""`lakehouse contract infer` (streaming/contracts/inference/, io/item_samples.py):
 every proposal here is loaded with the unchanged loader, then compared with what the
 hand-written contracts say, or with what a hostile sample must give."""
 from __future__ import annotations
@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from cli_processes import fresh_python
 from streaming.cli import main
-from streaming.contracts.infer import InferenceError, ItemSample, infer_contract
+from streaming.contracts.inference.contract import infer_contract
+from streaming.contracts.inference.render import render_contract, report
+from streaming.contracts.inference.sample import InferenceError, ItemSample
 from streaming.contracts.loader import load_contract_file, load_contracts
 from streaming.contracts.model import TableContract
-from streaming.contracts.proposal import render_contract, report
 from streaming.io.item_samples import sample_export, sample_file, sample_landing
 from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import generate_cdc, land_cdc
@@ -315,6 +317,22 @@ def test_max_items_bounds_the_sample_and_the_output_says_so(records_file):
     assert "stopped at --max-items 25" in render_contract(proposal)
     assert report(proposal)["sample"] == {"items": 25, "records_read": sample.records_read, "max_items": 25,
                                          "stopped_at_max_items": True, "skipped": dict(sample.skipped)}
+
+
+def test_inference_runs_where_pyspark_is_absent():
+    # A None entry makes any `import pyspark` raise ImportError in the fresh interpreter.
+    probe = (
+        "import sys; sys.modules['pyspark'] = None; "
+        "from streaming.contracts.inference.contract import infer_contract; "
+        "from streaming.contracts.inference.render import render_contract; "
+        "from streaming.contracts.inference.sample import ItemSample; "
+        "sample = ItemSample(); "
+        "[sample.add({'pk': {'S': f'T#{n}'}, 'sk': {'S': f'{kind}#{n}'}}, None) for kind in ('A', 'B') for n in range(3)]; "
+        "print(render_contract(infer_contract('things', sample)).count('sort_key_prefix'))"
+    )
+    completed = fresh_python(probe)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "2"
 
 
 # --------------------------------------------------------------------------- the command

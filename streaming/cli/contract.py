@@ -5,7 +5,8 @@ import argparse
 from pathlib import Path
 
 from streaming.cli.options import positive_int
-from streaming.contracts.infer import DEFAULT_MAX_ITEMS, DEFAULT_MIN_ENTITY_ITEMS
+from streaming.contracts.inference.kinds import DEFAULT_MIN_ENTITY_ITEMS
+from streaming.contracts.inference.sample import DEFAULT_MAX_ITEMS
 from streaming.io.layout import DataLayout
 
 

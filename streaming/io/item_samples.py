@@ -1,4 +1,4 @@
-"""Items of one DynamoDB table, read for `lakehouse contract infer` (streaming/contracts/infer.py).
+"""Items of one DynamoDB table, read for `lakehouse contract infer` (streaming/contracts/inference/).
 
 Three sources, each read until the sample holds `max_items` distinct items:
 
@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from streaming.contracts.infer import InferenceError, ItemSample
+from streaming.contracts.inference.sample import InferenceError, ItemSample
 from streaming.io.dynamodb_export import INCREMENTAL_EXPORT, read_export_manifest
 from streaming.io.landing_reader import split_object_records
 from streaming.io.sources import local_landing_files

@@ -1,7 +1,7 @@
 """`lakehouse contract infer`: propose a table's contract from its items (docs/contracts.md).
 
 Reads a bounded sample (streaming/io/item_samples.py), infers the contract
-(streaming/contracts/infer.py), loads the proposal with the contract loader to prove it
+(streaming/contracts/inference/), loads the proposal with the contract loader to prove it
 is a contract today's loader accepts, then writes it (`--out`, or the terminal) with the
 report (`--report`). It writes nothing else: scaffold and stream read the file once a
 person has reviewed it.
@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from streaming.atomic_files import write_json_atomically, write_text_atomically
-from streaming.contracts.infer import InferenceError, ItemSample, Proposal, infer_contract
+from streaming.contracts.inference.contract import Proposal, infer_contract
+from streaming.contracts.inference.render import render_contract, report, summary_lines
+from streaming.contracts.inference.sample import InferenceError, ItemSample
 from streaming.contracts.loader import load_contract_file
-from streaming.contracts.proposal import render_contract, report, summary_lines
 from streaming.io.item_samples import sample_export, sample_file, sample_landing
 
 

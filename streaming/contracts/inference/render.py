@@ -1,4 +1,4 @@
-"""An inferred contract (infer.py) as a contract file with its reasons, and as a report.
+"""An inferred contract (contract.py) as a contract file with its reasons, and as a report.
 
 The file is the YAML the loader reads, written line by line so that every decision the
 inference made sits beside it as a comment, and every point left to a person says
@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any
 
-from streaming.contracts.infer import Proposal, ProposedAttribute, ProposedEntity
+from streaming.contracts.inference.attributes import ProposedAttribute
+from streaming.contracts.inference.contract import Proposal, ProposedEntity
 from streaming.contracts.loader import snake_case
 
 # A mapping key or value YAML reads back as the same text when written bare: a word that

@@ -1,0 +1,262 @@
+"""The proposal for each attribute: its type, column, cast and PII flag, or why it is left out.
+
+An attribute seen with two types, only as NULL, or as a list of elements of mixed types,
+is left out: it lands in `_extra_attributes`, where no value is quarantined. A cast is
+proposed only when every sampled value fits it; PII from the attribute's name and its
+values' shapes, always as a proposal. Columns follow the naming rules of names.py:
+`<column>_value` for a reserved word or a column the dbt models add, `attr_<column>`
+for one that does not start with a letter, a number for a clash.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streaming.contracts.inference.keys import KeyDecision
+from streaming.contracts.inference.sample import AttributeStats
+from streaming.contracts.loader import snake_case
+from streaming.contracts.model import MAX_DECIMAL_PRECISION, UNROUTED_SUFFIX
+from streaming.contracts.names import (
+    CAST_TEXT_SUFFIX,
+    MAX_COLUMN_LENGTH,
+    MAX_RAW_TABLE_LENGTH,
+    MODEL_COLUMNS,
+    SQL_NAME,
+    reserved_in,
+)
+
+# A decimal cast leaves room above the digits seen: 18 is the precision of the packaged
+# contracts' amounts, and a value wider than its cast becomes null in staging.
+MIN_DECIMAL_PRECISION = 18
+# Words of an attribute name that mark personal data; `name` alone is left undecided
+# (a product or a company has one too).
+_PII_WORDS = frozenset({"email", "mail", "phone", "mobile", "telephone", "msisdn", "address", "street", "postcode",
+                        "zip", "zipcode", "ip", "birthday", "birthdate", "dob", "ssn", "passport", "iban",
+                        "firstname", "lastname", "surname", "fullname"})
+_PERSON_NAME_WORDS = frozenset({"first", "last", "full", "given", "family", "middle", "cust", "customer", "user",
+                                "contact", "person", "display", "maiden"})
+
+
+@dataclass
+class ProposedAttribute:
+    """One attribute of the proposal, or one left out of it (`left_out` says why)."""
+
+    name: str
+    column: str
+    type: str | None
+    seen: int  # items holding a value other than NULL
+    of: int  # items it could be on
+    types: dict[str, int]
+    cast: str | None = None
+    pii: bool = False
+    notes: list[str] = field(default_factory=list)  # each decision, as the YAML comment says it
+    undecided: list[str] = field(default_factory=list)  # what a person has to decide
+    left_out: str | None = None
+    items: ProposedAttribute | None = None
+    fields: list[ProposedAttribute] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        return self.seen / self.of if self.of else 0.0
+
+    def spec_identity(self) -> tuple[Any, ...]:
+        """What must match for two entities to share the attribute as one column."""
+        return (self.type, self.column, self.cast, self.pii,
+                self.items.spec_identity() if self.items else None,
+                tuple(field.spec_identity() for field in self.fields))
+
+
+def types_by_count(types: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Types seen, the most frequent first, ties in name order: the same text on every run."""
+    return sorted(types.items(), key=lambda seen: (-seen[1], seen[0]))
+
+
+def propose_attributes(stats: Mapping[str, AttributeStats], total: int, decision: KeyDecision,
+                        taken: set[str]) -> list[ProposedAttribute]:
+    keys = [name for name in (decision.partition_key, decision.sort_key) if name]
+    ordered = keys + [name for name in stats if name not in keys]
+    proposed = []
+    for name in ordered:
+        attribute = _propose(name, stats[name], total, taken, is_key=name in keys)
+        if attribute.left_out is None:
+            taken.add(attribute.column)
+            if attribute.cast is not None:
+                taken.add(attribute.column + CAST_TEXT_SUFFIX)
+        proposed.append(attribute)
+    return proposed
+
+
+def leave_out_case_twins(attributes: Iterable[ProposedAttribute]) -> None:
+    """DynamoDB tells `Status` from `status`, Spark does not: the loader refuses both in one
+    file (or one map), so the later spelling is left out, to land in _extra_attributes."""
+    first: dict[str, str] = {}
+    for attribute in attributes:
+        if attribute.left_out is not None:
+            continue
+        twin = first.setdefault(attribute.name.casefold(), attribute.name)
+        if twin != attribute.name:
+            attribute.left_out = (f"differs from {twin!r} only in case, and Spark reads both as one field; "
+                                  "it stays in _extra_attributes")
+            attribute.undecided.append(f"{attribute.name!r} and {twin!r} differ only in case: keep one of them")
+        leave_out_case_twins(attribute.fields)
+        if attribute.items is not None:
+            leave_out_case_twins(attribute.items.fields)
+
+
+def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, is_key: bool = False,
+             is_item: bool = False) -> ProposedAttribute:
+    column = "" if is_item else unique_column(_safe_column(name), taken)
+    attribute = ProposedAttribute(name, column, None, stats.present, total, dict(stats.types))
+    if not is_item and column != snake_case(name):
+        attribute.notes.append(f"column {column}: {snake_case(name) or name!r} "
+                               f"{_why_renamed(snake_case(name), taken)}")
+    if len(stats.types) > 1:
+        attribute.left_out = ("seen as " + " and ".join(f"{t} ({n} items)" for t, n in types_by_count(stats.types))
+                              + ": one column cannot hold both, so it stays in _extra_attributes (declare one type "
+                              "by hand if the other is an error: its items are then quarantined as type_mismatch)")
+        attribute.undecided.append(attribute.left_out)
+        return attribute
+    if not stats.types:
+        attribute.left_out = f"only ever NULL ({stats.nulls} items): its type is unknown; it stays in _extra_attributes"
+        attribute.undecided.append(attribute.left_out)
+        return attribute
+    attribute.type = next(iter(stats.types))
+    if attribute.type == "invalid":
+        attribute.left_out = "not DynamoDB JSON (a value without one type descriptor); it stays in _extra_attributes"
+        return attribute
+    if attribute.type == "M":
+        field_taken: set[str] = set()
+        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken)
+                            for field_name, field_stats in stats.fields.items()]
+        if not any(f.left_out is None for f in attribute.fields):
+            attribute.left_out = "a map with no field of one type seen; it stays in _extra_attributes"
+            attribute.undecided.append(attribute.left_out)
+            return attribute
+    if attribute.type == "L":
+        element_stats = stats.items or AttributeStats()
+        attribute.items = _propose("items", element_stats, element_stats.present, set(), is_item=True)
+        if attribute.items.left_out is not None or attribute.items.type is None:
+            why = attribute.items.left_out or "every list seen is empty, so its elements' type is unknown"
+            attribute.left_out = f"list elements: {why}"
+            attribute.undecided.append(attribute.left_out)
+            return attribute
+    if not is_key:
+        _propose_cast(attribute, stats)
+    if not is_item:
+        _propose_pii(attribute, stats)
+    return attribute
+
+
+def _propose_cast(attribute: ProposedAttribute, stats: AttributeStats) -> None:
+    values = stats.present
+    if attribute.type == "S":
+        if stats.timestamps == values:
+            attribute.cast = "timestamp"
+            attribute.notes.append(f"cast timestamp: all {values} values are ISO-8601 date-times")
+        elif stats.dates == values:
+            attribute.cast = "date"
+            attribute.notes.append(f"cast date: all {values} values are ISO-8601 dates")
+        elif stats.boolean_texts == values:
+            attribute.undecided.append(f"all {values} values are 'true'/'false' text; no cast reads text as boolean, "
+                                       "so it stays text")
+        elif stats.number_texts == values:
+            attribute.undecided.append(f"all {values} values are numbers written as text; casts read numbers from N "
+                                       "attributes only, so it stays text")
+        elif stats.timestamps or stats.dates:
+            attribute.undecided.append(f"{stats.timestamps + stats.dates} of {values} values are ISO-8601 dates or "
+                                       "times, the rest are not: no cast proposed")
+    elif attribute.type == "N":
+        if stats.unparsed_numbers:
+            attribute.undecided.append(f"{stats.unparsed_numbers} of {values} values in exponent notation: "
+                                       "no cast proposed")
+        elif stats.integers == values and not stats.over_bigint:
+            attribute.cast = "bigint"
+            epoch = ("epoch seconds" if stats.epoch_seconds == values else
+                     "epoch milliseconds" if stats.epoch_millis == values else None)
+            attribute.notes.append(f"cast bigint: all {values} values are integers"
+                                   + (f" (they read as {epoch}: staging keeps the number)" if epoch else ""))
+            if epoch:
+                attribute.undecided.append(f"the values read as {epoch}; no cast turns them into a timestamp")
+        else:
+            precision = stats.integer_digits + stats.scale
+            if precision > MAX_DECIMAL_PRECISION:
+                attribute.undecided.append(f"up to {stats.integer_digits} integer digits and {stats.scale} decimals, "
+                                           f"wider than decimal({MAX_DECIMAL_PRECISION}): no cast proposed")
+                return
+            precision = min(MAX_DECIMAL_PRECISION, max(precision, MIN_DECIMAL_PRECISION))
+            attribute.cast = f"decimal({precision},{stats.scale})"
+            attribute.notes.append(f"cast {attribute.cast}: at most {stats.integer_digits} integer digits and "
+                                   f"{stats.scale} decimals seen; precision {precision} leaves room")
+
+
+def _propose_pii(attribute: ProposedAttribute, stats: AttributeStats) -> None:
+    words = snake_case(attribute.name).split("_")
+    joined = "".join(words)
+    shapes = [(stats.emails, "e-mail addresses"), (stats.phones, "phone numbers"), (stats.ips, "IP addresses")]
+    by_shape = next((what for count, what in shapes if stats.present and count * 2 > stats.present), None)
+    by_name = next((word for word in [*words, joined] if word in _PII_WORDS), None)
+    if by_name is None and "name" in words and _PERSON_NAME_WORDS & set(words):
+        by_name = "a person's name"
+    nested = any(f.pii for f in attribute.fields if f.left_out is None)
+    if by_shape or by_name or nested:
+        attribute.pii = True
+        reasons = [f"most values look like {by_shape}" if by_shape else "",
+                   f"its name says {by_name!r}" if by_name else "", "a field of it is PII" if nested else ""]
+        attribute.notes.append("pii: PROPOSED, confirm: " + "; ".join(r for r in reasons if r))
+    elif "name" in words:
+        attribute.undecided.append("named like a name: PII when it names a person, not when a product or company")
+
+
+# --------------------------------------------------------------------------- names
+
+
+def table_base_name(table: str) -> str:
+    return safe_name(snake_case(table), "raw", MAX_RAW_TABLE_LENGTH - len(UNROUTED_SUFFIX))
+
+
+def safe_name(name: str, prefix: str, max_length: int) -> str:
+    """A lower snake_case name that no engine reserves: `<prefix>_<name>` when it does not
+    start with a letter, `<name>_value` when reserved (names.py's rule), cut to `max_length`."""
+    name = name[:max_length]
+    if not SQL_NAME.fullmatch(name):
+        name = f"{prefix}_{name}".strip("_")[:max_length]
+    if reserved_in(name) or name in MODEL_COLUMNS:
+        name = name[: max_length - len("_value")] + "_value"
+    return name
+
+
+def _safe_column(name: str) -> str:
+    return safe_name(snake_case(name), "attr", MAX_COLUMN_LENGTH)
+
+
+def unique_column(column: str, taken: set[str]) -> str:
+    candidate, number = column, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{column}_{number}"
+    return candidate
+
+
+def _why_renamed(derived: str, taken: set[str]) -> str:
+    if not derived or not SQL_NAME.fullmatch(derived):
+        return "is not lower snake_case starting with a letter"
+    engines = reserved_in(derived)
+    if engines:
+        return "is reserved in " + ", ".join(engines)
+    if derived in MODEL_COLUMNS:
+        return "is a column the dbt models add"
+    return "is already another attribute's column"
+
+
+def rename_clashes(attributes: list[ProposedAttribute], shared_columns: set[str]) -> None:
+    """An entity's own column may not take a shared column's name (say, `GSI1PK` shared and
+    `gsi1pk` its own would both be `gsi1_pk`)."""
+    taken = set(shared_columns)
+    for attribute in attributes:
+        if attribute.left_out is None and attribute.column in taken:
+            renamed = unique_column(attribute.column, taken)
+            attribute.notes.append(f"column {renamed}: {attribute.column} is already a shared column")
+            attribute.column = renamed
+        if attribute.left_out is None:
+            taken.add(attribute.column)

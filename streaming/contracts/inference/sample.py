@@ -1,0 +1,209 @@
+"""The sample inference reads, and what it sees of each attribute.
+
+`ItemSample` holds at most `max_items` distinct items, fed by the readers of
+streaming/io/item_samples.py; `AttributeStats` counts, for one attribute, map field or
+list's elements, its types and the shapes of its values (ISO-8601 times, numbers with
+their digits, e-mail addresses, ...) that the proposals of attributes.py are made from.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from streaming.errors import OperatorError
+
+DynamoItem = dict[str, dict[str, Any]]
+
+DEFAULT_MAX_ITEMS = 10_000
+# More kinds than this from one attribute means it is not a discriminator (an id, a name);
+# a text attribute's distinct values are counted up to it.
+MAX_KINDS = 64
+# The text forms the dbt casts read (macros/cross_db/types.sql): ISO-8601 date-times with
+# seconds, and calendar dates.
+_ISO_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})?")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DECIMAL_TEXT = re.compile(r"-?(\d+)(?:\.(\d+))?")
+_BOOLEAN_TEXTS = frozenset({"true", "false"})
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+# A phone number: an optional +, then digits with separators, 7 to 15 digits (E.164), and
+# at least a + or a separator, so that a plain numeric id is not one.
+_PHONE = re.compile(r"\+?[0-9][0-9 ().-]{5,}[0-9]")
+BIGINT_MAX = 2**63 - 1
+# Integers in these ranges read as epoch times between 2000 and 2100.
+_EPOCH_SECONDS = (946_684_800, 4_102_444_800)
+_EPOCH_MILLIS = (_EPOCH_SECONDS[0] * 1000, _EPOCH_SECONDS[1] * 1000)
+
+class InferenceError(OperatorError, ValueError):
+    """The sample cannot give a contract: no items, no key, or keys that disagree."""
+
+
+# --------------------------------------------------------------------------- the sample
+
+
+@dataclass
+class ItemSample:
+    """The items inference reads: at most `max_items` distinct items, the last image of
+    each (a change record's NewImage, or its OldImage for a REMOVE), in reading order."""
+
+    max_items: int = DEFAULT_MAX_ITEMS
+    items: dict[str, DynamoItem] = field(default_factory=dict)
+    # The key attribute names the records stated (`Keys`), with how many stated them.
+    key_names: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    # Key names a source declares outright (a NoSQL Workbench model's KeyAttributes).
+    declared_key: tuple[str, ...] | None = None
+    records_read: int = 0
+    # Why records gave no item: reason -> count (not JSON, another table, no image, ...).
+    skipped: Counter[str] = field(default_factory=Counter)
+    stopped_early: bool = False
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= self.max_items
+
+    def add(self, image: DynamoItem, keys: Mapping[str, Any] | None = None) -> None:
+        """One record's item image; `keys` is the record's `Keys` when it has them. A key
+        seen again replaces its earlier image; a new key past `max_items` stops the sample."""
+        self.records_read += 1
+        if keys:
+            self.key_names[tuple(sorted(keys))] += 1
+        identity = json.dumps(keys if keys else image, sort_keys=True)
+        if identity not in self.items and self.full:
+            self.stopped_early = True
+            return
+        self.items[identity] = image
+
+    def skip(self, reason: str) -> None:
+        self.records_read += 1
+        self.skipped[reason] += 1
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@dataclass
+class AttributeStats:
+    """What the sample shows of one attribute (or a map's field, or a list's elements)."""
+
+    present: int = 0  # values other than NULL
+    nulls: int = 0
+    types: Counter[str] = field(default_factory=Counter)
+    # Per S value: which shapes every value had so far (None: no S value yet).
+    timestamps: int = 0
+    dates: int = 0
+    boolean_texts: int = 0
+    number_texts: int = 0
+    emails: int = 0
+    phones: int = 0
+    ips: int = 0
+    # N values: the widest integer part and scale, and whether every value is an integer.
+    integers: int = 0
+    integer_digits: int = 0
+    scale: int = 0
+    unparsed_numbers: int = 0
+    epoch_seconds: int = 0
+    epoch_millis: int = 0
+    over_bigint: int = 0
+    fields: dict[str, AttributeStats] = field(default_factory=dict)
+    maps: int = 0
+    items: AttributeStats | None = None
+    distinct: set[str] = field(default_factory=set)
+
+    def observe(self, value: Any) -> None:
+        if not isinstance(value, dict) or len(value) != 1:
+            self.types["invalid"] += 1
+            self.present += 1
+            return
+        kind, content = next(iter(value.items()))
+        if kind == "NULL":
+            self.nulls += 1
+            return
+        self.present += 1
+        self.types[kind] += 1
+        if kind == "S" and isinstance(content, str):
+            self._observe_text(content)
+        elif kind == "N" and isinstance(content, str):
+            self._observe_number(content)
+        elif kind == "M" and isinstance(content, dict):
+            self.maps += 1
+            for name, field_value in content.items():
+                self.fields.setdefault(name, AttributeStats()).observe(field_value)
+        elif kind == "L" and isinstance(content, list):
+            self.items = self.items or AttributeStats()
+            for element in content:
+                self.items.observe(element)
+
+    def _observe_text(self, text: str) -> None:
+        if len(self.distinct) <= MAX_KINDS:
+            self.distinct.add(text)
+        if _ISO_TIMESTAMP.fullmatch(text) and _valid_datetime(text):
+            self.timestamps += 1
+        if _ISO_DATE.fullmatch(text) and _valid_date(text):
+            self.dates += 1
+        if text.lower() in _BOOLEAN_TEXTS:
+            self.boolean_texts += 1
+        if _DECIMAL_TEXT.fullmatch(text):
+            self.number_texts += 1
+        if _EMAIL.fullmatch(text):
+            self.emails += 1
+        if _PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15 and not text.isdigit():
+            self.phones += 1
+        if _is_ip(text):
+            self.ips += 1
+
+    def _observe_number(self, text: str) -> None:
+        match = _DECIMAL_TEXT.fullmatch(text.strip())
+        if match is None:  # exponent notation: no cast reads it exactly
+            self.unparsed_numbers += 1
+            return
+        whole, fraction = match.group(1).lstrip("0"), (match.group(2) or "").rstrip("0")
+        self.integer_digits = max(self.integer_digits, len(whole))
+        self.scale = max(self.scale, len(fraction))
+        if not fraction:
+            self.integers += 1
+            number = int(match.group(1)) * (-1 if text.startswith("-") else 1)
+            if abs(number) > BIGINT_MAX:
+                self.over_bigint += 1
+            if _EPOCH_SECONDS[0] <= number < _EPOCH_SECONDS[1]:
+                self.epoch_seconds += 1
+            elif _EPOCH_MILLIS[0] <= number < _EPOCH_MILLIS[1]:
+                self.epoch_millis += 1
+
+
+def _valid_datetime(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _valid_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ip(text: str) -> bool:
+    if not (":" in text or text.count(".") == 3):
+        return False
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def attribute_stats(items: Iterable[DynamoItem]) -> dict[str, AttributeStats]:
+    stats: dict[str, AttributeStats] = {}
+    for item in items:
+        for name, value in item.items():
+            stats.setdefault(name, AttributeStats()).observe(value)
+    return stats
