@@ -278,6 +278,19 @@ def test_reserved_words_and_model_columns_get_columns_of_their_own(tmp_path):
         "order": "order_value", "end": "end_value", "changeRank": "change_rank_value", "2fa": "attr_2fa"}
 
 
+def test_hostile_names_and_values_never_make_a_proposal_the_loader_refuses(tmp_path):
+    items = [item("A#1", f"B#{n}", type={"S": "{{ evil }}" if n % 2 else "on"}, weird={"X": "1"},
+                  **{"on": {"S": "y"}, "key: colon": {"S": "z"}, "multi\nline": {"S": "w"}})
+             for n in range(6)]
+    loaded = proposed("things", sample_of(items), tmp_path)
+    assert {c.raw_table: c.route.equals for c in loaded.values() if c.route} == {"things_evils": "{{ evil }}",
+                                                                              "things_ons": "on"}
+    columns = {a.name: a.column for a in loaded["things_evils"].attributes}
+    assert columns == {"pk": "pk", "sk": "sk", "type": "type", "on": "on_value", "key: colon": "key_colon",
+                       "multi\nline": "multi_line"}
+    assert "{{" not in loaded["things_evils"].description
+
+
 def test_casts_are_proposed_only_when_every_sampled_value_fits():
     items = [item("A#1", f"B#{n}",
                   at={"S": "2026-11-01T10:00:00Z" if n else "yesterday"},

@@ -16,7 +16,7 @@ from typing import Any
 from streaming.contracts.inference.keys import KeyDecision
 from streaming.contracts.inference.sample import AttributeStats
 from streaming.contracts.loader import snake_case
-from streaming.contracts.model import MAX_DECIMAL_PRECISION, UNROUTED_SUFFIX
+from streaming.contracts.model import ATTRIBUTE_TYPES, MAX_DECIMAL_PRECISION, UNROUTED_SUFFIX
 from streaming.contracts.names import (
     CAST_TEXT_SUFFIX,
     MAX_COLUMN_LENGTH,
@@ -122,8 +122,10 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
         attribute.undecided.append(attribute.left_out)
         return attribute
     attribute.type = next(iter(stats.types))
-    if attribute.type == "invalid":
-        attribute.left_out = "not DynamoDB JSON (a value without one type descriptor); it stays in _extra_attributes"
+    if attribute.type not in ATTRIBUTE_TYPES:
+        attribute.left_out = (f"not DynamoDB JSON (type descriptor {attribute.type!r}); the stream quarantines such "
+                              "items, so the contract leaves it out")
+        attribute.undecided.append(attribute.left_out)
         return attribute
     if attribute.type == "M":
         field_taken: set[str] = set()

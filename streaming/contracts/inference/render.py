@@ -29,6 +29,12 @@ def _scalar(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _description(text: str) -> str:
+    """Descriptions reach dbt's YAML, which dbt renders as Jinja (names.py): a discriminator
+    value holding `{{` must not make the proposal one the loader refuses."""
+    return _scalar(text.replace("{", "("))
+
+
 def _comment(text: str, depth: int) -> list[str]:
     return [f"{INDENT * depth}# {line}" for line in text.splitlines()]
 
@@ -43,7 +49,7 @@ def render_contract(proposal: Proposal) -> str:
         "Every decision is explained in a comment; REVIEW marks what a person has to decide, and every\n"
         "`pii: true` is a proposal to confirm. Then `lakehouse scaffold --table` and `lakehouse stream`.", 0)
     lines.append(f"table: {_scalar(proposal.table)}")
-    lines.append(f"description: {_scalar(_table_description(proposal))}")
+    lines.append(f"description: {_description(_table_description(proposal))}")
     lines += _comment(f"key: {proposal.key.how}", 0)
     lines.append("key:")
     lines.append(f"{INDENT}partition_key: {_scalar(proposal.key.partition_key)}")
@@ -85,7 +91,7 @@ def _entity(entity: ProposedEntity) -> list[str]:
     lines = _comment(f"{entity.items} sampled items; {entity.how}", 1)
     lines.append(f"{INDENT}{entity.name}:")
     lines.append(f"{INDENT * 2}raw_table: {entity.raw_table}")
-    lines.append(f"{INDENT * 2}description: {_scalar(f'TODO describe. {entity.items} sampled items, {entity.how}.')}")
+    lines.append(f"{INDENT * 2}description: {_description(f'TODO describe. {entity.items} sampled items, {entity.how}.')}")
     lines.append(f"{INDENT * 2}match:")
     for field, value in entity.match.items():
         lines.append(f"{INDENT * 3}{field}: {_scalar(value)}")
@@ -114,7 +120,7 @@ def _attribute(attribute: ProposedAttribute, depth: int, *, is_item: bool = Fals
         lines.append(f"{inner}cast: {_scalar(attribute.cast)}")
     if attribute.pii:
         lines.append(f"{inner}pii: true")
-    lines.append(f"{inner}description: {_scalar(_attribute_description(attribute, is_item, in_map))}")
+    lines.append(f"{inner}description: {_description(_attribute_description(attribute, is_item, in_map))}")
     if attribute.items is not None:
         lines += _attribute(attribute.items, depth + 1, is_item=True)
     if attribute.fields:

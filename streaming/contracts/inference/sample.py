@@ -93,7 +93,7 @@ class AttributeStats:
     present: int = 0  # values other than NULL
     nulls: int = 0
     types: Counter[str] = field(default_factory=Counter)
-    # Per S value: which shapes every value had so far (None: no S value yet).
+    # S values: how many have each shape (a cast fits when all of them do).
     timestamps: int = 0
     dates: int = 0
     boolean_texts: int = 0
@@ -101,7 +101,7 @@ class AttributeStats:
     emails: int = 0
     phones: int = 0
     ips: int = 0
-    # N values: the widest integer part and scale, and whether every value is an integer.
+    # N values: how many are integers (and in an epoch range), the widest integer part and scale.
     integers: int = 0
     integer_digits: int = 0
     scale: int = 0
