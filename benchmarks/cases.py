@@ -211,7 +211,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
     from streaming.runtime.data_lock import hold_data_dir
-    from streaming.runtime.startup import StreamOptions, load_checked_contracts, start_stream
+    from streaming.runtime.startup import LandingFiles, StreamOptions, load_checked_contracts, start_stream
 
     landing = Path(params["landing_dir"])
     query_name = params.get("query_name", QUERY_NAME)
@@ -235,9 +235,10 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     # It holds the data directory's lock as `lakehouse stream` does (the kill drill's
     # second writer is refused by it; a killed run's record is taken over on restart).
     with hold_data_dir(Path(params["data_dir"]), "stream", report=print):
-        query, size = start_stream(spark, DataLayout(Path(params["data_dir"])), landing,
-                                   load_checked_contracts(params.get("contracts_dir")), options, print,
-                                   metrics=recorder, wrap_sinks=killable)
+        stream = start_stream(spark, LandingFiles(DataLayout(Path(params["data_dir"])), landing, options),
+                              load_checked_contracts(params.get("contracts_dir")), print,
+                              metrics=recorder, wrap_sinks=killable)
+        query, size = stream.query, stream.source.trigger_size
         if trigger == "processing-time":
             Path(params["ready_file"]).touch()
             deadline = time.monotonic() + float(params.get("timeout_s", 600))

@@ -1,17 +1,23 @@
 """Glue job parameters and Kinesis source options, without awsglue."""
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 
 import streaming.runtime.glue_job
+from streaming.contracts.loader import load_contracts
 from streaming.io.hudi_options import GLUE_SYNC_TOOL
 from streaming.io.storage import jvm_class_loadable
 from streaming.runtime.glue_job import (
     GLUE_CATALOG_CLIENT_FACTORY,
+    METASTORE_CLIENT_FACTORY_KEYS,
     OPTIONAL_ARGS,
     REQUIRED_ARGS,
     CatalogAccessError,
     JobArgumentError,
+    KinesisToHudi,
     catalog_access_problem,
     checkpoint_query_id,
     job_settings,
@@ -234,3 +240,78 @@ def test_checkpoint_metadata_that_is_not_sparks_is_refused(spark, tmp_path):
     (tmp_path / "metadata").write_text("not json")
     with pytest.raises(JobArgumentError, match="checkpoint"):
         checkpoint_query_id(HadoopFiles(spark), str(tmp_path))
+
+
+# --------------------------------------------------------------------------- start-up
+
+
+def fake_awsglue(monkeypatch, glue_context, job) -> None:
+    """awsglue as main() uses it, which exists only inside Glue: getResolvedOptions reads
+    `--name value` pairs, GlueContext is `glue_context`, Job is `job`."""
+    modules = {name: types.ModuleType(name) for name in ("awsglue", "awsglue.context", "awsglue.job", "awsglue.utils")}
+    modules["awsglue.context"].GlueContext = lambda spark_context: glue_context
+    modules["awsglue.job"].Job = lambda context: job
+    modules["awsglue.utils"].getResolvedOptions = lambda argv, names: {
+        name: argv[argv.index(f"--{name}") + 1] for name in names}
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_commits_when_the_stream_ends(
+        monkeypatch, mocked_aws):
+    from pyspark.context import SparkContext
+
+    import streaming.io.hudi_sink
+    import streaming.runtime.startup
+    import streaming.runtime.stream_loop
+    from streaming.io.metrics import CloudWatchMetricsPublisher
+
+    events: list[str] = []
+    session = types.SimpleNamespace(name="the job's SparkSession")
+    glue_context = types.SimpleNamespace(spark_session=session)
+    job = types.SimpleNamespace(init=lambda name, resolved: events.append(f"job {name} initialised"),
+                                commit=lambda: events.append("job committed"))
+    fake_awsglue(monkeypatch, glue_context, job)
+    monkeypatch.setattr(SparkContext, "getOrCreate", lambda: "the SparkContext")
+    monkeypatch.setattr(streaming.io.hudi_sink, "hudi_bundle_available", lambda spark: spark is session)
+    monkeypatch.setattr(streaming.runtime.glue_job, "session_catalog_conf",
+                        lambda spark: {METASTORE_CLIENT_FACTORY_KEYS[0]: GLUE_CATALOG_CLIENT_FACTORY})
+
+    def assembled_by_the_job(step):
+        def refuse(*args, **kwargs):
+            raise AssertionError(f"the job ran {step} itself instead of through start_stream")
+        return refuse
+
+    for step in ("claim_stream", "check_contract_changes", "checked_pipeline", "local_pipeline"):
+        monkeypatch.setattr(streaming.runtime.startup, step, assembled_by_the_job(step))
+    monkeypatch.setattr(streaming.runtime.stream_loop, "run_stream", assembled_by_the_job("run_stream"))
+    started: list[tuple] = []
+
+    def start_stream(spark, ends, contracts, report, **keywords):
+        started.append((spark, ends, contracts, keywords))
+        events.append("stream started")
+        query = types.SimpleNamespace(awaitTermination=lambda: events.append("stream ended"))
+        return types.SimpleNamespace(query=query)
+
+    monkeypatch.setattr(streaming.runtime.startup, "start_stream", start_stream)
+
+    streaming.runtime.glue_job.main(argv_of({**REQUIRED, "window_size": "2 minutes"}))
+
+    ((spark, ends, contracts, keywords),) = started
+    assert spark is session and isinstance(ends, KinesisToHudi) and ends.glue_context is glue_context
+    assert (ends.raw_root, ends.checkpoint_dir, ends.trigger, ends.interval, ends.query_name) == (
+        "s3://lake/raw", "s3://lake/checkpoints/ddb-cdc-to-raw/", "processing-time", "2 minutes", "ddb-cdc-to-raw")
+    assert contracts == load_contracts()
+    assert isinstance(keywords["metrics"], CloudWatchMetricsPublisher)
+    assert keywords["metrics"].job_name == "ddb-cdc-to-raw"
+    assert events == ["job ddb-cdc-to-raw initialised", "stream started", "stream ended", "job committed"]
+
+
+def test_the_jobs_ends_write_hudi_tables_marked_with_the_stream_id_and_quarantine_under_its_root():
+    settings = job_settings({**REQUIRED, "sync_mode": "glue", "retain_hours": "6"})
+    contracts = load_contracts()
+
+    hudi, quarantine = KinesisToHudi(settings, glue_context=None).sinks(None, contracts, "stream-7")
+
+    assert (hudi.base_path, hudi.database, hudi.stream_id) == ("s3://lake/raw", "raw", "stream-7")
+    assert quarantine.path == "s3://lake/ops/quarantine"

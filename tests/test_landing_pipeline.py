@@ -10,7 +10,7 @@ import pytest
 from pipelines import pipeline_at
 from streaming.io.layout import DataLayout
 from streaming.io.sources import landing_files_batch, landing_files_stream
-from streaming.runtime.startup import StreamOptions, start_landing_stream
+from streaming.runtime.startup import LandingFiles, StreamOptions, start_stream
 from streaming.runtime.stream_loop import run_stream
 from streaming.samples.generator import write_landing_files
 
@@ -139,9 +139,9 @@ def test_the_stream_skips_firehose_error_output_and_says_so_at_start(spark, tmp_
         b'{"attemptsMade":4,"errorCode":"Lambda.FunctionError","rawData":"eyJldmVudElEIjoiMiJ9"}')
     printed: list[str] = []
 
-    query, _ = start_landing_stream(spark, pipeline_at(target.root, two_table_contracts, FIXED_NOW), target, target.landing,
-                                    StreamOptions(query_name="error_output_test", checkpoint_name="error_output_test"),
-                                    printed.append)
+    options = StreamOptions(sink="parquet", query_name="error_output_test", checkpoint_name="error_output_test")
+    query = start_stream(spark, LandingFiles(target, target.landing, options), two_table_contracts,
+                         printed.append).query
 
     assert query.exception() is None
     (warning,) = [line for line in printed if line.startswith("WARNING")]

@@ -16,10 +16,13 @@ from streaming.operations.reprocess import (
     plan_reprocess,
     reprocess,
     rollback_glue_table,
+    run_reprocess,
     switch_glue_table,
 )
 from streaming.operations.status import status
 from streaming.operations.stream import stream
+from streaming.pipeline.batch import Pipeline
+from streaming.runtime.startup import LandingFiles, StartedStream, StreamOptions
 from streaming.samples.generator import write_landing_files
 
 
@@ -306,3 +309,32 @@ def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
            glue_client=glue)
     assert _locations(glue, "orders")[0] == "s3://lake/raw/orders"
     assert _locations(glue, "customers")[0] == "s3://lake/raw_v2/customers"
+
+
+def test_reprocess_starts_its_stream_through_start_stream_on_the_target_with_the_backfills_first(
+        tmp_path, monkeypatch):
+    import streaming.operations.reprocess as reprocess_module
+
+    data_dir = tmp_path / "data"
+    write_landing_files(data_dir / "landing", seed=3, customers=2, records_per_file=10)
+    plan = plan_reprocess(data_dir, tmp_path / "v2")
+    contracts = load_contracts()
+    options = StreamOptions(query_name="reprocess")
+    started: list[tuple] = []
+    printed: list[str] = []
+
+    def start_stream(spark, ends, contracts, report, **keywords):
+        started.append((ends, contracts, keywords))
+        pipeline = Pipeline(contracts, sink=None, quarantine=None)
+        keywords["before_stream"](pipeline)
+        return StartedStream(query=None, pipeline=pipeline, source=None)
+
+    monkeypatch.setattr(reprocess_module, "start_stream", start_stream)
+
+    run_reprocess(None, plan, contracts, options, out=printed.append)
+
+    ((ends, given, keywords),) = started
+    assert ends == LandingFiles(DataLayout(plan.target), plan.landing, options)
+    assert given is contracts and "stream_id" not in keywords, "start_stream claims the target's stream itself"
+    assert printed == [f"{len(plan.landing_files)} landing files into {DataLayout(plan.target).raw} (available-now)"]
+    assert json.loads(DataLayout(plan.target).reprocess_marker.read_text())["finished_at"]

@@ -146,6 +146,8 @@ class LandingStream:
     `batch_envelope` records them in the ledger (when there is one) and reads their records."""
 
     files: DataFrame
+    # How many files each micro-batch takes, and why.
+    trigger_size: TriggerSize
     ledger_dir: str | None = None
 
     def batch_envelope(self, files: DataFrame, batch_id: int) -> DataFrame:
@@ -228,7 +230,7 @@ def landing_files_stream(
         .option("maxFilesPerTrigger", str(trigger_size.files))
     )
     files = _load_landing(reader, landing_dir).select("path", "length", "modificationTime")
-    return LandingStream(files, ledger_dir)
+    return LandingStream(files, trigger_size, ledger_dir)
 
 
 def landing_files_batch(spark: SparkSession, path: str) -> DataFrame:

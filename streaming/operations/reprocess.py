@@ -43,13 +43,7 @@ from streaming.operations.recorded_batch import BACKFILLS, QUARANTINE_REPLAYS
 from streaming.operations.status import StatusReport, status
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
-from streaming.runtime.startup import (
-    StreamOptions,
-    claim_local_stream,
-    load_checked_contracts,
-    local_pipeline,
-    start_landing_stream,
-)
+from streaming.runtime.startup import LandingFiles, StreamOptions, load_checked_contracts, start_stream
 from streaming.runtime.stream_identity import record_table_batches
 from streaming.runtime.stream_loop import refusal_of
 
@@ -57,6 +51,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.contracts.model import TableContract
+    from streaming.pipeline.batch import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -215,35 +210,39 @@ def run_reprocess(
     """Replay the backfills, stream the landing files into `plan.target`, then repeat the
     recorded quarantine replays (`streaming.operations.quarantine`); returns seconds.
 
-    The start-up is the stream's (streaming.runtime.startup), on the target: its stream
-    identity claimed once it is marked as this reprocess's. Safe to retry: the backfills
-    overwrite their own batch folders, and the stream resumes from the target's checkpoint.
+    The start-up is the stream's (streaming.runtime.startup.start_stream), on the target,
+    with the backfills written through its pipeline before the stream starts; its stream
+    identity is claimed once the target is marked as this reprocess's. Safe to retry: the
+    backfills overwrite their own batch folders, and the stream resumes from the target's
+    checkpoint.
     """
     started = time.monotonic()
     target = DataLayout(plan.target)
     marker = {"landing": str(plan.landing), "from_data_dir": str(plan.data_dir.resolve()),
               "started_at": datetime.now(timezone.utc).isoformat()}
-    write_json_atomically(DataLayout(plan.target).reprocess_marker, marker)
-    stream_id = claim_local_stream(target, plan.landing, contracts, out, options.checkpoint_name)
-    pipeline = local_pipeline(spark, target, contracts, options.sink, stream_id=stream_id)
-    for number, run in enumerate(plan.backfills, start=1):
-        out(f"[backfill {number}/{len(plan.backfills)}] {run['export_id']} ({run['table']})")
-        backfill = plan_backfill(run["export_dir"], contracts, plan.target, run["table"])
-        run_backfill(spark, backfill, pipeline, out=out)
-    out(f"{len(plan.landing_files)} landing files into {target.raw} (available-now)")
-    start_landing_stream(spark, pipeline, target, plan.landing, options, out)
+    write_json_atomically(target.reprocess_marker, marker)
+
+    def replay_backfills(pipeline: Pipeline) -> None:
+        for number, run in enumerate(plan.backfills, start=1):
+            out(f"[backfill {number}/{len(plan.backfills)}] {run['export_id']} ({run['table']})")
+            backfill = plan_backfill(run["export_dir"], contracts, plan.target, run["table"])
+            run_backfill(spark, backfill, pipeline, out=out)
+        out(f"{len(plan.landing_files)} landing files into {target.raw} (available-now)")
+
+    stream = start_stream(spark, LandingFiles(target, plan.landing, options), contracts, out,
+                          before_stream=replay_backfills)
     record_table_batches(plan.target, contracts)
     # After the stream: a replay repeats only what the new root quarantined as well.
     read_by_target = [*plan.landing_files, *(Path(run["export_dir"]) for run in plan.backfills)]
-    repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, pipeline.contracts, pipeline.sink,
-                   read_by_target, out=out)
+    repeat_replays(spark, read_pointer(plan.data_dir).data_root, plan.target, stream.pipeline.contracts,
+                   stream.pipeline.sink, read_by_target, out=out)
     # A table without rows has no change-log folder, and `switch` accepts only a root
     # with every contracted table: an empty folder says the rebuild found none.
     for contract in contracts.values():
         change_log_dir(target.raw, contract).mkdir(parents=True, exist_ok=True)
     # `switch` accepts only a finished reprocess.
     marker["finished_at"] = datetime.now(timezone.utc).isoformat()
-    write_json_atomically(DataLayout(plan.target).reprocess_marker, marker)
+    write_json_atomically(target.reprocess_marker, marker)
     seconds = time.monotonic() - started
     log.info("reprocess of %s into %s finished in %.1fs", plan.landing, plan.target, seconds)
     return seconds

@@ -13,7 +13,7 @@ from streaming.io.sources import local_landing_files
 from streaming.operations.recorded_batch import unfinished_operations
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
-from streaming.runtime.startup import StreamOptions, claim_local_stream, load_checked_contracts, start_stream
+from streaming.runtime.startup import LandingFiles, StreamOptions, claim_stream, load_checked_contracts, start_stream
 from streaming.runtime.stream_identity import record_table_batches
 from streaming.runtime.stream_loop import deferred_stop_signals, refusal_of, stop_between_batches
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
@@ -52,7 +52,8 @@ def stream(
         # The stream does not wait for them, but an analyst would miss their items.
         for warning in unfinished_operations(target.root):
             out(f"WARNING: {warning}")
-        stream_id = claim_local_stream(target, layout.landing, contracts, out)
+        ends = LandingFiles(target, layout.landing, options)
+        stream_id = claim_stream(ends, contracts, out)
         with session_for(spark, out, master) as session:
             started = time.monotonic()
             # From its start, a processing-time stream's Ctrl-C waits for the batch in progress.
@@ -60,8 +61,7 @@ def stream(
             stop_signals = deferred_stop_signals(out) if continuous else nullcontext(None)
             try:
                 with stop_signals as stop_requested:
-                    query, _ = start_stream(session, target, layout.landing, contracts, options, out,
-                                            stream_id=stream_id)
+                    query = start_stream(session, ends, contracts, out, stream_id=stream_id).query
                     if stop_requested is not None:
                         out(f"running: one micro-batch every {options.interval}; "
                             "Ctrl-C stops it after the current batch")

@@ -48,17 +48,20 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streaming.io.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
 from streaming.io.layout import CHECKPOINT_METADATA_FILE, uri
 from streaming.runtime.stream_identity import query_id_in_metadata
-from streaming.runtime.trigger import DEFAULT_INTERVAL
+from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
+    from streaming.contracts.model import TableContract
+    from streaming.io.sinks import QuarantineWriter
     from streaming.io.storage import HadoopFiles
+    from streaming.pipeline.batch import RawSink
 
 log = logging.getLogger(__name__)
 
@@ -260,19 +263,73 @@ def session_catalog_conf(spark: SparkSession) -> dict[str, str]:
     return conf
 
 
+@dataclass(frozen=True)
+class KinesisToHudi:
+    """The job's ends for streaming.runtime.startup.start_stream: the Kinesis data stream
+    in; the Hudi tables, the quarantine and the checkpoint on S3 out."""
+
+    settings: GlueJobSettings
+    glue_context: Any  # awsglue.context.GlueContext, which exists only inside Glue
+
+    @property
+    def raw_root(self) -> str:
+        return self.settings.raw_base_path
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return self.settings.checkpoint_location
+
+    @property
+    def trigger(self) -> Trigger:
+        # The job runs until it is stopped: one micro-batch, and so one commit per table, a window.
+        return "processing-time"
+
+    @property
+    def interval(self) -> str:
+        return self.settings.window_size
+
+    @property
+    def query_name(self) -> str:
+        return self.settings.job_name
+
+    def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
+        from streaming.io.storage import HadoopFiles
+
+        return checkpoint_query_id(HadoopFiles(self.glue_context.spark_session), self.settings.checkpoint_location)
+
+    def sinks(
+        self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
+    ) -> tuple[RawSink, QuarantineWriter]:
+        from streaming.io.hudi_sink import HudiSink
+        from streaming.io.sinks import QuarantineWriter
+
+        settings = self.settings
+        hudi = HudiSink(settings.raw_base_path, settings.database, contracts, sync_mode=settings.sync_mode,
+                        retain_hours=settings.retain_hours, stream_id=stream_id,
+                        commit_interval_seconds=settings.window_seconds)
+        return hudi, QuarantineWriter(settings.quarantine_root)
+
+    def source(self, spark: SparkSession, report: Callable[[str], None]) -> DataFrame:
+        from streaming.io.sources import glue_kinesis_envelope
+
+        kinesis = self.glue_context.create_data_frame.from_options(
+            connection_type="kinesis",
+            connection_options=kinesis_source_options(self.settings),
+            transformation_ctx="kinesis_source",
+        )
+        return glue_kinesis_envelope(kinesis, self.settings.stream_arn)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from awsglue.context import GlueContext
     from awsglue.job import Job
     from awsglue.utils import getResolvedOptions
     from pyspark.context import SparkContext
 
-    from streaming.io.hudi_sink import HudiSink, hudi_bundle_available
+    from streaming.io.hudi_sink import hudi_bundle_available
     from streaming.io.metrics import CloudWatchMetricsPublisher
-    from streaming.io.sinks import QuarantineWriter
-    from streaming.io.sources import glue_kinesis_envelope
-    from streaming.io.storage import HadoopFiles, jvm_class_loadable
-    from streaming.runtime.startup import check_contract_changes, checked_pipeline, load_checked_contracts
-    from streaming.runtime.stream_loop import run_stream
+    from streaming.io.storage import jvm_class_loadable
+    from streaming.runtime.startup import load_checked_contracts, start_stream
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("streaming").setLevel(logging.INFO)
@@ -290,41 +347,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings.sync_mode, session_catalog_conf(spark), lambda name: jvm_class_loadable(spark, name)
     )
 
+    # The stream's start-up (streaming/runtime/startup.py): among its steps, a renamed
+    # column or changed type is refused against the versions the raw tables were written
+    # with (stored under <raw_base_path>/_contracts/), and additions are registered.
     contracts = load_checked_contracts(settings.contracts_path)
-    # Refuses a renamed column or changed type against the versions the raw tables were
-    # written with (stored under <raw_base_path>/_contracts/); additions are registered.
-    check_contract_changes(settings.raw_base_path, contracts, log.info)
-    pipeline = checked_pipeline(
-        spark,
-        contracts,
-        HudiSink(
-            settings.raw_base_path,
-            settings.database,
-            contracts,
-            sync_mode=settings.sync_mode,
-            retain_hours=settings.retain_hours,
-            stream_id=checkpoint_query_id(HadoopFiles(spark), settings.checkpoint_location),
-            commit_interval_seconds=settings.window_seconds,
-        ),
-        QuarantineWriter(settings.quarantine_root),
-        metrics=CloudWatchMetricsPublisher(settings.job_name),
-    )
-    kinesis = glue_context.create_data_frame.from_options(
-        connection_type="kinesis",
-        connection_options=kinesis_source_options(settings),
-        transformation_ctx="kinesis_source",
-    )
-    query = run_stream(
-        spark,
-        pipeline,
-        glue_kinesis_envelope(kinesis, settings.stream_arn),
-        checkpoint_dir=settings.checkpoint_location,
-        trigger="processing-time",
-        interval=settings.window_size,
-        query_name=settings.job_name,
-    )
+    started = start_stream(spark, KinesisToHudi(settings, glue_context), contracts, log.info,
+                           metrics=CloudWatchMetricsPublisher(settings.job_name))
     log.info("streaming %s into %s (window %s)", settings.stream_arn, settings.raw_base_path, settings.window_size)
-    query.awaitTermination()
+    started.query.awaitTermination()
     job.commit()
 
 

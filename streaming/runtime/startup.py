@@ -1,19 +1,25 @@
-"""Start-up: the one path from contracts and a data root to a running stream.
+"""Start-up: the one path from contracts to a running stream, for every runner.
 
-Every runner goes through these steps, in this order, so that none of them can skip one:
+A runner says where its stream reads, writes and keeps its checkpoint (its `StreamEnds`);
+`start_stream` runs these steps over them, in this order, so that none can skip one:
 
-1. `claim_local_stream` (local runs, before Spark starts, so that a refusal costs no JVM):
-   the stream identity of the data root (a checkpoint and raw tables of one stream), then
-   `check_contract_changes`.
-2. `checked_pipeline`: each contract's partition expression evaluated by Spark, then the
-   pipeline over the given sinks.
-3. `start_landing_stream`: landing files changed since they were read and Firehose error
-   output left unread are reported, the byte budget becomes a file count, and the query
-   starts (stream_loop.run_stream).
+1. `claim_stream`: the stream id of the checkpoint and the raw tables (locally the data
+   root's stream identity, claimed on first use and refused when they belong to different
+   streams; on Glue the checkpoint's query id), then `check_contract_changes` against the
+   versions the raw tables were written with. `lakehouse stream` runs this step itself
+   before Spark starts, so that a refusal costs no JVM, and hands the stream id in.
+2. `checked_pipeline`: the runner's sinks, each contract's partition expression evaluated
+   by Spark, then the pipeline.
+3. `before_stream`, what the runner writes through the pipeline first: `lakehouse
+   reprocess` replays its backfills here.
+4. The source (locally, landing files changed since they were read and Firehose error
+   output left unread are reported, and the byte budget becomes a file count), and the
+   query starts (stream_loop.run_stream).
 
-`start_stream` runs all three for `lakehouse stream` and the benchmarks; `lakehouse
-reprocess` runs them with its backfills between 2 and 3; the Glue job runs
-`check_contract_changes` and `checked_pipeline` over its Hudi sink and Kinesis source.
+The runners: `lakehouse stream`, `lakehouse reprocess` and the benchmarks over
+`LandingFiles` (a local data root), the Glue job over `glue_job.KinesisToHudi`. The
+one-off batches beside the stream (backfill, the quarantine and unrouted replays) start no
+query: they take step 2 alone (`local_pipeline`).
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from streaming.contracts.evolution import ContractRegistry, guard_contracts
 from streaming.contracts.loader import load_contracts
@@ -32,14 +38,14 @@ from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
-from streaming.io.sources import TriggerSize, files_per_trigger, landing_files_stream
+from streaming.io.sources import LandingStream, files_per_trigger, landing_files_stream
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
 from streaming.runtime.stream_identity import claim_stream_identity
 from streaming.runtime.stream_loop import run_stream
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 Printer = Callable[[str], None]
@@ -49,6 +55,36 @@ SinkWrapper = Callable[[RawSink, QuarantineWriter], tuple[RawSink, QuarantineSin
 
 class StartupError(OperatorError):
     """A sink or a contract setting cannot be used in this session."""
+
+
+class StreamEnds(Protocol):
+    """Where one runner's stream reads, writes and keeps its checkpoint: all that differs
+    between runners. The steps in between are `start_stream`'s."""
+
+    @property
+    def raw_root(self) -> str | Path:
+        """The raw tables, under which the contract versions they were written with are kept."""
+
+    @property
+    def checkpoint_dir(self) -> str: ...
+
+    @property
+    def trigger(self) -> Trigger: ...
+
+    @property
+    def interval(self) -> str: ...
+
+    @property
+    def query_name(self) -> str: ...
+
+    def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
+        """The id the raw sink marks its commits with: the checkpoint's, one per stream."""
+
+    def sinks(
+        self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
+    ) -> tuple[RawSink, QuarantineWriter]: ...
+
+    def source(self, spark: SparkSession, report: Printer) -> DataFrame | LandingStream: ...
 
 
 @dataclass(frozen=True)
@@ -67,6 +103,65 @@ class StreamOptions:
     checkpoint_name: str = QUERY_NAME
 
 
+@dataclass(frozen=True)
+class LandingFiles:
+    """A local data root's ends: its landing files in; the chosen raw sink, the quarantine
+    and the checkpoint under `target`."""
+
+    target: DataLayout
+    landing: Path
+    options: StreamOptions = StreamOptions()
+
+    @property
+    def raw_root(self) -> Path:
+        return self.target.raw
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return str(self.target.checkpoint(self.options.checkpoint_name))
+
+    @property
+    def trigger(self) -> Trigger:
+        return self.options.trigger
+
+    @property
+    def interval(self) -> str:
+        return self.options.interval
+
+    @property
+    def query_name(self) -> str:
+        return self.options.query_name
+
+    def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
+        return claim_stream_identity(self.target.root, self.target.checkpoint(self.options.checkpoint_name),
+                                     self.landing, contracts)
+
+    def sinks(
+        self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
+    ) -> tuple[RawSink, QuarantineWriter]:
+        return local_sinks(spark, self.target, contracts, self.options.sink, stream_id)
+
+    def source(self, spark: SparkSession, report: Printer) -> LandingStream:
+        for changed in changed_files(self.target.landing_ledger):
+            report(f"WARNING: {changed.warning()}")
+        for warning in error_output_warnings(self.landing):
+            report(f"WARNING: {warning}")
+        size = files_per_trigger(spark, str(self.landing), self.options.max_files_per_trigger,
+                                 self.options.max_bytes_per_trigger)
+        source = landing_files_stream(spark, str(self.landing), ledger_dir=str(self.target.landing_ledger),
+                                      trigger_size=size)
+        report(f"streaming {self.landing} -> {self.target.raw} (trigger {self.trigger}; {size.explanation}) ...")
+        return source
+
+
+@dataclass(frozen=True)
+class StartedStream:
+    query: StreamingQuery
+    # What a runner writes through after the stream (reprocess repeats quarantine replays).
+    pipeline: Pipeline
+    source: DataFrame | LandingStream
+
+
 def load_checked_contracts(contracts_dir: str | Path | None = None) -> dict[str, TableContract]:
     """The table contracts of `contracts_dir` (default: the packaged ones), validated."""
     try:
@@ -81,15 +176,23 @@ def check_contract_changes(raw_root: str | Path, contracts: Mapping[str, TableCo
     guard_contracts(ContractRegistry(raw_root), contracts, datetime.now(timezone.utc), report=report)
 
 
-def claim_local_stream(
-    target: DataLayout, landing: Path, contracts: Mapping[str, TableContract], report: Printer,
-    checkpoint_name: str = QUERY_NAME,
-) -> str:
-    """Step 1: the stream id of `target`'s checkpoint and raw tables (claimed on first
-    use, refused when they belong to different streams), with the contracts checked."""
-    stream_id = claim_stream_identity(target.root, target.checkpoint(checkpoint_name), landing, contracts)
-    check_contract_changes(target.raw, contracts, report)
+def claim_stream(ends: StreamEnds, contracts: Mapping[str, TableContract], report: Printer) -> str:
+    """Step 1: the stream id of `ends`, with the contracts checked against its raw tables."""
+    stream_id = ends.stream_id(contracts)
+    check_contract_changes(ends.raw_root, contracts, report)
     return stream_id
+
+
+def local_sinks(
+    spark: SparkSession, target: DataLayout, contracts: Mapping[str, TableContract], sink: SinkName | None,
+    stream_id: str,
+) -> tuple[RawSink, QuarantineWriter]:
+    """A local data root's raw sink (`sink`, or the default) and its quarantine."""
+    try:
+        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts, stream_id=stream_id)
+    except (RuntimeError, ValueError) as exc:
+        raise StartupError(str(exc)) from exc
+    return raw_sink, QuarantineWriter(str(target.root))
 
 
 def checked_pipeline(
@@ -106,69 +209,35 @@ def checked_pipeline(
 
 
 def local_pipeline(
-    spark: SparkSession,
-    target: DataLayout,
-    contracts: Mapping[str, TableContract],
-    sink: SinkName,
-    *,
-    stream_id: str | None = None,
-    metrics: BatchMetricsPublisher | None = None,
-    wrap_sinks: SinkWrapper | None = None,
+    spark: SparkSession, target: DataLayout, contracts: Mapping[str, TableContract], sink: SinkName | None,
+    *, stream_id: str,
 ) -> Pipeline:
-    """Step 2 for a local data root: the chosen raw sink and the quarantine under `target`."""
-    try:
-        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts, stream_id=stream_id)
-    except (RuntimeError, ValueError) as exc:
-        raise StartupError(str(exc)) from exc
-    quarantine = QuarantineWriter(str(target.root))
-    sinks: tuple[RawSink, QuarantineSink] = wrap_sinks(raw_sink, quarantine) if wrap_sinks else (raw_sink, quarantine)
-    return checked_pipeline(spark, contracts, *sinks, metrics=metrics)
-
-
-def start_landing_stream(
-    spark: SparkSession,
-    pipeline: Pipeline,
-    target: DataLayout,
-    landing: Path,
-    options: StreamOptions,
-    report: Printer,
-) -> tuple[StreamingQuery, TriggerSize]:
-    """Step 3: the landing files as a stream into `pipeline`, checkpointed under `target`.
-    An available-now stream has drained the landing files when this returns."""
-    for changed in changed_files(target.landing_ledger):
-        report(f"WARNING: {changed.warning()}")
-    for warning in error_output_warnings(landing):
-        report(f"WARNING: {warning}")
-    size = files_per_trigger(spark, str(landing), options.max_files_per_trigger, options.max_bytes_per_trigger)
-    source = landing_files_stream(spark, str(landing), ledger_dir=str(target.landing_ledger), trigger_size=size)
-    report(f"streaming {landing} -> {target.raw} (trigger {options.trigger}; {size.explanation}) ...")
-    query = run_stream(
-        spark,
-        pipeline,
-        source,
-        checkpoint_dir=str(target.checkpoint(options.checkpoint_name)),
-        trigger=options.trigger,
-        interval=options.interval,
-        query_name=options.query_name,
-    )
-    return query, size
+    """Step 2 alone, for the one-off batches written beside the stream on a local data root
+    (backfill, the quarantine and unrouted replays): the stream's sinks and checks, no query."""
+    return checked_pipeline(spark, contracts, *local_sinks(spark, target, contracts, sink, stream_id))
 
 
 def start_stream(
     spark: SparkSession,
-    target: DataLayout,
-    landing: Path,
+    ends: StreamEnds,
     contracts: Mapping[str, TableContract],
-    options: StreamOptions,
     report: Printer,
     *,
     stream_id: str | None = None,
     metrics: BatchMetricsPublisher | None = None,
     wrap_sinks: SinkWrapper | None = None,
-) -> tuple[StreamingQuery, TriggerSize]:
-    """Steps 1-3 (step 1 skipped when the caller already claimed `stream_id`)."""
+    before_stream: Callable[[Pipeline], None] | None = None,
+) -> StartedStream:
+    """Steps 1-4 (step 1 skipped when the caller already claimed `stream_id`). An
+    available-now stream has drained its source when this returns."""
     if stream_id is None:
-        stream_id = claim_local_stream(target, landing, contracts, report, options.checkpoint_name)
-    pipeline = local_pipeline(spark, target, contracts, options.sink, stream_id=stream_id, metrics=metrics,
-                              wrap_sinks=wrap_sinks)
-    return start_landing_stream(spark, pipeline, target, landing, options, report)
+        stream_id = claim_stream(ends, contracts, report)
+    raw_sink, quarantine = ends.sinks(spark, contracts, stream_id)
+    sinks: tuple[RawSink, QuarantineSink] = wrap_sinks(raw_sink, quarantine) if wrap_sinks else (raw_sink, quarantine)
+    pipeline = checked_pipeline(spark, contracts, *sinks, metrics=metrics)
+    if before_stream is not None:
+        before_stream(pipeline)
+    source = ends.source(spark, report)
+    query = run_stream(spark, pipeline, source, checkpoint_dir=ends.checkpoint_dir, trigger=ends.trigger,
+                       interval=ends.interval, query_name=ends.query_name)
+    return StartedStream(query, pipeline, source)
