@@ -8,24 +8,15 @@ from typing import Any
 
 import pytest
 
-from contract_files import write_contract
+from contract_files import EVENTS, write_contract
 from streaming.contracts.loader import load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.contracts.names import MAX_COLUMN_LENGTH, MAX_RAW_TABLE_LENGTH, NAME_LIMIT
 from streaming.operations.scaffold import scaffold
 
-SHORT: dict[str, Any] = {
-    "table": "events",
-    "raw_table": "events",
-    "description": "Things that happened.",
-    "key": {"partition_key": "eventId"},
-    "attributes": {"eventId": {"type": "S"}, "amount": {"type": "N", "cast": "decimal(18,2)"}},
-    "partitioning": {"column": "event_bucket", "expression": "substring(event_id, -1, 1)"},
-}
-
 
 def _longest(raw_table_length: int, column_length: int) -> dict[str, Any]:
-    document = copy.deepcopy(SHORT)
+    document = copy.deepcopy(EVENTS)
     document["raw_table"] = "r" * raw_table_length
     document["attributes"]["amount"]["column"] = "c" * column_length
     return document

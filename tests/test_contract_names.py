@@ -16,7 +16,7 @@ import duckdb
 import pytest
 import yaml
 
-from contract_files import write_contract
+from contract_files import EVENTS, write_contract
 from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version, guard_contracts
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
@@ -34,14 +34,6 @@ from streaming.runtime.dbt_runner import PROJECT_DIR
 REPO = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=timezone.utc)
 
-EVENTS: dict[str, Any] = {
-    "table": "events",
-    "raw_table": "events",
-    "description": "Things that happened.",
-    "key": {"partition_key": "eventId"},
-    "attributes": {"eventId": {"type": "S"}, "amount": {"type": "N", "cast": "decimal(18,2)"}},
-    "partitioning": {"column": "event_bucket", "expression": "substring(event_id, -1, 1)"},
-}
 # The runbook's example entity (docs/operations.md, "Adding an entity"; tests/test_unrouted.py).
 AUDITS_ENTITY: dict[str, Any] = {
     "raw_table": "app_audits",
