@@ -24,7 +24,7 @@ from streaming.contracts.inference.keys import KeyDecision, decide_keys, example
 from streaming.contracts.inference.kinds import DEFAULT_MIN_ENTITY_ITEMS, Kind, find_kinds
 from streaming.contracts.inference.sample import AttributeStats, DynamoItem, InferenceError, ItemSample, attribute_stats
 from streaming.contracts.model import UNROUTED_SUFFIX
-from streaming.contracts.names import MAX_RAW_TABLE_LENGTH
+from streaming.contracts.names import CAST_TEXT_SUFFIX, MAX_RAW_TABLE_LENGTH
 
 
 @dataclass
@@ -128,11 +128,14 @@ def _finish(table: str, raw_table: str | None, unrouted_table: str | None, decis
             items: list[DynamoItem], sample: ItemSample) -> Proposal:
     leave_out_case_twins([*shared, *(a for entity in entities for a in entity.attributes)])
     key_column = next(a.column for a in shared if a.name == decision.partition_key)
-    taken = {a.column for a in shared} | {a.column for e in entities for a in e.attributes}
+    columns = [*shared, *(a for entity in entities for a in entity.attributes)]
+    # A cast's column keeps its text beside it as `<column>_text`: that name is taken too.
+    taken = {a.column for a in columns} | {a.column + CAST_TEXT_SUFFIX for a in columns if a.cast}
     partition_column = unique_column(f"{key_column}_suffix", taken)
     text = f"hex({key_column})" if decision.types[decision.partition_key] == "B" else key_column
     return Proposal(table, raw_table, unrouted_table, decision, routing, shared, entities, unrouted,
                     partition_column, f"substring({text}, -1, 1)", len(items), sample)
+
 
 def _propose_entity(kind: Kind, base: str, decision: KeyDecision) -> ProposedEntity:
     assert kind.route is not None

@@ -39,6 +39,7 @@ BIGINT_MAX = 2**63 - 1
 _EPOCH_SECONDS = (946_684_800, 4_102_444_800)
 _EPOCH_MILLIS = (_EPOCH_SECONDS[0] * 1000, _EPOCH_SECONDS[1] * 1000)
 
+
 class InferenceError(OperatorError, ValueError):
     """The sample cannot give a contract: no items, no key, or keys that disagree."""
 
