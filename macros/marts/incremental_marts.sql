@@ -26,11 +26,11 @@
 {#
   The model config of such a model: rows of unique_key replace the stored ones, and
   the keys the run emits with a null _ingested_at are deleted (see above); how
-  depends on the engine. partitioned_by: Iceberg transforms on Athena
-  (athena_partitioning), none on DuckDB. replaced_by: a coarser column (the order of a line) when a run recomputes whole
+  depends on the engine (the strategy of macros/materializations/replace_live_rows.sql).
+  partitioned_by: Iceberg transforms on Athena (athena_partitioning), none on DuckDB.
+  replaced_by: a coarser column (the order of a line) when a run recomputes whole
   groups: on DuckDB the run then deletes every stored row of each group it emits, so
-  the model need not look up the stored rows a group lost (see
-  emits_each_deleted_row below).
+  the model need not look up the stored rows a group lost (emits_each_deleted_row).
 #}
 {% macro incremental_mart_config(unique_key, partitioned_by=none, replaced_by=none) %}
   {%- do config(
@@ -39,70 +39,8 @@
       replaced_by=replaced_by,
       on_schema_change='fail',
       partitioned_by=partitioned_by,
-      **adapter.dispatch('replace_live_rows_strategy', 'dynamodb_lakehouse')()
+      **replace_live_rows_strategy()
   ) -%}
-{% endmacro %}
-
-{#
-  Whether an incremental run of a model with replaced_by must emit every stored row
-  a changed group lost (with a null _ingested_at). Athena's MERGE matches on
-  unique_key only, so yes. DuckDB's replace_live_rows deletes whole groups, so one
-  row per changed group with a null _ingested_at is enough; finding the lost rows
-  meant scanning the whole stored table once more (measured on fct_order_lines: its
-  incremental run took longer than its full build).
-#}
-{% macro emits_each_deleted_row() %}
-  {{ return(adapter.dispatch('emits_each_deleted_row', 'dynamodb_lakehouse')()) }}
-{% endmacro %}
-
-{% macro default__emits_each_deleted_row() %}
-  {{ return(true) }}
-{% endmacro %}
-
-{% macro duckdb__emits_each_deleted_row() %}
-  {{ return(false) }}
-{% endmacro %}
-
-{#
-  DuckDB: the custom strategy below (dbt looks up get_incremental_<name>_sql). A MERGE
-  that updates the matched rows took about three times as long as deleting them and
-  appending the new versions, measured on the order lines.
-#}
-{% macro default__replace_live_rows_strategy() %}
-  {{ return({'incremental_strategy': 'replace_live_rows'}) }}
-{% endmacro %}
-
-{# dbt-athena 1.11 (Iceberg merge, incremental/merge.sql): its source alias is src. #}
-{% macro athena__replace_live_rows_strategy() %}
-  {{ return({
-      'incremental_strategy': 'merge',
-      'delete_condition': 'src._ingested_at is null',
-      'insert_condition': 'src._ingested_at is not null',
-  }) }}
-{% endmacro %}
-
-{#
-  The statements of strategy replace_live_rows (dbt-duckdb runs them in the model's
-  transaction, so readers see all of it or none): delete the stored row of every key
-  the run emits, then append the emitted rows that are live. A single-column key only.
-  With config replaced_by, the delete matches on that column instead: every stored
-  row of an emitted group goes.
-#}
-{% macro get_incremental_replace_live_rows_sql(arg_dict) %}
-  {%- set unique_key = config.get('replaced_by') or arg_dict['unique_key'] -%}
-  {%- if unique_key is not string -%}
-    {{ exceptions.raise_compiler_error("strategy replace_live_rows needs a single-column unique_key, got: " ~ unique_key) }}
-  {%- endif -%}
-  {%- set target = arg_dict['target_relation'] -%}
-  {%- set source = arg_dict['temp_relation'] -%}
-  {%- set columns = get_quoted_csv(arg_dict['dest_columns'] | map(attribute='name')) -%}
-  delete from {{ target }}
-  where {{ unique_key }} in (select {{ unique_key }} from {{ source }});
-
-  insert into {{ target }} ({{ columns }})
-  select {{ columns }}
-  from {{ source }}
-  where _ingested_at is not null
 {% endmacro %}
 
 {#
@@ -156,39 +94,34 @@
 {% endmacro %}
 
 {#
-  The tail of an incremental model's final select that replaces whole groups of rows
-  (an order's lines, a customer's versions): after `select * from <current_rows>`, the
-  rows through which the run drops the stored rows a changed group no longer has. On
-  DuckDB (emits_each_deleted_row false), one row per changed group with a null
-  _ingested_at, never inserted: the model's replaced_by=<group_key> delete removes all
-  the group's stored rows before the current ones are appended. Elsewhere (Athena's
-  MERGE matches on <row_key> only), each stored row of a changed group that is not
-  among its current rows, with a null _ingested_at, for the merge to delete.
+  The select items of the rows through which an incremental run of a model with
+  replaced_by drops the stored rows a changed group no longer has (an order's lost
+  lines, a key's lost versions); each model writes that `union all` branch itself, one
+  per engine (emits_each_deleted_row), and selects these items in it.
   columns: the model's columns in output order, as [name, SQL type] pairs.
-  changed_groups / current_rows: the model's CTEs of changed group keys and of the
-  groups' recomputed rows.
+
+  On DuckDB, one row per changed group: its key from `groups_alias`, every other
+  column a typed null (_ingested_at too, so the row is never inserted); the model's
+  replaced_by delete removes all the group's stored rows before the current ones are
+  appended.
 #}
-{% macro rows_lost_by_changed_groups(columns, group_key, changed_groups, row_key, current_rows) %}
-  {%- if is_incremental() and not emits_each_deleted_row() %}
-union all
-select
-    {%- for name, type in columns %}
-    {% if name == group_key %}{{ changed_groups }}.{{ group_key }}{% else %}cast(null as {{ type }}) as {{ name }}{% endif %}
-    {{- ',' if not loop.last }}
-    {%- endfor %}
-from {{ changed_groups }}
-  {%- elif is_incremental() %}
-union all
-select
-    {%- for name, type in columns %}
-    {% if name == '_ingested_at' %}cast(null as {{ type }}) as _ingested_at{% else %}stored.{{ name }}{% endif %}
-    {{- ',' if not loop.last }}
-    {%- endfor %}
-from {{ this }} as stored
-inner join {{ changed_groups }}
-    on stored.{{ group_key }} = {{ changed_groups }}.{{ group_key }}
-left join {{ current_rows }}
-    on stored.{{ row_key }} = {{ current_rows }}.{{ row_key }}
-where {{ current_rows }}.{{ row_key }} is null
-  {%- endif %}
-{% endmacro %}
+{% macro deleted_group_columns(columns, group_key, groups_alias) -%}
+  {%- set items = [] -%}
+  {%- for name, type in columns -%}
+    {%- do items.append(groups_alias ~ '.' ~ name if name == group_key else 'cast(null as ' ~ type ~ ') as ' ~ name) -%}
+  {%- endfor -%}
+  {{ items | join(',\n    ') }}
+{%- endmacro %}
+
+{#
+  Elsewhere (Athena's MERGE matches on the row key only), each stored row of a changed
+  group that is not among its current rows, as stored but with a null _ingested_at,
+  for the merge to delete.
+#}
+{% macro deleted_stored_row_columns(columns, stored_alias) -%}
+  {%- set items = [] -%}
+  {%- for name, type in columns -%}
+    {%- do items.append('cast(null as ' ~ type ~ ') as ' ~ name if name == '_ingested_at' else stored_alias ~ '.' ~ name) -%}
+  {%- endfor -%}
+  {{ items | join(',\n    ') }}
+{%- endmacro %}

@@ -204,6 +204,8 @@ def _shared_parts(sql: str, steps: tuple[str, ...], tail_start: str) -> list[str
      "{%- if is_incremental() %}\nleft join {{ this }} as existing"),
     ("orders", "stg_dynamodb__orders", "stg_dynamodb__orders", ("changes", "ranked", "latest"),
      "{%- if is_incremental() %}\nleft join {{ this }} as existing"),
+    ("customers", "stg_dynamodb__customer_changes", "stg_dynamodb__customers_changes", ("changes",),
+     "{%- if is_incremental() %}\nleft join {{ this }} as stored"),
 ])
 def test_the_hand_written_staging_models_are_the_templates_but_for_the_stated_differences(
     table: str, model: str, template_model: str, steps: tuple[str, ...], tail_start: str

@@ -68,9 +68,11 @@ current_lines as (
 )
 
 select * from current_lines
-{#- An incremental run: the lines a changed order no longer has (macros/marts/incremental_marts.sql). #}
-{{ rows_lost_by_changed_groups(group_key='order_key', changed_groups='changed_orders',
-                               row_key='order_line_key', current_rows='current_lines', columns=[
+{#- An incremental run also emits, with a null _ingested_at, the lines a changed order
+    no longer has, to delete them (macros/marts/incremental_marts.sql): on DuckDB one
+    row per changed order, whose replaced_by delete takes all its stored lines; on
+    Athena each stored line missing from current_lines, for the merge. #}
+{%- set line_columns = [
     ['customer_id', 'varchar'],
     ['order_id', 'varchar'],
     ['order_key', 'varchar'],
@@ -86,4 +88,20 @@ select * from current_lines
     ['_ingested_at', type_timestamp()],
     ['line_total', line_total_type],
     ['order_line_key', 'varchar']
-]) }}
+] %}
+{%- if is_incremental() and not emits_each_deleted_row() %}
+union all
+select
+    {{ deleted_group_columns(line_columns, 'order_key', 'changed_orders') }}
+from changed_orders
+{%- elif is_incremental() %}
+union all
+select
+    {{ deleted_stored_row_columns(line_columns, 'stored') }}
+from {{ this }} as stored
+inner join changed_orders
+    on stored.order_key = changed_orders.order_key
+left join current_lines
+    on stored.order_line_key = current_lines.order_line_key
+where current_lines.order_line_key is null
+{%- endif %}

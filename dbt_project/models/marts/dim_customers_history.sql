@@ -156,12 +156,14 @@ key_versions as (
 )
 
 select * from key_versions
-{#- An incremental run: the stored versions a touched key no longer has
-    (macros/marts/incremental_marts.sql). A new change only adds versions (a late one in
-    the middle); versions disappear only when a reprocess run re-reads a corrected raw
-    batch, and then the table must still equal a full build. #}
-{{ rows_lost_by_changed_groups(group_key='customer_key', changed_groups='touched_keys',
-                               row_key='version_event_id', current_rows='key_versions', columns=[
+{#- An incremental run also emits, with a null _ingested_at, the stored versions a
+    touched key no longer has, to delete them (macros/marts/incremental_marts.sql): on
+    DuckDB one row per touched key, whose replaced_by delete takes all its stored
+    versions; on Athena each stored version missing from key_versions, for the merge.
+    A new change only adds versions (a late one in the middle); versions disappear only
+    when a reprocess run re-reads a corrected raw batch, and then the table must still
+    equal a full build. #}
+{%- set version_columns = [
     ['customer_key', 'varchar'],
     ['customer_id', 'varchar'],
     ['version_number', 'bigint'],
@@ -180,4 +182,20 @@ select * from key_versions
     ['is_ttl_delete', 'boolean'],
     ['_ordering_value', 'varchar'],
     ['_ingested_at', type_timestamp()]
-]) }}
+] %}
+{%- if is_incremental() and not emits_each_deleted_row() %}
+union all
+select
+    {{ deleted_group_columns(version_columns, 'customer_key', 'touched_keys') }}
+from touched_keys
+{%- elif is_incremental() %}
+union all
+select
+    {{ deleted_stored_row_columns(version_columns, 'stored') }}
+from {{ this }} as stored
+inner join touched_keys
+    on stored.customer_key = touched_keys.customer_key
+left join key_versions
+    on stored.version_event_id = key_versions.version_event_id
+where key_versions.version_event_id is null
+{%- endif %}

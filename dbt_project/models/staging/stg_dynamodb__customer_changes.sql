@@ -12,10 +12,16 @@
   replaces a stored event only with an earlier delivery of it (a batch that landed
   late inside the look-back window). On a reprocess run a re-read event replaces the
   stored one (a corrected raw batch) and a stored event of the range that raw no
-  longer holds is deleted (emitted with a null _ingested_at, as the incremental marts
-  delete, macros/marts/incremental_marts.sql). PII in clear: staging is restricted.
+  longer holds is deleted (emitted with a null _ingested_at, which the replace_live_rows
+  strategy deletes, macros/materializations/replace_live_rows.sql). PII in clear:
+  staging is restricted.
 #}
-{{ incremental_mart_config('_event_id', athena_partitioning(['bucket(id, 16)'])) }}
+{{ config(
+    unique_key='_event_id',
+    on_schema_change='fail',
+    partitioned_by=athena_partitioning(['bucket(id, 16)']),
+    **replace_live_rows_strategy()
+) }}
 
 {%- set reprocess = reprocess_window() %}
 

@@ -17,15 +17,20 @@ _ingested_at, then lowest _batch_id), as stg_dynamodb__customer_changes keeps th
 every change of a key (a history) reads this table, not the raw log: an incremental run reads raw only in
 the partitions written since its cutoff (raw_changes_this_run_reads). It adds the events it has not stored
 and replaces a stored one only with an earlier delivery; a reprocess run replaces the re-read events of its
-range and deletes those raw no longer holds (emitted with a null _ingested_at,
-macros/marts/incremental_marts.sql). A row from a backfilled export is the item's snapshot at
+range and deletes those raw no longer holds (emitted with a null _ingested_at, which the
+replace_live_rows strategy deletes, macros/materializations/replace_live_rows.sql). A row from a backfilled export is the item's snapshot at
 the export time, not a change made then, though the export names it INSERT: _is_snapshot marks it
 (macros/staging/backfill_snapshots.sql), so that counts of events leave it out, as
 int_customers__change_events does. PII in clear: staging is restricted.
 [% endfilter %]
 #}
 [% set columns = contract.business_columns %]
-{{ incremental_mart_config('_event_id', athena_partitioning(['bucket([[ contract.key_columns[0] ]], 16)'])) }}
+{{ config(
+    unique_key='_event_id',
+    on_schema_change='fail',
+    partitioned_by=athena_partitioning(['bucket([[ contract.key_columns[0] ]], 16)']),
+    **replace_live_rows_strategy()
+) }}
 
 {%- set reprocess = reprocess_window() %}
 
