@@ -12,22 +12,21 @@ changes and backfilled export snapshots, and one `dbt build` of both compares th
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW
+from project_copy import copy_contracts, copy_project
 
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.operations.scaffold import scaffold
-from streaming.runtime.dbt_runner import PROJECT_DIR, failure_summary, run_dbt
+from streaming.runtime.dbt_runner import failure_summary, run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 
-PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "dbt_project", "macros", "seeds")
 PEOPLE_CONTRACT = (PACKAGED_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8").replace(
     "table: customers ", "table: people    ").replace("raw_table: customers ", "raw_table: people    ")
 # The hand-written models and their scaffolded twins; their tests come with them.
@@ -68,17 +67,8 @@ SNAPSHOTS = [
 @pytest.fixture(scope="module")
 def both_built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("scaffold_backfill")
-    project = root / "project"
-    project.mkdir()
-    for part in PROJECT_PARTS:
-        source = PROJECT_DIR / part
-        if source.is_dir():
-            shutil.copytree(source, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, project / part)
-    contracts_dir = root / "contracts"
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    (contracts_dir / "people.yml").write_text(PEOPLE_CONTRACT, encoding="utf-8")
+    project = copy_project(root / "project")
+    contracts_dir = copy_contracts(root / "contracts", {"people.yml": PEOPLE_CONTRACT})
     data_dir = root / "data"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))

@@ -7,13 +7,13 @@ Parquet sink, and one `dbt build` of the new models runs green with their tests.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+from project_copy import copy_contracts, copy_project
 
-from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.scaffold import scaffold
@@ -63,7 +63,6 @@ entities:
         type: S
         description: Product wished for.
 """
-PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "dbt_project", "macros", "seeds")
 T0 = 1_793_000_000  # 2026-10-27, epoch seconds
 
 
@@ -114,17 +113,8 @@ RECORDS = [
 @pytest.fixture(scope="module")
 def shop_build(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("scaffold_round_trip")
-    project = root / "project"
-    for part in PROJECT_PARTS:
-        source = PROJECT_DIR / part
-        if source.is_dir():
-            shutil.copytree(source, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            project.mkdir(exist_ok=True)
-            shutil.copy(source, project / part)
-    contracts_dir = root / "contracts"
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    (contracts_dir / "shop.yml").write_text(SHOP_CONTRACT, encoding="utf-8")
+    project = copy_project(root / "project")
+    contracts_dir = copy_contracts(root / "contracts", {"shop.yml": SHOP_CONTRACT})
     data_dir = root / "data"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
