@@ -126,7 +126,8 @@ class BackfillPlan:
         lines += [f"      {f.path}  items={f.item_count}  bytes={_size(f.path)}" for f in manifest.data_files]
         lines += [
             f"write raw table {contract.raw_table} at "
-            f"{raw_layout.change_log_dir(DataLayout(self.data_root).raw, contract)}/<ingest hour>/_batch_id={self.batch_id}"
+            f"{raw_layout.change_log_dir(DataLayout(self.data_root).raw, contract)}/<ingest hour>/"
+            f"{raw_layout.batch_folder(self.batch_id)}"
             for contract in self.contracts.values()
         ]
         lines += [
