@@ -259,6 +259,42 @@ def test_a_discriminator_attribute_wins_over_key_prefixes(tmp_path):
                                                                               "shop_lines": "line"}
 
 
+def test_kinds_told_apart_only_by_both_prefixes_get_rules_on_both_keys(tmp_path):
+    items = ([item(f"ORG#{n}", "META#", title={"S": "org"}) for n in range(2)]
+             + [item(f"USER#{n}", "META#", email={"S": f"u{n}@example.com"}) for n in range(2)]
+             + [item(f"USER#{n}", f"ORDER#{n}", total={"N": "2.5"}) for n in range(2)])
+    loaded = proposed("shop", sample_of(items), tmp_path)
+    assert {c.raw_table: (c.route.partition_key_prefix, c.route.sort_key_prefix)
+            for c in loaded.values() if c.route} == {
+        "shop_org_metas": ("ORG#", "META#"), "shop_user_metas": ("USER#", "META#"), "shop_user_orders": ("USER#", "ORDER#")}
+
+
+def test_an_unnamed_attribute_whose_values_own_attributes_is_a_discriminator(tmp_path):
+    items = ([{"id": {"S": f"a{n}"}, "rec": {"S": "author"}, "born": {"S": "1970-01-01"}} for n in range(3)]
+             + [{"id": {"S": f"b{n}"}, "rec": {"S": "book"}, "isbn": {"S": "978"}} for n in range(3)])
+    sample = ItemSample()
+    for image in items:
+        sample.add(image, {"id": image["id"]})
+    proposal = infer_contract("library", sample)
+    assert [(e.name, e.match) for e in proposal.entities] == [
+        ("authors", {"attribute": "rec", "equals": "author"}), ("books", {"attribute": "rec", "equals": "book"})]
+    assert proposal.entities[0].attributes[0].cast == "date"
+
+
+def test_a_sample_file_may_mix_export_lines_items_and_records_of_other_tables(tmp_path):
+    lines = [{"Item": item("A#1", "B#1")},
+             {"Keys": {"pk": {"S": "A#2"}, "sk": {"S": "B#2"}}, "OldImage": item("A#2", "B#2")},
+             item("A#3", "B#3"),
+             {"eventSourceARN": "arn:aws:dynamodb:eu-west-1:1:table/other/stream/x", "dynamodb": {"NewImage": item("x", "y")}},
+             {"eventSourceARN": "arn:aws:dynamodb:eu-west-1:1:table/things/stream/x", "eventName": "REMOVE",
+              "dynamodb": {"Keys": {"pk": {"S": "A#4"}, "sk": {"S": "B#4"}}, "OldImage": item("A#4", "B#4")}}]
+    path = tmp_path / "sample.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n")
+    sample = sample_file(path, "things", 100)
+    assert sorted(image["pk"]["S"] for image in sample.items.values()) == ["A#1", "A#2", "A#3", "A#4"]
+    assert dict(sample.skipped) == {"of another table": 1, "unreadable record (invalid_json)": 1}
+
+
 def test_a_status_on_every_item_is_no_discriminator():
     items = [item(f"c{n}", f"o{n}", status={"S": ["PAID", "PLACED"][n % 2]}, total={"N": "2"}) for n in range(20)]
     assert infer_contract("orders", sample_of(items)).entities == []

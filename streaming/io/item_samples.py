@@ -34,7 +34,6 @@ _TABLE_IN_ARN = re.compile(r":table/([^/]+)")
 OTHER_TABLE = "of another table"
 NOT_JSON = "not a JSON object"
 NO_IMAGE = "no item image"
-UNREADABLE = "unreadable in the landing file"
 
 
 def sample_export(export_dir: Path | str, table: str, max_items: int) -> ItemSample:
@@ -87,7 +86,8 @@ def _sample_records(path: Path, table: str, sample: ItemSample) -> None:
     with open(path, "rb") as stream:
         for record in split_object_records(stream):
             if record.reason is not None:
-                sample.skip(UNREADABLE)
+                # The landing reader's reason: invalid_json, record_too_large, ...
+                sample.skip(f"unreadable record ({record.reason})")
                 continue
             row = _json_object(record.payload)
             if row is None:

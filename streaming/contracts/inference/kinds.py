@@ -159,7 +159,9 @@ def _routable(kinds: list[Kind], min_items: int) -> list[Kind]:
             kind.why = f"fewer items than --min-entity-items {min_items}; its rule would be {kind.how}"
         if kind.route is None:
             continue
-        words = kind.route.get("equals") or kind.route.get("sort_key_prefix") or kind.route["partition_key_prefix"]
+        # Named by its value, or its prefixes (`ORG#` + `META#` -> org_metas), in the plural.
+        words = kind.route.get("equals") or " ".join(
+            kind.route[rule] for rule in ("partition_key_prefix", "sort_key_prefix") if rule in kind.route)
         base = _plural(snake_case(words)) if snake_case(words) else "kind"
         base = base if SQL_NAME.fullmatch(base) else f"kind_{base}"
         name, number = base, 1
