@@ -10,25 +10,24 @@ unrouted table, none in quarantine."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+from project_copy import copy_contracts, copy_project
 
-from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract
 from streaming.operations.scaffold import scaffold
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
-from streaming.runtime.dbt_runner import PROJECT_DIR, failure_summary, run_dbt
+from streaming.runtime.dbt_runner import failure_summary, run_dbt
 from streaming.samples.generator import generate_cdc, land_cdc
 
 MODEL = Path(__file__).parents[1] / "fixtures" / "inference" / "AnOnlineShop_facets.json"
 TABLE = "OnlineShop"
-PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "dbt_project", "macros", "seeds")
 T0_MS = 1_793_000_000_000  # 2026-10-27
 
 
@@ -43,24 +42,6 @@ def insert_record(item: dict, number: int) -> str:
                        "userIdentity": None, "recordFormat": "application/json", "tableName": TABLE,
                        "dynamodb": {"ApproximateCreationDateTime": T0_MS + number * 1000, "Keys": keys,
                                     "NewImage": item}, "eventSource": "aws:dynamodb"})
-
-
-def project_copy(root: Path) -> Path:
-    project = root / "project"
-    project.mkdir()
-    for part in PROJECT_PARTS:
-        source = PROJECT_DIR / part
-        if source.is_dir():
-            shutil.copytree(source, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, project / part)
-    return project
-
-
-def packaged_contracts_copy(root: Path) -> Path:
-    contracts_dir = root / "contracts"
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    return contracts_dir
 
 
 def stream_and_build(spark, table: str, contracts_dir: Path, project: Path, lines: list[str], data_dir: Path,
@@ -86,24 +67,24 @@ def stream_and_build(spark, table: str, contracts_dir: Path, project: Path, line
 @pytest.fixture(scope="module")
 def shop_round_trip(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("infer_round_trip")
-    contracts_dir = packaged_contracts_copy(root)
+    contracts_dir = copy_contracts(root / "contracts", {})
     infer_table_contract(TABLE, sample=MODEL, out=contracts_dir / "OnlineShop.yml", max_items=10_000,
                          min_entity_items=2, echo=lambda line: None)
     lines = [insert_record(item, number) for number, item in enumerate(model_items())]
-    return stream_and_build(spark, TABLE, contracts_dir, project_copy(root), lines, root / "data")
+    return stream_and_build(spark, TABLE, contracts_dir, copy_project(root / "project"), lines, root / "data")
 
 
 @pytest.fixture(scope="module")
 def app_round_trip(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("infer_app_round_trip")
-    contracts_dir = packaged_contracts_copy(root)
+    contracts_dir = copy_contracts(root / "contracts", {})
     cdc = generate_cdc(seed=13, customers=10, tenants=8, malformed_rate=0.0)
     land_cdc(root / "landing", cdc)
     infer_table_contract("app", landing=root / "landing", out=contracts_dir / "app.yml", force=True,
                          max_items=10_000, min_entity_items=2, echo=lambda line: None)
     lines = [line for line in cdc.records if '"tableName":"app"' in line or ":table/app/stream/" in line]
     # The committed app models are scaffold's own, so scaffold rewrites them for the new contract.
-    return stream_and_build(spark, "app", contracts_dir, project_copy(root), lines, root / "data")
+    return stream_and_build(spark, "app", contracts_dir, copy_project(root / "project"), lines, root / "data")
 
 
 def test_every_item_lands_in_its_entity_or_unrouted_and_none_in_quarantine(shop_round_trip: dict) -> None:
