@@ -2,15 +2,10 @@ import os
 from pathlib import Path
 
 import pytest
+from jvm_options import TEST_JVM_OPTIONS
 
 # Every JVM the suite starts (the session below, and each `lakehouse` subprocess, which
-# inherits the environment) runs only the client JIT compiler, with the serial collector.
-# The suite is CPU-bound on two cores, and its JVMs are short-lived: the server compiler's
-# background threads cost more CPU than their faster code ever pays back here. Measured
-# on one cold `lakehouse stream` of the generator's mix (the process tree's CPU time from
-# a cgroup): 108.8 s -> 55.7 s. Results are the same code's; only the JIT differs. The
-# benchmarks and `lakehouse` itself keep the JVM's defaults.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# inherits the environment) gets these options (jvm_options.py says why).
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-java-options '{TEST_JVM_OPTIONS}' pyspark-shell")
 
 

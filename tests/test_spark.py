@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from jvm_options import TEST_JVM_OPTIONS
 
 from benchmarks.standalone_cluster import ClusterStartError, free_port, scala_version, spark_home
 from streaming import cli
@@ -70,8 +71,6 @@ def test_local_executors_run_this_interpreter(spark) -> None:
 def test_the_suites_jvm_runs_with_the_options_conftest_gives_it(spark) -> None:
     # tests/conftest.py passes them through PYSPARK_SUBMIT_ARGS; were they lost, the suite
     # would still pass, only slower (its time budget is the only other witness).
-    from conftest import TEST_JVM_OPTIONS
-
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert set(TEST_JVM_OPTIONS.split()) <= set(runtime.getInputArguments())
 
