@@ -4,7 +4,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import logging
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +15,10 @@ from boto3.dynamodb.types import TypeDeserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pipelines import pipeline_at
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract
 from streaming.contracts.spark_schema import raw_schema
-from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections, decode_records
+from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
 pytestmark = pytest.mark.spark
@@ -1115,57 +1113,6 @@ def test_records_too_deep_or_too_long_to_parse_are_quarantined_from_kinesis(spar
     assert [row["id"] for row in tables["customers"].collect()] == ["cust-good"]
     assert sorted((row["source_ref"], row["reason"]) for row in quarantine.collect()) == [
         ("test:0", "invalid_json"), ("test:1", "invalid_json")]
-
-
-# -- one parse per record, and the records that do not fit it ------------------------------
-# A payload is parsed once, each image as a map from attribute name to its descriptor text.
-# A payload that does not fit that parse is parsed again, its images as text, and decoded as
-# before: what it becomes must not depend on which way it went, and the batch counts it.
-
-
-def email_sent_twice(first: str, last: str) -> str:
-    """A customer record whose NewImage names `email` twice: `first`, then `last`."""
-    text = json.dumps(customer(customer_id="cust-twice", email=last))
-    once = json.dumps({"email": {"S": last}})[1:-1]
-    assert text.count(once) == 1
-    return text.replace(once, json.dumps({"email": {"S": first}})[1:-1] + ", " + once)
-
-
-def not_fitting_the_one_parse() -> list[dict[str, Any] | str]:
-    return [
-        customer(customer_id="cust-once", name="Una"),
-        with_value(customer(customer_id="cust-text", name="Bea"),
-                   json.dumps(customer(customer_id="cust-text", name="Bea")["dynamodb"]["NewImage"]),
-                   "dynamodb", "NewImage"),
-        email_sent_twice("first@example.com", "last@example.com"),
-        "not json",
-    ]
-
-
-def test_records_not_fitting_the_one_parse_decode_as_before(spark, contracts):
-    # Kinesis records reach the decoder without the landing splitter's duplicate-key check.
-    records = decode_records(envelope(spark, *not_fitting_the_one_parse()), contracts)
-    tables, quarantine = decode_batch(envelope(spark, *not_fitting_the_one_parse()), contracts)
-
-    assert [row["_reparsed"] for row in records.collect()] == [False, True, True, True]
-    landed = {row["id"]: (row["cust_name"], row["email"], row["_extra_attributes"])
-              for row in tables["customers"].collect()}
-    # A typed read of the image's text keeps the last of two equal names, as it always did.
-    assert landed == {"cust-once": ("Una", "ada@example.com", None), "cust-text": ("Bea", "ada@example.com", None),
-                      "cust-twice": ("Ada", "last@example.com", None)}
-    assert [(row["source_ref"], row["reason"]) for row in quarantine.collect()] == [("test:3", "invalid_json")]
-
-
-def test_the_batch_report_counts_the_records_parsed_again(spark, contracts, tmp_path, caplog):
-    pipeline = pipeline_at(tmp_path, contracts, datetime(2026, 11, 27, tzinfo=timezone.utc))
-    with caplog.at_level(logging.INFO, logger="streaming.pipeline.batch"):
-        report = pipeline.process_batch(envelope(spark, *not_fitting_the_one_parse()), 0)
-        parsed_once = pipeline.process_batch(envelope(spark, customer(customer_id="cust-once")), 1)
-
-    assert (report.records_in, report.landed["customers"], report.quarantined, report.reparsed) == (4, 3, 1, 3)
-    assert "reparsed=3" in caplog.text
-    assert parsed_once.reparsed == 0
-    assert "reparsed" not in parsed_once.log_line()
 
 
 # -- real AWS samples ------------------------------------------------------------------------

@@ -28,32 +28,23 @@ DESCRIPTORS = T.MapType(T.StringType(), T.StringType())
 
 
 def image_schema(contract: TableContract) -> T.StructType:
-    """from_json schema of a whole image of this table, as JSON text: one descriptor per
-    attribute (the images of records not parsed once, see `descriptor`)."""
+    """from_json schema of a whole image of this table: one descriptor per attribute."""
     return T.StructType(
         [T.StructField(spec.name, _descriptor_schema(spec)) for spec in contract.attributes]
         + [T.StructField(IMAGE_MISFIT, T.StringType())]
     )
 
 
-def descriptor(attribute_texts: Column, typed_image: Column, spec: AttributeSpec, read: Column) -> Column:
+def descriptor(typed_image: Column, spec: AttributeSpec, read: Column) -> Column:
     """The attribute's descriptor parsed for its declared type; null unless `read`
     (a tombstone carries only its key: OldImage values would be stale).
 
-    A record parsed once (envelope.parse_projections) has its image as a map from
-    attribute name to descriptor text (`attribute_texts`): each declared attribute is
-    parsed alone from it. Any other record's image is JSON text, read whole against
-    the table's schema (`typed_image`); where that image does not fit, its attributes
-    are parsed alone from it too, so that one misfit cannot hide the others and the
-    first one in contract order is the one reported.
+    Taken from the typed image when the whole image fitted its schema. Otherwise
+    this attribute's descriptor is parsed alone, so that one misfit cannot hide
+    the others and the first one in contract order is the one reported.
     """
-    alone = _descriptor_of(F.from_json("_image", DESCRIPTORS), spec)
-    from_text = F.when(typed_image[IMAGE_MISFIT].isNull(), typed_image[spec.name]).otherwise(alone)
-    return F.when(read, F.when(F.col("_parsed_once"), _descriptor_of(attribute_texts, spec)).otherwise(from_text))
-
-
-def _descriptor_of(attribute_texts: Column, spec: AttributeSpec) -> Column:
-    return F.from_json(attribute_texts[spec.name], _descriptor_schema(spec))
+    alone = F.from_json(F.from_json("_image", DESCRIPTORS)[spec.name], _descriptor_schema(spec))
+    return F.when(read, F.when(typed_image[IMAGE_MISFIT].isNull(), typed_image[spec.name]).otherwise(alone))
 
 
 def _descriptor_schema(spec: AttributeSpec) -> T.StructType:

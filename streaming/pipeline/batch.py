@@ -26,7 +26,7 @@ from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
-from streaming.pipeline.decode import MOVED_FROM, REPARSED, decode_records, invalid_rows, rows_landing_in, table_rows
+from streaming.pipeline.decode import MOVED_FROM, decode_records, invalid_rows, rows_landing_in, table_rows
 from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns
 
 log = logging.getLogger(__name__)
@@ -231,21 +231,16 @@ class BatchReport:
     max_event_ts: datetime | None
     lag_seconds: float | None
     seconds: float
-    # Records that did not fit the one parse of a payload and were parsed again, from their
-    # images' text (decode.py): expected to be rare, mostly records quarantined as invalid_json.
-    reparsed: int = 0
 
     def log_line(self) -> str:
         # Only the tables that got rows: a deployment with dozens of raw tables would
         # otherwise print a wall of zeros every batch.
         landed = " ".join(f"{table}={rows}" for table, rows in self.landed.items() if rows) or "nothing"
         lag = "n/a" if self.lag_seconds is None else readable_duration(self.lag_seconds)
-        # Shown only when there are some: a record parsed twice is the exception.
-        reparsed = f" reparsed={self.reparsed}" if self.reparsed else ""
         return (
             f"batch={self.batch_id} in={self.records_in} landed {landed} "
             f"quarantined={self.quarantined} unrouted={self.unrouted} duplicates_dropped={self.duplicates_dropped} "
-            f"lag={lag} took={self.seconds:.1f}s{reparsed}"
+            f"lag={lag} took={self.seconds:.1f}s"
         )
 
 
@@ -426,7 +421,6 @@ class Pipeline:
                 _count_where(F.col("_unusable_view_type").isNotNull()).alias("unusable_view_type"),
                 # A record moving its item to another entity also lands a tombstone where it left.
                 _count_where(F.col(MOVED_FROM).isNotNull() & F.col("reason").isNull()).alias("moved"),
-                _count_where(F.col(REPARSED)).alias("reparsed"),
                 *[_count_where(lands[table]).alias(f"lands_{index}") for index, table in enumerate(self.contracts)],
             ).collect()[0]
             records_in, quarantined, moved = overview["in"], overview["quarantined"], overview["moved"]
@@ -460,7 +454,6 @@ class Pipeline:
             max_event_ts=max_event_ts,
             lag_seconds=None if max_event_ts is None else (self.clock() - max_event_ts).total_seconds(),
             seconds=time.monotonic() - started,
-            reparsed=overview["reparsed"],
         )
         log.info(report.log_line())
         self.metrics.publish(report)

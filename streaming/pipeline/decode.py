@@ -5,21 +5,14 @@ each record's envelope, attributes.py types its image by the table's contract, a
 extras.py keeps what the contract does not name; `split_by_table` then hands each
 table its rows and the quarantine the rest.
 
-Each payload is parsed once with `from_json`, into one struct: the envelope, and each
-image (NewImage, OldImage, Keys) as a map from attribute name to the attribute's
-DynamoDB JSON text. Routing reads the key attributes' texts; each declared attribute is
-parsed from its text against a schema built from its table's contract: the attribute
-becomes a struct holding its declared type's key and `NULL` (`{"N": "12.50"}` ->
-`N = "12.50"`). Nothing is inferred from the data, so an unexpected descriptor is
-reported, never guessed. The map's names show the undeclared attributes.
-
-A payload that does not fit that parse (not JSON, an image that is not an object, an
-image naming an attribute twice) is parsed again with its images as JSON text, and
-decoded from that text: each image is parsed against a schema of its table's whole
-contract, and one that does not fit is decoded again one attribute at a time, to name
-the attribute at fault; routing and extras parse the text too. Such a record is
-counted (`_reparsed`, the batch report's `reparsed`). That is how every record was
-decoded before the one parse, so such a record's reason and values are unchanged.
+Each payload is parsed once with `from_json`, keeping the item image as JSON text.
+The image is then parsed once more, against a schema built from its table's
+contract: every attribute becomes a struct holding its declared type's key and
+`NULL` (`{"N": "12.50"}` -> `N = "12.50"`). Nothing is inferred from the data, so
+an unexpected descriptor is reported, never guessed. An image that does not fit
+that schema (a wrong JSON shape somewhere inside) is decoded again one attribute at
+a time, from a `map<string,string>` of its descriptors, to name the attribute at
+fault; only such rows pay for it.
 
 Nothing the contract does not name is dropped: top-level attributes, and fields
 inside declared M values (also inside the M items of a declared L, at any depth),
@@ -31,13 +24,13 @@ for a field of an M value, `lineItems[2].discount` for a field of the L item at
 written as a JSON string in brackets (`["a.b"]`, `shippingAddress["a.b"]`), so two
 fields never share a path. The column is null when nothing is undeclared at any
 level, and for REMOVE rows (a tombstone keeps no image values); an M value that is
-`{"NULL": true}` holds nothing to keep. Every row reads its image's top-level names
-and an outline of its declared M values (their field names only); only rows where
-these show an undeclared field build the object.
+`{"NULL": true}` holds nothing to keep. Every row lists its image's top-level keys
+and reads an outline of its declared M values (their field names only); only rows
+where these show an undeclared field build the object.
 
 Everything a batch needs is computed in one projection, one row out per record in:
-its table, its quarantine reason, whether it was parsed again, and one struct of raw
-columns per contract (filled only for the record's own table). `split_by_table` reads every output from
+its table, its quarantine reason, and one struct of raw columns per contract
+(filled only for the record's own table). `split_by_table` reads every output from
 that one frame.
 
 A record that cannot be decoded goes to quarantine with exactly one reason, the
@@ -99,15 +92,12 @@ from streaming.pipeline.attributes import (
     is_missing,
 )
 from streaming.pipeline.envelope import SOURCE_ERROR, Projections, parse_projections, project
-from streaming.pipeline.extras import attribute_outlines_of, container_attributes, extra_attributes, outline_schema
+from streaming.pipeline.extras import container_attributes, extra_attributes, outline_schema
 from streaming.pipeline.routing import route_records
 
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
 # The raw table a record's item moved out of (routing.py), which gets a tombstone; else null.
 MOVED_FROM = "_moved_from"
-# True for a record that did not fit the one parse and was decoded from its images' text
-# (envelope.parse_projections); the batch report counts them.
-REPARSED = "_reparsed"
 # A tombstone beside the change it retires (tombstone_columns) follows the change's
 # ordering value with this: it sorts below every hex digit and "~", so nothing real sorts
 # between the two; and its eventID is this prefix and the change's ordering value.
@@ -154,7 +144,7 @@ def decode_records(envelope: DataFrame, contracts: Mapping[str, TableContract]) 
     """One row per envelope row: `_source_table`, `reason` (null when the record is
     valid), `payload` (only when it is not), `_unusable_view_type` (a contract's record
     from a KEYS_ONLY or OLD_IMAGE stream, see envelope.py), `source_ref` (when either is
-    set), `_reparsed` (the record did not fit the one parse), and for the i-th contract a struct column `_table_column(i)` with the record's
+    set), and for the i-th contract a struct column `_table_column(i)` with the record's
     raw columns (null unless the record belongs to that table). The partition column is
     added later, per table, by `valid_rows`.
     """
@@ -202,27 +192,15 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
     # Three projections, each reading the previous one's columns: referenced twice in
     # one projection, a parse would run twice.
     is_deleted = F.col("_is_deleted")
-    parsed_once = F.col("_parsed_once")
-    attribute_texts = F.col("_image_attributes")
-    # A record parsed once is typed from its attributes' texts (attributes.descriptor);
-    # only the others read their image's text whole, typed and outlined.
     typed = (
         F.col("*"),
         *[
-            F.when(~parsed_once & (own | leaves),
-                   F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
+            F.when(own | leaves, F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
             .alias(_typed_column(index))
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
         *[
-            F.when(~parsed_once & own & ~is_deleted, F.from_json("_image", outline_schema(contract)))
-            .alias(_outline_column(index))
-            for index, (contract, own) in enumerate(zip(tables, owned))
-            if container_attributes(contract)
-        ],
-        *[
-            F.when(parsed_once & own & ~is_deleted, attribute_outlines_of(contract, attribute_texts))
-            .alias(_attribute_outlines_column(index))
+            F.when(own & ~is_deleted, F.from_json("_image", outline_schema(contract))).alias(_outline_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
             if container_attributes(contract)
         ],
@@ -232,22 +210,20 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
         *[
             F.col(name)
             for name in ("_source_table", "_record_error", "_unusable_view_type", "payload", "source_ref",
-                         "_parsed_once", *_SHARED_METADATA)
+                         *_SHARED_METADATA)
         ],
         *owned,
         *left,
         *[
             descriptor(
-                attribute_texts, F.col(_typed_column(index)), spec,
-                own | leaves if spec.name in keys[index] else own & ~is_deleted,
+                F.col(_typed_column(index)), spec, own | leaves if spec.name in keys[index] else own & ~is_deleted
             ).alias(_descriptor_column(index, position))
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
             for position, spec in enumerate(contract.attributes)
         ],
         *[
             extra_attributes(
-                contract, attribute_texts, F.col(_attribute_outlines_column(index)), F.col(_typed_column(index)),
-                F.col(_outline_column(index)), own & ~is_deleted,
+                contract, F.col(_typed_column(index)), F.col(_outline_column(index)), own & ~is_deleted
             ).alias(_extras_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
         ],
@@ -264,7 +240,6 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
         F.when(reason.isNotNull(), F.col("payload")).alias("payload"),
         unusable_view_type,
         F.when(reason.isNotNull() | unusable_view_type.isNotNull(), F.col("source_ref")).alias("source_ref"),
-        (~parsed_once).alias(REPARSED),
         F.coalesce(
             *[F.when(leaves, F.lit(contract.raw_table)) for contract, leaves in zip(tables, left)],
             F.lit(None).cast("string"),
@@ -425,11 +400,6 @@ def _extras_column(table_index: int) -> str:
 
 def _outline_column(table_index: int) -> str:
     return f"__image_outline_{table_index}"
-
-
-def _attribute_outlines_column(table_index: int) -> str:
-    return f"__attribute_outlines_{table_index}"
-
 
 
 def _lands_column(table_index: int) -> str:

@@ -20,7 +20,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streaming.pipeline import reasons
-from streaming.pipeline.attributes import DESCRIPTORS
 
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 SEQUENCE_NUMBER_DIGITS = 64
@@ -59,11 +58,6 @@ _INVALID_UTF8 = "_invalid_utf8"
 SOURCE_ERROR = "source_error"
 IMAGES = ("Keys", "NewImage", "OldImage")
 _RECORD = "_record"
-_IMAGE_FIELDS = tuple(f"dynamodb.{image}" for image in IMAGES)
-_ONE_PARSE = "_one_parse"
-_RETRY = "_parsed_again"
-_PARSED_ONCE = "_parsed_once"
-_IMAGES_ARE_OBJECTS = "_images_are_objects"
 # Projections applied one after another, each reading the previous one's columns.
 Projections = tuple[tuple[Column, ...], ...]
 
@@ -86,70 +80,47 @@ def project(frame: DataFrame, projections: Projections) -> DataFrame:
         frame = frame.select(*columns)
     return frame
 
-def _payload_schema(image_type: T.DataType) -> T.StructType:
-    """The schema a payload is parsed with, each of its images read as `image_type`."""
-    return T.StructType(
-        [
-            T.StructField("eventID", T.StringType()),
-            T.StructField("eventName", T.StringType()),
-            T.StructField("eventSourceARN", T.StringType()),
-            T.StructField("tableName", T.StringType()),
-            # A map, not a struct: Spark matches JSON keys case-sensitively, and a struct holding
-            # both spellings below cannot be read by name (its fields are ambiguous).
-            T.StructField("userIdentity", T.MapType(T.StringType(), T.StringType())),
-            T.StructField(
-                "dynamodb",
-                T.StructType(
-                    [
-                        # Text, so a malformed value spoils only this field. Spark renders a
-                        # fractional number through a double; near 1.7e9 s doubles are 0.24 µs
-                        # apart, so rounding to whole microseconds still gives the exact value.
-                        T.StructField("ApproximateCreationDateTime", T.StringType()),
-                        T.StructField("ApproximateCreationDateTimePrecision", T.StringType()),
-                        T.StructField("SequenceNumber", T.StringType()),
-                        T.StructField("StreamViewType", T.StringType()),
-                        *[T.StructField(image, image_type) for image in IMAGES],
-                    ]
-                ),
+PAYLOAD_SCHEMA = T.StructType(
+    [
+        T.StructField("eventID", T.StringType()),
+        T.StructField("eventName", T.StringType()),
+        T.StructField("eventSourceARN", T.StringType()),
+        T.StructField("tableName", T.StringType()),
+        # A map, not a struct: Spark matches JSON keys case-sensitively, and a struct holding
+        # both spellings below cannot be read by name (its fields are ambiguous).
+        T.StructField("userIdentity", T.MapType(T.StringType(), T.StringType())),
+        T.StructField(
+            "dynamodb",
+            T.StructType(
+                [
+                    # Text, so a malformed value spoils only this field. Spark renders a
+                    # fractional number through a double; near 1.7e9 s doubles are 0.24 µs
+                    # apart, so rounding to whole microseconds still gives the exact value.
+                    T.StructField("ApproximateCreationDateTime", T.StringType()),
+                    T.StructField("ApproximateCreationDateTimePrecision", T.StringType()),
+                    T.StructField("SequenceNumber", T.StringType()),
+                    T.StructField("StreamViewType", T.StringType()),
+                    # Kept as JSON text: which schema an image is read with depends on
+                    # its table, known only once this parse is done.
+                    *[T.StructField(image, T.StringType()) for image in IMAGES],
+                ]
             ),
-            T.StructField(_CORRUPT, T.StringType()),
-        ]
-    )
-
-
-# The one parse of a payload: each image a map from attribute name to the attribute's
-# DynamoDB JSON text. Spark's parser writes an object read as a string back out as
-# compact JSON, so the declared attributes are typed from these texts (attributes.py)
-# and the undeclared ones kept from them (extras.py) without parsing the image again.
-ONE_PARSE_SCHEMA = _payload_schema(DESCRIPTORS)
-# The parse of a payload that does not fit ONE_PARSE_SCHEMA (see parse_projections):
-# each image kept as JSON text, to be parsed again as it always was.
-PAYLOAD_SCHEMA = _payload_schema(T.StringType())
+        ),
+        T.StructField(_CORRUPT, T.StringType()),
+    ]
+)
 
 
 def parse_projections(table_names: Collection[str], has_source_error: bool) -> Projections:
-    """The projections that parse each payload into the table-independent metadata of
-    the change, applied in order to an envelope (with a `source_error` column when
+    """The projections that parse each payload once into the table-independent metadata
+    of the change, applied in order to an envelope (with a `source_error` column when
     `has_source_error`). They hold no data, so the decoder builds them once and reuses
     them for every micro-batch.
 
-    Each payload is parsed once, with ONE_PARSE_SCHEMA. A payload that does not fit it
-    is parsed again with PAYLOAD_SCHEMA, its images kept as JSON text, and decoded from
-    that text as every record was before the one parse: its reason and values stay
-    exactly what they were. Such a payload is one that is not JSON or has an envelope
-    field of the wrong shape (quarantined either way), an image that is not an object
-    (quarantined, but for a JSON string holding an object's text, which decodes as the
-    image), or an image naming an attribute twice (a map keeps both, where the typed
-    read of the text keeps the last; only sources without the landing splitter's
-    duplicate-key check can deliver one).
-
     The last one's columns: `_record_error` holds the first record-level quarantine
-    reason (null when the record can be routed to its table); `_parsed_once` whether the
-    record was parsed once. For such a record `_image_attributes` maps each attribute of
-    the image the item's values are read from (NewImage, or the key attributes for a
-    REMOVE) to its DynamoDB JSON text, and `_keys_attributes` and
-    `_old_image_attributes` do so for the Keys and the OldImage; for any other record
-    `_image`, `_keys` and `_old_image` hold the same images as JSON text.
+    reason (null when the record can be routed to its table); `_image` is the JSON text
+    of the image the item's attribute values are read from (NewImage, or the key
+    attributes for a REMOVE); `_keys` and `_old_image` are the Keys' and the OldImage's;
     `_unusable_view_type` is the record's StreamViewType when it is one of
     `UNUSABLE_VIEW_TYPES` and the record belongs to one of `table_names`.
     """
@@ -165,37 +136,9 @@ def parse_projections(table_names: Collection[str], has_source_error: bool) -> P
         F.col("source_ref"),
         F.col("kinesis_sequence_number"),
     )
-    corrupt = {"columnNameOfCorruptRecord": _CORRUPT}
-    with_one_parse = (F.col("*"), F.from_json("payload", ONE_PARSE_SCHEMA, corrupt).alias(_ONE_PARSE))
-    one_parse = F.col(_ONE_PARSE)
-    fits = reduce(
-        Column.__and__,
-        [one_parse.isNotNull(), one_parse[_CORRUPT].isNull(),
-         *[_names_each_attribute_once(one_parse["dynamodb"][image]) for image in IMAGES]],
-    )
-    with_retry = (
-        F.col("*"),
-        fits.alias(_PARSED_ONCE),
-        F.when(~fits, F.from_json("payload", PAYLOAD_SCHEMA, corrupt)).alias(_RETRY),
-    )
-    parsed_once = F.col(_PARSED_ONCE)
-    retry = F.col(_RETRY)
     with_record = (
-        *[F.col(name) for name in ("payload", _INVALID_UTF8, SOURCE_ERROR, "source_ref", "kinesis_sequence_number")],
-        parsed_once,
-        # The envelope's fields, read from whichever parse the record took.
-        F.when(parsed_once, one_parse.dropFields(*_IMAGE_FIELDS))
-        .otherwise(retry.dropFields(*_IMAGE_FIELDS))
-        .alias(_RECORD),
-        *[F.when(parsed_once, one_parse["dynamodb"][image]).alias(_attributes_column(image)) for image in IMAGES],
-        *[retry["dynamodb"][image].alias(_text_column(image)) for image in IMAGES],
-        # Spark writes an object read as text back out as JSON, so it starts with `{`; a
-        # JSON string holding such text would pass too, and is then decoded as the image.
-        # An image parsed once as a map is an object.
-        (parsed_once | reduce(
-            Column.__and__,
-            [F.coalesce(retry["dynamodb"][image].startswith("{"), F.lit(True)) for image in IMAGES],
-        )).alias(_IMAGES_ARE_OBJECTS),
+        F.col("*"),
+        F.from_json("payload", PAYLOAD_SCHEMA, {"columnNameOfCorruptRecord": _CORRUPT}).alias(_RECORD),
     )
     record = F.col(_RECORD)
     stream = record["dynamodb"]
@@ -233,19 +176,22 @@ def parse_projections(table_names: Collection[str], has_source_error: bool) -> P
         (identity_type == TTL_IDENTITY_TYPE) & (principal == TTL_PRINCIPAL), F.lit(False)
     )
     known_table = F.coalesce(table.isin(sorted(table_names)), F.lit(False))
-    attributes = {image: F.col(_attributes_column(image)) for image in IMAGES}
-    texts = {image: F.col(_text_column(image)) for image in IMAGES}
+    # Spark writes an object read as text back out as JSON, so it starts with `{`; a
+    # JSON string holding such text would pass too, and is then decoded as the image.
+    images_are_objects = reduce(
+        Column.__and__, [F.coalesce(stream[image].startswith("{"), F.lit(True)) for image in IMAGES]
+    )
     record_error = (
         F.when(F.col(SOURCE_ERROR).isNotNull(), F.col(SOURCE_ERROR))
         .when(F.col(_INVALID_UTF8), reasons.INVALID_UTF8)
-        .when(record.isNull() | record[_CORRUPT].isNotNull() | ~F.col(_IMAGES_ARE_OBJECTS), reasons.INVALID_JSON)
+        .when(record.isNull() | record[_CORRUPT].isNotNull() | ~images_are_objects, reasons.INVALID_JSON)
         .when(_has_lone_surrogate(F.col("payload")), reasons.LONE_SURROGATE)
         .when(table.isNull(), reasons.NO_TABLE_NAME)
         .when(~known_table, reasons.UNKNOWN_TABLE)
         .when(~F.coalesce(event_name.isin(list(EVENT_NAMES)), F.lit(False)), reasons.UNKNOWN_EVENT_NAME)
         .when(micros.isNull(), reasons.MISSING_EVENT_TIME)
         .when(sequence_number.isNull(), reasons.INVALID_SEQUENCE_NUMBER)
-        .when(~is_deleted & attributes["NewImage"].isNull() & texts["NewImage"].isNull(), reasons.MISSING_NEW_IMAGE)
+        .when(~is_deleted & stream["NewImage"].isNull(), reasons.MISSING_NEW_IMAGE)
     )
     parsed = (
         F.col("payload"),
@@ -261,33 +207,16 @@ def parse_projections(table_names: Collection[str], has_source_error: bool) -> P
             "_ordering_value"
         ),
         record["eventID"].alias("_event_id"),
-        parsed_once,
-        *[
-            F.when(is_deleted, F.coalesce(images["Keys"], images["OldImage"])).otherwise(images["NewImage"]).alias(image)
-            for image, images in (("_image_attributes", attributes), ("_image", texts))
-        ],
+        F.when(is_deleted, F.coalesce(stream["Keys"], stream["OldImage"]))
+        .otherwise(stream["NewImage"])
+        .alias("_image"),
         # Read only to route the items of single-table designs (streaming.pipeline.routing).
-        attributes["Keys"].alias("_keys_attributes"),
-        attributes["OldImage"].alias("_old_image_attributes"),
-        texts["Keys"].alias("_keys"),
-        texts["OldImage"].alias("_old_image"),
+        stream["Keys"].alias("_keys"),
+        stream["OldImage"].alias("_old_image"),
         F.when(known_table & stream["StreamViewType"].isin(list(UNUSABLE_VIEW_TYPES)), stream["StreamViewType"])
         .alias("_unusable_view_type"),
     )
-    return (envelope, with_one_parse, with_retry, with_record, with_time, with_micros, parsed)
-
-
-def _names_each_attribute_once(image: Column) -> Column:
-    """Whether an image's map names no attribute twice (null: there is no image)."""
-    return F.coalesce(F.size(F.array_distinct(F.map_keys(image))) == F.size(image), F.lit(True))
-
-
-def _attributes_column(image: str) -> str:
-    return f"__{image}_attributes"
-
-
-def _text_column(image: str) -> str:
-    return f"__{image}_text"
+    return (envelope, with_record, with_time, with_micros, parsed)
 
 
 def _has_lone_surrogate(payload: Column) -> Column:

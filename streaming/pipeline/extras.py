@@ -27,44 +27,15 @@ _BARE_NAME = r'^[^.\[\]"]+$'
 
 
 def extra_attributes(
-    contract: TableContract,
-    attribute_texts: Column,
-    attribute_outlines: Column,
-    typed_image: Column,
-    image_outline: Column,
-    read: Column,
+    contract: TableContract, typed_image: Column, outline: Column, read: Column
 ) -> Column:
     """A JSON object of the image's fields the contract does not name, at any depth:
-    path -> DynamoDB JSON descriptor, members sorted by path; null when there are none
-    or unless `read`.
+    path -> DynamoDB JSON descriptor, members sorted by path; null when there are none.
 
-    A record parsed once (envelope.parse_projections) holds its image as a map from
-    attribute name to descriptor text (`attribute_texts`), whose names show the
-    undeclared attributes, and the outlines of its declared M values
-    (`attribute_outlines`, `attribute_outlines_of`). Any other record's image is JSON
-    text: every read row lists its top-level keys and, for a contract that declares M
-    values, reads their outline from the whole image (`image_outline`). Either way
-    only a record where these show an undeclared field pays for building the object.
+    Every read row lists its top-level keys and, for a contract that declares M
+    values, reads their outline (one more parse of the image); only a record where
+    these show an undeclared field pays for building the object.
     """
-    return F.when(
-        read,
-        F.when(F.col("_parsed_once"), _extras_of_attributes(contract, attribute_texts, attribute_outlines))
-        .otherwise(_extras_of_text(contract, typed_image, image_outline)),
-    )
-
-
-def _extras_of_attributes(contract: TableContract, attribute_texts: Column, attribute_outlines: Column) -> Column:
-    names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
-    checks = [F.size(F.array_except(F.map_keys(attribute_texts), names)) > 0]
-    for spec in container_attributes(contract):
-        outline = attribute_outlines[spec.name]
-        # An outline that does not fit lost part of itself: the object is built.
-        checks += [outline[IMAGE_MISFIT].isNotNull(), _holds_undeclared(None, outline, spec)]
-    has_undeclared = reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
-    return F.when(has_undeclared, _undeclared_object(contract, attribute_texts))
-
-
-def _extras_of_text(contract: TableContract, typed_image: Column, outline: Column) -> Column:
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
     containers = container_attributes(contract)
     checks = [F.size(F.array_except(F.json_object_keys("_image"), names)) > 0]
@@ -74,43 +45,25 @@ def _extras_of_text(contract: TableContract, typed_image: Column, outline: Colum
         checks.append(typed_image[IMAGE_MISFIT].isNotNull())
         checks += [_holds_undeclared(typed_image[spec.name], outline[spec.name], spec) for spec in containers]
     has_undeclared = reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
-    return F.when(
-        has_undeclared, _bind(F.from_json("_image", DESCRIPTORS), lambda attributes: _undeclared_object(contract, attributes))
-    )
 
+    def undeclared_entries(attributes: Column) -> Column:
+        return F.concat(
+            _path_entries(F.map_filter(attributes, lambda name, _: ~F.array_contains(names, name)), None),
+            *[
+                _undeclared_entries(attributes[spec.name], spec, _child_path(None, F.lit(spec.name)))
+                for spec in containers
+            ],
+        )
 
-def _undeclared_object(contract: TableContract, attributes: Column) -> Column:
-    """The `_extra_attributes` object of an image given as a map from attribute name to
-    descriptor text; null when it holds nothing undeclared."""
-    names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
-    entries = F.concat(
-        _path_entries(F.map_filter(attributes, lambda name, _: ~F.array_contains(names, name)), None),
-        *[
-            _undeclared_entries(attributes[spec.name], spec, _child_path(None, F.lit(spec.name)))
-            for spec in container_attributes(contract)
-        ],
-    )
+    entries = _bind(F.from_json("_image", DESCRIPTORS), undeclared_entries)
     members = F.transform(
         F.array_sort(entries),
         lambda entry: F.concat(
             _json_string(entry["path"]), F.lit(":"), F.coalesce(entry["descriptor"], F.lit("null"))
         ),
     )
-    return F.nullif(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
-
-
-def attribute_outlines_of(contract: TableContract, attribute_texts: Column) -> Column:
-    """The outline of each declared M value (or L of them) of an image parsed once, read
-    from the value's own text: a struct by attribute name, each outline holding
-    IMAGE_MISFIT when its text did not fit (Spark then keeps none of it)."""
-    return F.struct(
-        *[
-            F.from_json(
-                attribute_texts[spec.name], _attribute_outline_schema(spec), {"columnNameOfCorruptRecord": IMAGE_MISFIT}
-            ).alias(spec.name)
-            for spec in container_attributes(contract)
-        ]
-    )
+    as_object = F.nullif(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
+    return F.when(read & has_undeclared, as_object)
 
 
 def container_attributes(contract: TableContract) -> list[AttributeSpec]:
@@ -141,14 +94,6 @@ def outline_schema(contract: TableContract) -> T.StructType:
     )
 
 
-def _attribute_outline_schema(spec: AttributeSpec) -> T.StructType:
-    """from_json schema of one declared M value's outline (or an L's), read from its own
-    text, with the field that holds the text when it does not fit."""
-    outline = _descriptor_outline(_outline_depth(spec))
-    assert isinstance(outline, T.StructType)  # a container's outline opens one level at least
-    return T.StructType([*outline.fields, T.StructField(IMAGE_MISFIT, T.StringType())])
-
-
 def _outline_depth(spec: AttributeSpec) -> int:
     """Descriptor levels of this value the outline must open: one per M or L on the
     way down to its deepest declared M."""
@@ -174,8 +119,7 @@ def _descriptor_outline(depth: int) -> T.DataType:
 def _holds_undeclared(descriptor: Column | None, outline: Column, spec: AttributeSpec) -> Column:
     """Whether a declared M value (or an L of them) holds a field its spec does not
     declare, at any depth. `outline` is the value's outline, `descriptor` its typed
-    value, needed only where the outline can lose a map (see below); None where the
-    outline is whole or not needed.
+    value, needed only where the outline can lose a map (see below).
 
     Where an M has declared M or L fields, the outline reads every field of it as an
     outline too, and Spark drops the whole map when one of them is not a JSON object
@@ -189,14 +133,13 @@ def _holds_undeclared(descriptor: Column | None, outline: Column, spec: Attribut
         declared = F.array(*[F.lit(field.name) for field in spec.fields])
         checks.append(F.size(F.array_except(F.map_keys(outline_fields), declared)) > 0)
         holders = [field for field in spec.fields if _may_hold_fields(field)]
-        typed_fields = descriptor["M"] if descriptor is not None else None
-        if holders and typed_fields is not None:
+        if holders:
+            assert descriptor is not None
+            typed_fields = descriptor["M"]
             checks.append(typed_fields.isNotNull() & outline_fields.isNull())
-        checks += [
-            _holds_undeclared(None if typed_fields is None else typed_fields[field.name],
-                              outline_fields[field.name], field)
-            for field in holders
-        ]
+            checks += [
+                _holds_undeclared(typed_fields[field.name], outline_fields[field.name], field) for field in holders
+            ]
     else:
         assert spec.type == "L" and spec.items is not None
         item_spec = spec.items

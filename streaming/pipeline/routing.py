@@ -46,42 +46,34 @@ def route_records(contracts: Mapping[str, TableContract]) -> tuple[tuple[Column,
     """The columns routing reads, to be added to the parsed records (envelope.py's
     projections), and the routing, whose conditions read them.
 
-    Each routed DynamoDB table's routing values are read once per record, as S text:
+    Each routed DynamoDB table's routing values are parsed once per record, as S text:
     the key attributes from the record's Keys when its routes read keys only, else the
-    keys and the compared attributes from its image. A record parsed once has each
-    attribute's text at hand, and only those attributes are parsed; any other is parsed
-    from its images' text (envelope.parse_projections).
+    keys and the compared attributes from its image.
     """
     routed_tables = sorted({contract.table for contract in contracts.values() if contract.is_routed})
     belongs = {
         contract.table: (F.col("_source_table") == contract.table) & F.col("_record_error").isNull()
         for contract in contracts.values()
     }
-    parsed_once = F.col("_parsed_once")
     columns: list[Column] = []
     for index, table in enumerate(routed_tables):
         sample = next(contract for contract in contracts.values() if contract.table == table)
         attributes = _route_attributes(contracts, table)
-        names = [*sample.key_attributes, *attributes]
-        values_schema = _values_schema(names)
+        values_schema = _values_schema([*sample.key_attributes, *attributes])
         if attributes:
-            values = F.when(parsed_once, _values_of(F.col("_image_attributes"), names)).otherwise(
-                F.from_json("_image", values_schema)
-            )
+            values = F.from_json("_image", values_schema)
         else:
             # Key rules read the record's Keys, a few bytes, rather than the whole image
             # (which holds the keys too, for a record without Keys).
-            values = F.when(parsed_once, _values_of(F.coalesce("_keys_attributes", "_image_attributes"), names))
-            values = values.when(F.col("_keys").isNotNull(), F.from_json("_keys", values_schema)).otherwise(
+            values = F.when(F.col("_keys").isNotNull(), F.from_json("_keys", values_schema)).otherwise(
                 F.from_json("_image", values_schema)
             )
         columns.append(F.when(belongs[table], values).alias(_new(index)))
         if attributes:
             # A REMOVE's attribute values, and a MODIFY's item before the change.
-            old_values = F.when(parsed_once, _values_of(F.col("_old_image_attributes"), attributes)).otherwise(
-                F.from_json("_old_image", _values_schema(attributes))
+            columns.append(
+                F.when(belongs[table], F.from_json("_old_image", _values_schema(attributes))).alias(_old(index))
             )
-            columns.append(F.when(belongs[table], old_values).alias(_old(index)))
 
     lands: dict[str, Column] = {}
     leaves: dict[str, Column] = {}
@@ -112,7 +104,7 @@ def route_records(contracts: Mapping[str, TableContract]) -> tuple[tuple[Column,
         leaves[name] = (
             belongs[contract.table]
             & (F.col("_event_name") == "MODIFY")
-            & (F.col("_old_image_attributes").isNotNull() | F.col("_old_image").isNotNull())
+            & F.col("_old_image").isNotNull()
             & _lands(contract.route, before, contract, keys, old_values)
             & ~lands[name]
         )
@@ -154,15 +146,6 @@ def _route_attributes(contracts: Mapping[str, TableContract], table: str) -> lis
         for contract in contracts.values()
         if contract.table == table and contract.route is not None and contract.route.attribute is not None
     })
-
-
-def _values_of(attribute_texts: Column, names: list[str]) -> Column:
-    """`_values_schema(names)`'s struct, each attribute's S read from its text in an image
-    parsed once (null when there is no image, as from_json of no text gives)."""
-    return F.when(
-        attribute_texts.isNotNull(),
-        F.struct(*[F.from_json(attribute_texts[name], _STRING_DESCRIPTOR).alias(name) for name in dict.fromkeys(names)]),
-    )
 
 
 def _values_schema(names: list[str]) -> T.StructType:
