@@ -1,10 +1,15 @@
-"""Contract documents written as the YAML files the loader reads."""
+"""Contract documents written as the YAML files the loader reads, and registered."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from streaming.contracts.evolution import ContractRegistry, check_contracts, register_contracts
+from streaming.contracts.model import TableContract
 
 # A small valid contract of one table: a string key, a number with a cast, a partition.
 EVENTS: dict[str, Any] = {
@@ -22,3 +27,15 @@ def write_contract(directory: Path, document: dict[str, Any], name: str = "contr
     path = directory / name
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path
+
+
+def checked_and_registered(
+    registry: ContractRegistry,
+    contracts: Mapping[str, TableContract],
+    now: datetime,
+    report: Callable[[str], None] = lambda _: None,
+) -> dict[str, str]:
+    """What a start does to the registry, both steps at once: check (step 1), then register
+    (step 2, once Spark planned the tables; runtime/startup.py). Returns the versions."""
+    check_contracts(registry, contracts, report=report)
+    return register_contracts(registry, contracts, now)

@@ -16,8 +16,8 @@ import duckdb
 import pytest
 import yaml
 
-from contract_files import EVENTS, write_contract
-from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version, guard_contracts
+from contract_files import EVENTS, checked_and_registered, write_contract
+from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.contracts.names import (
@@ -199,7 +199,7 @@ def _registered_with_column(tmp_path: Path, column: str) -> ContractRegistry:
     contract = load_contract(write_contract(tmp_path / "old", with_attribute("end", {"type": "S", "column": "end_value"})))
     attributes = tuple(replace(spec, column=column) if spec.name == "end" else spec for spec in contract.attributes)
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, {"events": replace(contract, attributes=attributes)}, NOW)
+    checked_and_registered(registry, {"events": replace(contract, attributes=attributes)}, NOW)
     return registry
 
 
@@ -208,7 +208,7 @@ def test_a_column_rename_replaces_a_version_no_row_was_written_under(tmp_path: P
     renamed = load_contracts(write_contract(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
     reported: list[str] = []
 
-    versions = guard_contracts(registry, renamed, NOW, report=reported.append)
+    versions = checked_and_registered(registry, renamed, NOW, report=reported.append)
 
     assert versions == {"events": contract_version(renamed["events"])}
     assert registry.latest("events")["attributes"]["end"]["column"] == "end_at"  # type: ignore[index]
@@ -223,7 +223,7 @@ def test_a_column_rename_is_still_refused_once_the_raw_table_holds_rows(tmp_path
     renamed = load_contracts(write_contract(tmp_path / "new", with_attribute("end", {"type": "S", "column": "end_at"})).parent)
 
     with pytest.raises(ContractEvolutionError, match="column 'end_value' -> 'end_at'"):
-        guard_contracts(registry, renamed, NOW)
+        checked_and_registered(registry, renamed, NOW)
 
 
 def test_a_hudi_table_folder_counts_as_rows_written(tmp_path: Path) -> None:

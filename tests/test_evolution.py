@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contract_files import write_contract
+from contract_files import checked_and_registered, write_contract
 from streaming.contracts.evolution import (
     ContractEvolutionError,
     ContractRegistry,
@@ -28,7 +28,6 @@ from streaming.contracts.evolution import (
     check_evolution,
     contract_version,
     evolution_changes,
-    guard_contracts,
     schema_document,
 )
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contracts
@@ -442,7 +441,7 @@ def test_guard_registers_every_contract_on_a_fresh_root(tmp_path: Path) -> None:
     contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
     registry = ContractRegistry(tmp_path / "raw")
 
-    versions = guard_contracts(registry, contracts, NOW)
+    versions = checked_and_registered(registry, contracts, NOW)
 
     assert versions == {c.raw_table: contract_version(c) for c in contracts.values()}
     assert sorted(registry.raw_tables()) == sorted(contracts)
@@ -450,24 +449,24 @@ def test_guard_registers_every_contract_on_a_fresh_root(tmp_path: Path) -> None:
 
 def test_guard_restart_with_the_same_contracts_writes_nothing(tmp_path: Path) -> None:
     contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
-    first = guard_contracts(ContractRegistry(tmp_path / "raw"), contracts, NOW)
+    first = checked_and_registered(ContractRegistry(tmp_path / "raw"), contracts, NOW)
     files = RecordingFileSystem()
     reported: list[str] = []
 
-    again = guard_contracts(ContractRegistry(tmp_path / "raw", files), contracts, NOW, report=reported.append)
+    again = checked_and_registered(ContractRegistry(tmp_path / "raw", files), contracts, NOW, report=reported.append)
 
     assert again == first and files.writes == [] and reported == []
 
 
 def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers")
     grown = contracts_dir(tmp_path, "grown", customers=edited("customers", _set("attributes.phoneNumber", {"type": "S"})),
                           orders=packaged("orders"))
     reported: list[str] = []
 
-    after = guard_contracts(registry, grown, NOW + timedelta(hours=1), report=reported.append)
+    after = checked_and_registered(registry, grown, NOW + timedelta(hours=1), report=reported.append)
 
     assert after["orders"] == before["orders"]
     assert after["customers"] == contract_version(grown["customers"]) != before["customers"]
@@ -480,7 +479,7 @@ def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> N
 
 def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers", "orders")
     changed = contracts_dir(
         tmp_path, "changed",
@@ -490,7 +489,7 @@ def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_pat
     files = RecordingFileSystem()
 
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(ContractRegistry(tmp_path / "raw", files), changed, NOW)
+        checked_and_registered(ContractRegistry(tmp_path / "raw", files), changed, NOW)
 
     message = str(refused.value)
     assert "refused for 2 raw table(s)" in message
@@ -503,7 +502,7 @@ def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_pat
 
 def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers", "orders")
     mixed = contracts_dir(
         tmp_path, "mixed",
@@ -512,7 +511,7 @@ def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> No
     )
 
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(registry, mixed, NOW)
+        checked_and_registered(registry, mixed, NOW)
 
     assert [report.raw_table for report in refused.value.reports] == ["customers"]
     assert registry.latest("orders")["version"] == before["orders"]  # type: ignore[index]
@@ -520,22 +519,22 @@ def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> No
 
 def test_guard_refuses_a_renamed_raw_table(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers")
     renamed = contracts_dir(tmp_path, "renamed", customers=edited("customers", _set("raw_table", "clients")),
                             orders=packaged("orders"))
 
     with pytest.raises(ContractEvolutionError, match="raw_table: 'customers' -> 'clients'"):
-        guard_contracts(registry, renamed, NOW)
+        checked_and_registered(registry, renamed, NOW)
     assert registry.latest("clients") is None
 
 
 def test_guard_registers_a_new_table_beside_registered_ones(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, contracts_dir(tmp_path, "one", customers=packaged("customers")), NOW)
+    checked_and_registered(registry, contracts_dir(tmp_path, "one", customers=packaged("customers")), NOW)
     both = load_contracts(PACKAGED_CONTRACTS_DIR)
 
-    versions = guard_contracts(registry, both, NOW)
+    versions = checked_and_registered(registry, both, NOW)
 
     assert versions["orders"] == contract_version(both["orders"])
     assert registry.latest("orders")["sequence"] == 1  # type: ignore[index]
@@ -559,8 +558,8 @@ def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> 
     contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
     registry = ContractRegistry("s3://lake/raw/")
 
-    versions = guard_contracts(registry, contracts, NOW)
-    again = guard_contracts(registry, contracts, NOW + timedelta(hours=1))
+    versions = checked_and_registered(registry, contracts, NOW)
+    again = checked_and_registered(registry, contracts, NOW + timedelta(hours=1))
 
     keys = sorted(item["Key"] for item in s3.list_objects_v2(Bucket="lake", Prefix="raw/_contracts/")["Contents"])
     assert keys == [f"raw/_contracts/{table}/{versions[table]}.json" for table in sorted(contracts)]
@@ -573,13 +572,13 @@ def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> 
 
 def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> None:
     registry = ContractRegistry("s3://lake/raw")
-    guard_contracts(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
     s3.put_object(Bucket="lake", Key="raw/customers_changes/_ingest_hour=2026-11-23-18/part-0.parquet", Body=b"PAR1")
     changed = contracts_dir(tmp_path, "changed", customers=edited("customers", _delete("attributes.email")),
                             orders=packaged("orders"))
 
     with pytest.raises(ContractEvolutionError, match="attribute 'email': column 'email' \\(S\\) -> removed"):
-        guard_contracts(registry, changed, NOW)
+        checked_and_registered(registry, changed, NOW)
 
 
 def test_s3_paths_must_be_s3_locations() -> None:
@@ -598,12 +597,12 @@ def _entity(name: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[dict
 
 def test_another_match_rule_for_an_entity_with_rows_is_refused_naming_both_rules(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    checked_and_registered(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_users")
     moved = edited("app", _entity("users", lambda users: users.update(match={"sort_key_prefix": "MEMBER#"})))
 
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
+        checked_and_registered(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
 
     message = str(refused.value)
     assert "raw table 'app_users'" in message
@@ -613,21 +612,21 @@ def test_another_match_rule_for_an_entity_with_rows_is_refused_naming_both_rules
 
 def test_another_match_rule_keeps_the_version_and_binds_nothing_before_rows(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    before = checked_and_registered(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     moved = edited("app", _entity("users", lambda users: users.update(match={"sort_key_prefix": "MEMBER#"})))
 
-    after = guard_contracts(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
+    after = checked_and_registered(registry, contracts_dir(tmp_path, "after", app=moved), NOW)
 
     assert after == before, "the match rule decides rows, not columns: the version stays"
 
 
 def test_an_entity_removed_while_its_raw_table_holds_rows_is_refused(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    checked_and_registered(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_invoices")
 
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _delete("entities.invoices"))),
+        checked_and_registered(registry, contracts_dir(tmp_path, "after", app=edited("app", _delete("entities.invoices"))),
                         NOW)
 
     assert [report.raw_table for report in refused.value.reports] == ["app_invoices"]
@@ -643,11 +642,11 @@ def _invoices_become_bills(document: dict[str, Any]) -> None:
 
 def test_an_entity_removed_and_another_added_is_refused_as_a_removal_not_a_rename(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    checked_and_registered(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_invoices")
 
     with pytest.raises(ContractEvolutionError) as refused:
-        guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
+        checked_and_registered(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
 
     assert [report.raw_table for report in refused.value.reports] == ["app_invoices"]
     assert "entity removed" in str(refused.value) and "raw_table:" not in str(refused.value)
@@ -655,10 +654,10 @@ def test_an_entity_removed_and_another_added_is_refused_as_a_removal_not_a_renam
 
 def test_an_entity_without_rows_may_go_and_a_new_one_may_come(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    guard_contracts(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
+    checked_and_registered(registry, contracts_dir(tmp_path, "before", app=packaged("app")), NOW)
     write_rows(tmp_path / "raw", "app_users")
 
-    versions = guard_contracts(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
+    versions = checked_and_registered(registry, contracts_dir(tmp_path, "after", app=edited("app", _invoices_become_bills)), NOW)
 
     assert "app_bills" in versions and "app_invoices" not in versions
     assert registry.latest("app_bills")["route"] == {"partition_key_prefix": None, "sort_key_prefix": "INVOICE#",

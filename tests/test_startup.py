@@ -2,10 +2,19 @@
 runs its steps in the order its docstring lists whatever the runner's ends are."""
 from __future__ import annotations
 
-import pytest
+from datetime import datetime, timezone
+from pathlib import Path
 
-from streaming.contracts.loader import load_contracts
+import pytest
+import yaml
+
+from contract_files import checked_and_registered, write_contract
+from streaming.contracts.evolution import ContractRegistry, contract_version
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.io.layout import DataLayout
+from streaming.operations import stream as stream_operation
 from streaming.runtime import startup
+from streaming.runtime.spark_session import SparkStartError
 
 
 class RecordedEnds:
@@ -41,6 +50,10 @@ def steps(monkeypatch) -> list[str]:
                         lambda raw_root, contracts, report: done.append(f"contracts against {raw_root}"))
     monkeypatch.setattr(startup, "check_partition_expression",
                         lambda spark, contract: done.append(f"partition of {contract.raw_table}"))
+    monkeypatch.setattr(startup, "plan_raw_tables",
+                        lambda spark, contracts: done.append(f"plans of {', '.join(contracts)}"))
+    monkeypatch.setattr(startup, "register_contract_versions",
+                        lambda raw_root, contracts: done.append(f"versions registered under {raw_root}"))
 
     def run_stream(spark, pipeline, source, **where):
         done.append(f"query over {source}: {where}")
@@ -62,6 +75,8 @@ def test_start_stream_claims_checks_builds_runs_the_runners_own_step_then_starts
         "sinks for stream-7",
         "partition of customers",
         "partition of orders",
+        "plans of customers, orders",
+        "versions registered under s3://lake/raw",
         "before stream into raw sink",
         "source",
         "query over kinesis envelope: {'checkpoint_dir': 's3://lake/checkpoints/job', "
@@ -77,3 +92,42 @@ def test_a_stream_id_claimed_beforehand_skips_the_claim_and_its_contract_check(s
 
     assert steps[:2] == ["sinks for claimed-before-spark", "partition of customers"]
     assert "stream id" not in steps and not any(step.startswith("contracts") for step in steps)
+
+
+def test_a_start_that_dies_before_spark_planned_registers_nothing_so_the_next_start_compares_with_the_rows_version(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 30: version 2 of a contract (an added attribute) is started on a raw table that
+    holds version 1's rows, and Spark never starts. Version 2 must stay unregistered: no
+    row was written under it, so a version 3 that names its column otherwise is an
+    addition to version 1, not a rename of version 2's column."""
+    layout = DataLayout(tmp_path / "data")
+    layout.landing.mkdir(parents=True)
+    (layout.landing / "changes.jsonl").write_text("{}\n", encoding="utf-8")
+    written = {"customers": load_contracts()["customers"]}
+    registry = ContractRegistry(layout.raw)
+    checked_and_registered(registry, written, datetime(2026, 11, 27, tzinfo=timezone.utc))
+    # Rows in the current-state folder: the registry sees them, and with no change-log batch
+    # the stream identity has no checkpoint to ask for.
+    (layout.raw / "customers").mkdir(parents=True)
+    (layout.raw / "customers" / "part-0.parquet").write_bytes(b"rows of version 1")
+
+    def customers_with(column: str) -> Path:
+        document = yaml.safe_load((PACKAGED_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8"))
+        document["attributes"]["nickname"] = {"type": "S", "column": column, "description": "What friends say."}
+        return write_contract(tmp_path / column, document, "customers.yml").parent
+
+    def java_missing(*args, **kwargs):
+        raise SparkStartError("Java exited before Spark started")
+
+    monkeypatch.setattr(stream_operation, "session_for", java_missing)
+    with pytest.raises(SparkStartError):
+        stream_operation.stream(layout, contracts_dir=str(customers_with("nickname")), out=lambda _: None)
+
+    assert registry.latest("customers")["version"] == contract_version(written["customers"])
+    reported: list[str] = []
+    third = load_contracts(customers_with("nick_name"))
+    startup.check_contract_changes(layout.raw, third, reported.append)
+    assert reported == [f"raw table 'customers' contract {contract_version(written['customers'])} -> "
+                        f"{contract_version(third['customers'])}: attribute 'nickname': absent -> column "
+                        "'nick_name' (S) (null in rows written before)"]

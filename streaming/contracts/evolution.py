@@ -19,10 +19,13 @@ start compares the contracts it was given with the registered ones:
   two raw tables. Removing one entity and adding another is a removal, not a rename. The way forward is to rebuild the raw layer under the new contract
   (`lakehouse reprocess --to <new data root>`, then `lakehouse switch`).
 
-A registered version binds only once its raw table holds rows. A start registers the
-contracts before Spark runs a batch, so a start that wrote nothing (it stopped on a plan
-Spark refused, or before the first change of the table) leaves a version no row follows;
-any contract may replace it, e.g. one that renames a column with `column:`. A raw table
+A registered version binds only once its raw table holds rows. A start checks the
+contracts before Spark starts, and registers them only once Spark has planned every raw
+table (runtime/startup.py, step 2), so a start that could not write (Java missing, a plan
+Spark refused) registers nothing and the version the rows were written under stays the
+one compared. A start that registered and then wrote nothing to a table (it stopped
+before the table's first change) leaves a version no row follows: while the table holds
+no rows at all, any contract may replace it, e.g. one that renames a column with `column:`. A raw table
 holds rows once anything exists in its folder or its change log's (`<raw root>/<raw_table>`,
 `<raw root>/<raw_table>_changes`): both sinks create them with the first rows they write.
 
@@ -453,23 +456,22 @@ class ContractRegistry:
         return version
 
 
-def guard_contracts(
+def check_contracts(
     registry: ContractRegistry,
     contracts: Mapping[str, TableContract],
-    now: datetime,
     *,
     report: Callable[[str], None] = log.info,
-) -> dict[str, str]:
-    """Check every contract against its raw table's latest registered version, then register.
+) -> None:
+    """Check every contract against its raw table's latest registered version.
 
-    `contracts` is what `load_contracts` returns. Nothing is registered unless every
-    contract passes; otherwise one ContractEvolutionError lists every refused table. A
-    registered version of a raw table that holds no rows binds nothing (module docstring):
-    the contract replaces it, and the replacement is reported.
+    `contracts` is what `load_contracts` returns. One ContractEvolutionError lists every
+    refused table. A registered version of a raw table that holds no rows binds nothing
+    (module docstring): the contract replaces it, and the replacement is reported.
     Allowed changes are passed to `report`, one line each. An edit of descriptions, pii or
     casts alone keeps the version, so the registered document keeps the old text and the
-    edit is reported again at every start until a column is added. Returns each raw
-    table's current contract version.
+    edit is reported again at every start until a column is added. Nothing is registered
+    here: a start registers (`register_contracts`) only once Spark has planned every raw
+    table, so a start that dies before that leaves no version behind to bind the next one.
     """
     claimed = {contract.raw_table for contract in contracts.values()}
     reports = _removed_entities(registry, contracts.values(), claimed)
@@ -495,6 +497,12 @@ def guard_contracts(
         for change in (*evolution.additions, *evolution.harmless):
             report(f"raw table {evolution.raw_table!r} contract {evolution.previous_version} -> "
                    f"{evolution.current_version}: {change}")
+
+
+def register_contracts(
+    registry: ContractRegistry, contracts: Mapping[str, TableContract], now: datetime
+) -> dict[str, str]:
+    """Register every contract `check_contracts` passed; returns each raw table's version."""
     return {contract.raw_table: registry.register(contract, now) for contract in contracts.values()}
 
 

@@ -9,7 +9,9 @@ A runner says where its stream reads, writes and keeps its checkpoint (its `Stre
    versions the raw tables were written with. `lakehouse stream` runs this step itself
    before Spark starts, so that a refusal costs no JVM, and hands the stream id in.
 2. `checked_pipeline`: the runner's sinks, each contract's partition expression evaluated
-   by Spark, then the pipeline.
+   by Spark and each raw table's decode planned; only then are the contract versions
+   registered (a version is never left behind by a start that could not write), then the
+   pipeline.
 3. `before_stream`, what the runner writes through the pipeline first: `lakehouse
    reprocess` replays its backfills here.
 4. The source (locally, landing files changed since they were read and Firehose error
@@ -29,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from streaming.contracts.evolution import ContractRegistry, guard_contracts
+from streaming.contracts.evolution import ContractRegistry, check_contracts, register_contracts
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import ContractError, TableContract
 from streaming.contracts.spark_schema import check_partition_expression
@@ -40,6 +42,8 @@ from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
 from streaming.io.sources import LandingStream, files_per_trigger, landing_files_stream
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
+from streaming.pipeline.decode import decode_records, table_rows
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.runtime.stream_identity import claim_stream_identity
 from streaming.runtime.stream_loop import run_stream
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
@@ -172,8 +176,8 @@ def load_checked_contracts(contracts_dir: str | Path | None = None) -> dict[str,
 
 def check_contract_changes(raw_root: str | Path, contracts: Mapping[str, TableContract], report: Printer) -> None:
     """The contracts against the versions the raw tables under `raw_root` were written with:
-    additions are registered and reported, a rename or a type change is refused."""
-    guard_contracts(ContractRegistry(raw_root), contracts, datetime.now(timezone.utc), report=report)
+    additions are reported, a rename or a type change is refused. Step 2 registers them."""
+    check_contracts(ContractRegistry(raw_root), contracts, report=report)
 
 
 def claim_stream(ends: StreamEnds, contracts: Mapping[str, TableContract], report: Printer) -> str:
@@ -200,12 +204,33 @@ def checked_pipeline(
     contracts: Mapping[str, TableContract],
     raw_sink: RawSink,
     quarantine: QuarantineSink,
+    *,
+    raw_root: str | Path,
     metrics: BatchMetricsPublisher | None = None,
 ) -> Pipeline:
-    """Step 2: every partition expression checked by Spark, then the pipeline."""
+    """Step 2: every partition expression checked by Spark and every raw table's decode
+    planned on an empty batch; only then are the contract versions registered under
+    `raw_root`, and the pipeline made. A start that dies before this point (Java missing,
+    a plan Spark refuses) leaves no registered version that no row follows, which would
+    otherwise bind the next start's contract."""
     for contract in contracts.values():
         check_partition_expression(spark, contract)
+    plan_raw_tables(spark, contracts)
+    register_contract_versions(raw_root, contracts)
     return Pipeline(contracts, raw_sink, quarantine, metrics=metrics)
+
+
+def plan_raw_tables(spark: SparkSession, contracts: Mapping[str, TableContract]) -> None:
+    """Every raw table's decode planned on an empty batch: Spark analyses each plan as it
+    is built, so a contract Spark cannot plan fails here, before anything is registered."""
+    decoded = decode_records(spark.createDataFrame([], ENVELOPE_SCHEMA), contracts)
+    for table in contracts:
+        table_rows(decoded, contracts, table)
+
+
+def register_contract_versions(raw_root: str | Path, contracts: Mapping[str, TableContract]) -> None:
+    """The versions `check_contract_changes` passed, registered beside the raw tables."""
+    register_contracts(ContractRegistry(raw_root), contracts, datetime.now(timezone.utc))
 
 
 def local_pipeline(
@@ -214,7 +239,8 @@ def local_pipeline(
 ) -> Pipeline:
     """Step 2 alone, for the one-off batches written beside the stream on a local data root
     (backfill, the quarantine and unrouted replays): the stream's sinks and checks, no query."""
-    return checked_pipeline(spark, contracts, *local_sinks(spark, target, contracts, sink, stream_id))
+    return checked_pipeline(spark, contracts, *local_sinks(spark, target, contracts, sink, stream_id),
+                            raw_root=target.raw)
 
 
 def start_stream(
@@ -234,7 +260,7 @@ def start_stream(
         stream_id = claim_stream(ends, contracts, report)
     raw_sink, quarantine = ends.sinks(spark, contracts, stream_id)
     sinks: tuple[RawSink, QuarantineSink] = wrap_sinks(raw_sink, quarantine) if wrap_sinks else (raw_sink, quarantine)
-    pipeline = checked_pipeline(spark, contracts, *sinks, metrics=metrics)
+    pipeline = checked_pipeline(spark, contracts, *sinks, raw_root=ends.raw_root, metrics=metrics)
     if before_stream is not None:
         before_stream(pipeline)
     source = ends.source(spark, report)
