@@ -58,3 +58,20 @@ def test_a_name_one_character_longer_is_refused_at_load_with_its_field_and_the_l
     message = str(error.value)
     assert message.startswith(f"{path}: line ") and field in message, message
     assert f"is {limit + 1} characters, over the {limit}" in message
+
+
+def test_dynamodb_table_names_of_255_characters_scaffold_apart_within_the_file_name_limit(tmp_path: Path) -> None:
+    # DynamoDB allows them; `_dynamodb__<table>__history.yml` would be 279 characters.
+    tables = ["t" * 254 + "a", "t" * 254 + "b"]
+    for number, table in enumerate(tables):
+        write_contract(tmp_path / "contracts", {**EVENTS, "table": table, "raw_table": f"events_{number}"},
+                       name=f"{number}.yml")
+    contracts = load_contracts(tmp_path / "contracts")
+    project = tmp_path / "project"
+
+    written = [scaffold(table, project_dir=project, contracts=contracts, history=True).written for table in tables]
+
+    yaml_names = [sorted(Path(path).name for path in paths if Path(path).suffix == ".yml") for paths in written]
+    assert all(len(names) == 3 and max(len(name) for name in names) <= NAME_LIMIT for names in yaml_names)
+    assert not set(yaml_names[0]) & set(yaml_names[1]), "the two tables' files stay apart"
+    assert all((project / path).is_file() for paths in written for path in paths)

@@ -108,6 +108,21 @@ def history_model(contract: TableContract) -> str:
     return f"dim_{contract.raw_table}_history"
 
 
+# The longest YAML file name scaffold writes for a DynamoDB table, less the table's name.
+_YAML_NAME_OVERHEAD = len("_dynamodb____history.yml")
+_FILE_NAME_LIMIT = 255
+
+
+def yaml_file(table: str, kind: str) -> str:
+    """`_dynamodb__<table>__<kind>.yml`. DynamoDB allows table names of up to 255
+    characters, longer than a file name leaves room for: such a name is cut, and the
+    first 8 hex digits of its SHA-256 keep two long names that share a beginning apart."""
+    if len(table) + _YAML_NAME_OVERHEAD > _FILE_NAME_LIMIT:
+        digest = hashlib.sha256(table.encode("utf-8")).hexdigest()[:8]
+        table = f"{table[:_FILE_NAME_LIMIT - _YAML_NAME_OVERHEAD - len(digest) - 1]}-{digest}"
+    return f"_dynamodb__{table}__{kind}.yml"
+
+
 def scaffold(
     table: str,
     *,
@@ -166,11 +181,11 @@ def scaffold_files(contracts: Mapping[str, TableContract], table: str, *, histor
         files.append(render(STAGING_DIR / f"{changes_model(contract)}.sql", "changes.sql", contract=contract))
         if history:
             files.append(render(MARTS_DIR / f"{history_model(contract)}.sql", "history.sql", contract=contract))
-    files.append(render(STAGING_DIR / f"_dynamodb__{table}__sources.yml", "sources.yml", contracts=raw_tables))
+    files.append(render(STAGING_DIR / yaml_file(table, "sources"), "sources.yml", contracts=raw_tables))
     if modelled:
-        files.append(render(STAGING_DIR / f"_dynamodb__{table}__models.yml", "models.yml", contracts=modelled))
+        files.append(render(STAGING_DIR / yaml_file(table, "models"), "models.yml", contracts=modelled))
     if history and modelled:
-        files.append(render(MARTS_DIR / f"_dynamodb__{table}__history.yml", "history.yml", contracts=modelled))
+        files.append(render(MARTS_DIR / yaml_file(table, "history"), "history.yml", contracts=modelled))
     all_contracts = list(contracts.values())
     files.append(GeneratedFile(CASTS_MACRO, contract_casts.render_macro(contract_casts.all_casts(all_contracts))))
     files.append(GeneratedFile(PII_MACRO, contract_pii.render_macro(contracts)))
