@@ -54,6 +54,7 @@ from streaming.contracts.model import (
     TableContract,
     contracts_of_table,
 )
+from streaming.contracts.names import NAME_LIMIT
 from streaming.errors import OperatorError
 from streaming.operations import contract_casts, contract_pii
 from streaming.runtime.dbt_runner import PROJECT_DIR
@@ -110,16 +111,15 @@ def history_model(contract: TableContract) -> str:
 
 # The longest YAML file name scaffold writes for a DynamoDB table, less the table's name.
 _YAML_NAME_OVERHEAD = len("_dynamodb____history.yml")
-_FILE_NAME_LIMIT = 255
 
 
 def yaml_file(table: str, kind: str) -> str:
     """`_dynamodb__<table>__<kind>.yml`. DynamoDB allows table names of up to 255
     characters, longer than a file name leaves room for: such a name is cut, and the
     first 8 hex digits of its SHA-256 keep two long names that share a beginning apart."""
-    if len(table) + _YAML_NAME_OVERHEAD > _FILE_NAME_LIMIT:
+    if len(table) + _YAML_NAME_OVERHEAD > NAME_LIMIT:
         digest = hashlib.sha256(table.encode("utf-8")).hexdigest()[:8]
-        table = f"{table[:_FILE_NAME_LIMIT - _YAML_NAME_OVERHEAD - len(digest) - 1]}-{digest}"
+        table = f"{table[:NAME_LIMIT - _YAML_NAME_OVERHEAD - len(digest) - 1]}-{digest}"
     return f"_dynamodb__{table}__{kind}.yml"
 
 
