@@ -76,6 +76,27 @@ def test_the_suites_jvm_runs_with_the_options_conftest_gives_it(spark) -> None:
 
 
 @pytest.mark.spark
+def test_the_session_remembers_the_classes_plans_read_so_reading_them_asks_the_jvm_nothing(spark, monkeypatch) -> None:
+    from py4j import protocol
+    from pyspark.sql import functions as F
+
+    class_search = protocol.REFLECTION_COMMAND_NAME + protocol.REFL_GET_UNKNOWN_SUB_COMMAND_NAME
+    view = spark.sparkContext._jvm
+    client = view._gateway_client
+    sent: list[str] = []
+    send = client.send_command
+    monkeypatch.setattr(client, "send_command", lambda command, *args, **kwargs: (sent.append(command),
+                                                                                 send(command, *args, **kwargs))[1])
+    functions, path = view.functions, view.org.apache.hadoop.fs.Path
+    assert sent == []
+    assert (functions._fqn, path._fqn) == ("org.apache.spark.sql.functions", "org.apache.hadoop.fs.Path")
+    # What pyspark's F.col costs now: the member lookup and the call, no class search
+    # (py4j's garbage collection of Java objects sends memory commands besides).
+    F.col("x")
+    asked = [command for command in sent if not command.startswith(protocol.MEMORY_COMMAND_NAME)]
+    assert len(asked) == 2 and not any(command.startswith(class_search) for command in asked)
+
+
 def test_shipped_package_is_what_executors_import(spark) -> None:
     archive = ship_package_to_executors(spark)
 

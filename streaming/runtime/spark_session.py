@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from streaming.errors import OperatorError
 from streaming.runtime.data_lock import PRIVATE_UMASK
 from streaming.runtime.jars import HUDI_SPARK_BUNDLE, HUDI_SPARK_CONF, local_jar
+from streaming.runtime.jvm_lookups import remember_jvm_classes
 from streaming.runtime.package_zip import build_package_zip
 
 DEFAULT_MASTER = "local[2]"
@@ -166,6 +167,7 @@ def local_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    remember_jvm_classes(spark)
     if not is_local_master(master):
         ship_package_to_executors(spark)
     return spark
