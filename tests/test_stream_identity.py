@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import STREAM_IDENTITY_FILE, DataLayout
 from streaming.operations.status import status
 from streaming.operations.stream import stream
@@ -23,12 +23,26 @@ from streaming.samples.generator import write_landing_files
 CHECKPOINT = Path("checkpoints") / "landing_to_raw"
 
 
+def contracts_of(folder: Path, *tables: str) -> str:
+    """A contracts folder holding the packaged contracts of `tables`: the streams here land
+    the generator's plain tables, and each further contract only adds Spark planning."""
+    folder.mkdir()
+    for table in tables:
+        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{table}.yml", folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
-def streamed(spark, tmp_path_factory) -> DataLayout:
+def two_tables(tmp_path_factory) -> str:
+    return contracts_of(tmp_path_factory.mktemp("identity-contracts") / "contracts", "customers", "orders")
+
+
+@pytest.fixture(scope="module")
+def streamed(spark, tmp_path_factory, two_tables) -> DataLayout:
     """A data directory the real stream ran on once."""
     layout = DataLayout(tmp_path_factory.mktemp("identity") / "data")
     write_landing_files(layout.landing, seed=21, customers=4, orders_per_customer=1, records_per_file=30)
-    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=two_tables, spark=spark, out=lambda _: None)
     return layout
 
 
@@ -54,7 +68,7 @@ def test_the_first_run_records_the_checkpoint_spark_uses(streamed):
 
 
 @pytest.mark.spark
-def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
+def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, two_tables, tmp_path):
     layout = copy_of(streamed, tmp_path)
     # The copy is a moved directory: put it back where the record says it was.
     record = layout.raw / STREAM_IDENTITY_FILE
@@ -64,7 +78,7 @@ def test_a_restart_on_the_same_checkpoint_resumes(spark, streamed, tmp_path):
     before = status(layout)
     write_landing_files(layout.landing / "later", seed=22, customers=2, orders_per_customer=1, records_per_file=30)
 
-    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=two_tables, spark=spark, out=lambda _: None)
 
     after = status(layout)
     written = [table for table, rows in before.change_rows.items() if rows]
@@ -203,11 +217,12 @@ def test_a_committed_batch_that_wrote_nothing_does_not_block_a_restart(spark, tm
     empty = layout.landing / "2026" / "11" / "23" / "10" / "blank.jsonl"
     empty.parent.mkdir(parents=True)
     empty.write_text("\n  \n")
-    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
+    customers = contracts_of(tmp_path / "contracts", "customers")
+    stream(layout, sink="parquet", contracts_dir=customers, spark=spark, out=lambda _: None)
     assert (layout.root / CHECKPOINT / "commits" / "0").is_file() and not list(layout.raw.rglob("*.parquet"))
 
     write_landing_files(layout.landing, seed=23, customers=2, orders_per_customer=1, records_per_file=30)
-    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=customers, spark=spark, out=lambda _: None)
 
     assert status(layout).change_rows["customers"] > 0
 
