@@ -2,6 +2,7 @@
 name neither break a reader nor make one read another directory's files."""
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,8 +11,9 @@ import duckdb
 import pytest
 
 from streaming.cli import main
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
 from streaming.io.layout import DataLayout
-from streaming.operations.demo import run_demo, tenants_for
+from streaming.operations.demo import run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import generate_cdc, write_landing_files
@@ -30,8 +32,7 @@ def land_strangers(sibling: Path) -> None:
 
 
 def assert_counts_are_its_own(result) -> None:
-    truth = generate_cdc(seed=SEED, customers=CUSTOMER_COUNT, tenants=tenants_for(CUSTOMER_COUNT),
-                         record_format="streams")
+    truth = generate_cdc(seed=SEED, customers=CUSTOMER_COUNT, tenants=0, record_format="streams")
     assert result.status.change_rows == {table: sum(names.values()) for table, names in truth.event_counts.items()}
     assert result.status.current_rows == {table: len(keys) for table, keys in truth.expected_state.items()}
 
@@ -43,9 +44,16 @@ def test_a_data_dir_named_with_every_glob_character_streams_and_counts_only_its_
     for sibling in ("dataZZx'q", "dataZZ{x}'q"):
         land_strangers(tmp_path / sibling)
     layout = DataLayout(tmp_path / "da[t]a*?{x}'q")
+    # The two plain tables only (no app tenants): the name is the data directory's, the same
+    # for every raw table, and Spark plans two tables instead of six.
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    for table in ("customers", "orders"):
+        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{table}.yml", contracts)
 
-    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, record_format="streams", sink="parquet",
-                      spark=spark, build_marts=False, out=lambda _: None)
+    result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, tenants=0, record_format="streams",
+                      sink="parquet", contracts_dir=str(contracts), spark=spark, build_marts=False,
+                      out=lambda _: None)
 
     assert_counts_are_its_own(result)
     assert main(["status", "--data-dir", str(layout.root)]) == 0
