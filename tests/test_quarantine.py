@@ -78,13 +78,34 @@ def cdc():
     return generate_cdc(seed=31, customers=12, orders_per_customer=2, malformed_rate=0.08)
 
 
-@pytest.fixture
-def streamed(spark, cdc, contract_dirs, tmp_path) -> DataLayout:
+def _stream(spark, cdc, contracts_dir: str, root: Path) -> DataLayout:
     """A data directory streamed with the orders-only contracts."""
-    layout = DataLayout(tmp_path / "data")
+    layout = DataLayout(root)
     land_cdc(layout.landing, cdc, records_per_file=40)
-    stream(layout, sink="parquet", contracts_dir=contract_dirs[0], spark=spark, out=lambda _: None)
+    stream(layout, sink="parquet", contracts_dir=contracts_dir, spark=spark, out=lambda _: None)
     return layout
+
+
+@pytest.fixture(scope="module")
+def streamed_once(spark, cdc, contract_dirs, tmp_path_factory) -> DataLayout:
+    """The streamed data directory, for the tests that only read it."""
+    return _stream(spark, cdc, contract_dirs[0], tmp_path_factory.mktemp("quarantine") / "data")
+
+
+@pytest.fixture
+def streamed(streamed_once, tmp_path) -> DataLayout:
+    """A copy of the streamed data directory, for a test that replays into it. Its
+    quarantine rows name their landing files in `streamed_once` (source_ref): a replay
+    reads each record's payload from the quarantine, so that does not matter to it."""
+    return DataLayout(shutil.copytree(streamed_once.root, tmp_path / "data"))
+
+
+@pytest.fixture
+def streamed_here(spark, cdc, contract_dirs, tmp_path) -> DataLayout:
+    """A data directory streamed for the test alone: a reprocess tells a record that reached
+    the new root from its landing file by the path its quarantine row names, which a copy
+    would not have."""
+    return _stream(spark, cdc, contract_dirs[0], tmp_path / "data")
 
 
 def _landed_lines(layout: DataLayout) -> list[tuple[Path, str]]:
@@ -101,7 +122,8 @@ def _customers_truth(cdc) -> tuple[list[tuple[str, dict]], dict[str, str]]:
 
 
 @pytest.mark.spark
-def test_summary_counts_open_records_by_table_reason_and_day(streamed, cdc):
+def test_summary_counts_open_records_by_table_reason_and_day(streamed_once, cdc):
+    streamed = streamed_once
     summary = ops.summarize(streamed.root)
 
     # An independent reader of the same files: DuckDB over the quarantine's Parquet.
@@ -120,7 +142,8 @@ def test_summary_counts_open_records_by_table_reason_and_day(streamed, cdc):
 
 
 @pytest.mark.spark
-def test_summary_command_prints_the_counts(streamed, capsys):
+def test_summary_command_prints_the_counts(streamed_once, capsys):
+    streamed = streamed_once
     assert main(["quarantine", "summary", "--data-dir", str(streamed.root)]) == 0
     printed = capsys.readouterr().out.splitlines()
     total = sum(ops.summarize(streamed.root).open_rows.values())
@@ -243,7 +266,8 @@ def test_status_warns_of_a_quarantine_replay_that_did_not_finish(tmp_path, capsy
 
 
 @pytest.mark.spark
-def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc, contract_dirs, tmp_path):
+def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed_here, cdc, contract_dirs, tmp_path):
+    streamed = streamed_here
     quarantine_replay(streamed, reason="unknown_table", table="customers", sink="parquet",
                contracts_dir=contract_dirs[1], spark=spark, out=lambda _: None)
     live_events = Counter(event for event, _ in _raw_rows(streamed.root, "customers"))
@@ -280,7 +304,8 @@ def test_reprocess_repeats_the_replay_without_landing_twice(spark, streamed, cdc
 
 
 @pytest.mark.spark
-def test_show_prints_no_clear_pii_from_the_sample_data(streamed, cdc, contract_dirs, monkeypatch, capsys):
+def test_show_prints_no_clear_pii_from_the_sample_data(streamed_once, cdc, contract_dirs, monkeypatch, capsys):
+    streamed = streamed_once
     monkeypatch.setenv("LAKEHOUSE_PII_KEY", PII_KEY)
     customers, _ = _customers_truth(cdc)
     clear_values = {
@@ -403,6 +428,10 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
     """Records of `app` quarantined before its contract existed are routed by the replay as
     the stream routes them: each entity's raw table, and app_unrouted for the AUDIT# item."""
     layout = DataLayout(tmp_path / "data")
+    # The packaged contract of `app` alone: the others' raw tables would only add to the plan.
+    app_only = tmp_path / "contracts"
+    app_only.mkdir()
+    shutil.copy(PACKAGED_CONTRACTS / "app.yml", app_only)
     items = {"app_tenants": tenant("t1"), "app_users": user("t1", "u1"), "app_invoices": invoice("t1", "i1"),
              "app_unrouted": audit("t1", "a1")}
     records = [change_record(f"e-{table}", "INSERT", 1_790_000_000 + n, new=item)
@@ -411,7 +440,7 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
 
     printed: list[str] = []
     with caplog.at_level(logging.INFO, logger="streaming"):
-        result = quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS),
+        result = quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(app_only),
                                    spark=spark, out=printed.append)
 
     assert (result.records, result.landed, result.still_quarantined) == (4, 4, {})
@@ -421,7 +450,7 @@ def test_replay_routes_a_single_table_design_s_records_to_their_entities(spark, 
         table: [f"e-{table}"] for table in items}
     assert ops.open_records(layout.root) == []
     printed.clear()
-    assert quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(PACKAGED_CONTRACTS), spark=spark,
+    assert quarantine_replay(layout, table="app", sink="parquet", contracts_dir=str(app_only), spark=spark,
                              out=printed.append) is None, "nothing is left to replay"
     assert printed == ["nothing to replay"], "no replay id or run log it would not write"
 
