@@ -11,7 +11,7 @@ import pytest
 from app_items import audit, invoice, tenant, user, write_app_full_export
 
 from streaming.cli import main
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations.backfill import backfill
 from streaming.operations.reconcile import ReconcileError, reconcile
@@ -22,6 +22,15 @@ UTC = timezone.utc
 EXPORT_TIME = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
 
 
+def packaged_contract_dir(root: Path, name: str) -> str:
+    """A contracts folder holding one packaged contract file: a backfill plans and writes
+    every contract's raw tables, and the other tables only add planning time."""
+    folder = root / f"contracts-{name}"
+    folder.mkdir()
+    shutil.copy(PACKAGED_CONTRACTS_DIR / f"{name}.yml", folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
 def landed(spark, tmp_path_factory):
     """A full orders export and the raw table a backfill made of it."""
@@ -30,7 +39,8 @@ def landed(spark, tmp_path_factory):
     items = cdc.state_at(ORDERS, EXPORT_TIME)
     export_dir = write_full_export(root / "exports", ORDERS, items.values(), EXPORT_TIME)
     layout = DataLayout(root / "data")
-    result = backfill(layout, export_dir, sink="parquet", spark=spark, out=lambda _: None)
+    result = backfill(layout, export_dir, sink="parquet", contracts_dir=packaged_contract_dir(root, ORDERS),
+                      spark=spark, out=lambda _: None)
     return {"export": export_dir, "raw": layout.raw, "items": items, "batch_id": result.batch_id}
 
 
@@ -244,7 +254,8 @@ def app_landed(spark, tmp_path_factory):
     bad_invoice = {**invoice("t2", "i2"), "amount": {"S": "twelve"}}
     export_dir = write_app_full_export(root / "exports", [*APP_ITEMS, bad_invoice], EXPORT_TIME)
     layout = DataLayout(root / "data")
-    backfill(layout, export_dir, table="app", sink="parquet", spark=spark, out=lambda _: None)
+    backfill(layout, export_dir, table="app", sink="parquet", contracts_dir=packaged_contract_dir(root, "app"),
+             spark=spark, out=lambda _: None)
     return {"export": export_dir, "raw": layout.raw}
 
 
