@@ -86,11 +86,11 @@ def _decode_without_extras(envelope: DataFrame, contracts: dict) -> DataFrame:
 
 
 def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
-    """Params: `landing_dir`, `work_dir`, `rounds` (default 2). Returns seconds and
-    microseconds per record of each stage."""
+    """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `contracts_dir` (default:
+    the packaged contracts). Returns seconds and microseconds per record of each stage."""
     landing, work = Path(params["landing_dir"]), Path(params["work_dir"])
     rounds = int(params.get("rounds", 2))
-    contracts = load_contracts()
+    contracts = load_contracts(params.get("contracts_dir"))
     files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
     envelope_path = str(work / "envelope.parquet")
     shutil.rmtree(envelope_path, ignore_errors=True)
