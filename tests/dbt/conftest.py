@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dbt_scenario import BATCHES, EVENT_WINDOW, write_batch
+from dbt_scenario import BATCHES, EVENT_WINDOW, ScenarioBuild, write_batch
 
 from lakehouse_dbt.pii_key import KEY_ENV
 from streaming.runtime.dbt_runner import run_dbt
@@ -37,15 +37,24 @@ def deployment_environment() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def built_scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """All raw batches of the scenario and one successful `dbt build` over them."""
+def scenario_build(tmp_path_factory: pytest.TempPathFactory) -> ScenarioBuild:
+    """All raw batches of the scenario and one successful `dbt build --full-refresh` of
+    every node over them, with dbt's result. On a fresh data directory --full-refresh
+    builds what a plain first build builds; with it, the build is also the full refresh
+    that test_dbt_local.py compares its incremental builds with (one build fewer)."""
     data_dir = tmp_path_factory.mktemp("built_scenario")
     for batch_id in BATCHES:
         write_batch(data_dir, batch_id)
     # Given to the command: pytest sets up a session fixture before any module's.
-    result = run_dbt(["build", *EVENT_WINDOW], data_dir, extra_env=DEPLOYMENT_ENV)
+    result = run_dbt(["build", "--full-refresh", *EVENT_WINDOW], data_dir, extra_env=DEPLOYMENT_ENV)
     assert result.success, result.exception
-    return data_dir
+    return ScenarioBuild(data_dir, result)
+
+
+@pytest.fixture(scope="session")
+def built_scenario(scenario_build: ScenarioBuild) -> Path:
+    """The data directory of scenario_build: tests that change it work on a copy."""
+    return scenario_build.data_dir
 
 
 @pytest.fixture(scope="module")

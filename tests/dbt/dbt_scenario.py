@@ -4,8 +4,10 @@ when the newer changes they lose to are already outside the incremental lookback
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from streaming.samples.raw_fixtures import write_raw_batch
 
@@ -23,6 +25,22 @@ BATCHES = tuple(INGESTED)
 # range would run the microbatch model for the days before now and skip them. Builds
 # pass the range an orchestrator passes for the scenario's days (end exclusive).
 EVENT_WINDOW = ["--event-time-start", "2024-03-01", "--event-time-end", "2024-03-03"]
+# The scenario's own marts (customers and orders), everything they read (seeds, sources,
+# staging, intermediate) and their data and unit tests: about 60% of the project's
+# nodes. Not the `app` table's models, whose raw tables the scenario leaves empty, nor
+# mart_freshness, which reads the app's mart too. For builds of tests about these
+# models (test_dbt_local.py's incremental builds); the session's scenario build
+# (conftest.py, scenario_build) builds every node.
+SCENARIO_MARTS = ("dim_customers", "dim_customers_history", "fct_orders", "fct_order_lines",
+                  "agg_daily_customer_activity", "agg_daily_revenue_by_status")
+SCENARIO_SELECTION = ["--select", *(f"+{mart}" for mart in SCENARIO_MARTS)]
+
+
+@dataclass(frozen=True)
+class ScenarioBuild:
+    """A data directory with the scenario built, and dbt's result of that build."""
+    data_dir: Path
+    result: Any  # dbtRunnerResult
 
 
 def _at(day: datetime, hour: int, minute: int = 0) -> datetime:

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
-from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, write_batch
+from dbt_scenario import BATCHES, CUSTOMERS, EVENT_WINDOW, SCENARIO_MARTS, SCENARIO_SELECTION, ScenarioBuild, write_batch
 
 from streaming.operations.marts_summary import summarize_marts
 from streaming.runtime.dbt_runner import run_dbt
@@ -24,14 +24,7 @@ CURRENT_STATE_MODELS = ["stg_dynamodb__customers", "stg_dynamodb__orders"]
 MODELS = {
     "lakehouse_staging": [*CURRENT_STATE_MODELS, "stg_dynamodb__customer_changes"],
     "lakehouse_intermediate": ["int_orders__lines_unnested", "int_customers__change_events"],
-    "lakehouse_marts": [
-        "dim_customers",
-        "dim_customers_history",
-        "fct_orders",
-        "fct_order_lines",
-        "agg_daily_customer_activity",
-        "agg_daily_revenue_by_status",
-    ],
+    "lakehouse_marts": list(SCENARIO_MARTS),
 }
 
 
@@ -60,7 +53,9 @@ def _assert_success(result: dbtRunnerResult, warnings: dict[str, str] | None = N
 @pytest.fixture(scope="module")
 def incremental_runs(tmp_path_factory: pytest.TempPathFactory) -> IncrementalRuns:
     """One `dbt build` after each raw batch: the first creates, the others merge.
-    Staging is captured before the last build to see what that build changed."""
+    Staging is captured before the last build to see what that build changed. Each
+    builds the compared models (MODELS), what they read and their tests
+    (SCENARIO_SELECTION): the app table's models have no raw data in the scenario."""
     data_dir = tmp_path_factory.mktemp("incremental")
     results = []
     staging_before_last: dict[str, set[tuple]] = {}
@@ -68,17 +63,15 @@ def incremental_runs(tmp_path_factory: pytest.TempPathFactory) -> IncrementalRun
         if batch_id == BATCHES[-1]:
             staging_before_last = {model: _rows(data_dir, "lakehouse_staging", model) for model in CURRENT_STATE_MODELS}
         write_batch(data_dir, batch_id)
-        results.append(run_dbt(["build", *EVENT_WINDOW], data_dir))
+        results.append(run_dbt(["build", *SCENARIO_SELECTION, *EVENT_WINDOW], data_dir))
     return IncrementalRuns(data_dir, results, staging_before_last)
 
 
 @pytest.fixture(scope="module")
-def full_refresh_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dbtRunnerResult]:
-    """All raw batches at once, built with --full-refresh."""
-    data_dir = tmp_path_factory.mktemp("full_refresh")
-    for batch_id in BATCHES:
-        write_batch(data_dir, batch_id)
-    return data_dir, run_dbt(["build", "--full-refresh", *EVENT_WINDOW], data_dir)
+def full_refresh_run(scenario_build: ScenarioBuild) -> tuple[Path, dbtRunnerResult]:
+    """All raw batches at once, every node built with --full-refresh: the session's
+    scenario build (conftest.py), which these tests only read."""
+    return scenario_build.data_dir, scenario_build.result
 
 
 def _query(data_dir: Path, sql: str) -> list[tuple]:
@@ -240,8 +233,11 @@ def test_customer_history_keeps_every_version_in_event_order(incremental_runs) -
     ]
 
 
-def test_summarize_marts_lists_every_mart(incremental_runs) -> None:
-    data_dir = incremental_runs.data_dir
+def test_summarize_marts_lists_every_mart(full_refresh_run) -> None:
+    """On the build of every node (the incremental builds here build the scenario's
+    marts only, not mart_freshness, which the summary reads); its tables equal the
+    incremental ones (test_incremental_build_equals_full_refresh)."""
+    data_dir, _ = full_refresh_run
     summary = summarize_marts(data_dir)
     rows = dict(re.findall(r"^(\w+) +(\d+) *$", summary, re.MULTILINE))
     assert (rows["dim_customers"], rows["dim_customers_history"], rows["fct_order_lines"]) == ("5", "10", "5")
