@@ -458,7 +458,9 @@ def backfill(
         with session_for(spark, out) as session:
             # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
             # commit marker "backfill:<batch id>" lets a retry skip the tables already committed.
-            pipeline = local_pipeline(session, target, contracts, sink, stream_id="backfill")
+            # The exported table's raw tables alone: the batch writes nothing else, and each
+            # other contract would only add its decode to the plan.
+            pipeline = local_pipeline(session, target, plan.contracts, sink, stream_id="backfill")
             with explaining_retry(BackfillError, f"backfill failed (safe to retry: it rewrites batch {plan.batch_id})",
                                   ExportValidationError):
                 result = run_backfill(session, plan, pipeline, out=out)

@@ -315,6 +315,11 @@ class _ReroutingSink:
         self.sink.write(changes, contract, batch_id, rows=len(landed))
 
 
+def replayed_contracts(contracts: Mapping[str, TableContract], tables: Iterable[str]) -> dict[str, TableContract]:
+    """The contracts of the DynamoDB `tables` (each entity's and the unrouted one), by raw table."""
+    return {name: contract for table in tables for name, contract in contracts_of_table(contracts, table).items()}
+
+
 def run_replay(
     spark: SparkSession,
     plan: UnroutedReplayPlan,
@@ -328,8 +333,7 @@ def run_replay(
     started_at = clock()
     identity = {"replay_id": plan.replay_id, "batch_id": plan.batch_id, "tables": list(plan.tables),
                 "changes": [change.ordering_value for change in plan.changes], "started_at": started_at.isoformat()}
-    table_contracts = {name: contract for table in plan.tables
-                       for name, contract in contracts_of_table(contracts, table).items()}
+    table_contracts = replayed_contracts(contracts, plan.tables)
     rerouting = _ReroutingSink(sink, plan.landed_before)
     with recording(plan.run_log, identity) as run:
         # The source names where the change is kept: its unrouted change log and ordering value.
@@ -434,7 +438,9 @@ def unrouted_replay(
         with session_for(spark, out) as session:
             # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
             # commit marker "unrouted-replay:<batch id>" lets a retry skip the tables already committed.
-            pipeline = local_pipeline(session, target, contracts, sink, stream_id="unrouted-replay")
+            # The replayed tables' raw tables alone, all that run_replay decodes and writes.
+            pipeline = local_pipeline(session, target, replayed_contracts(contracts, plan.tables), sink,
+                                      stream_id="unrouted-replay")
             with explaining_retry(UnroutedReplayError,
                                   f"unrouted replay failed (run it again: it resumes batch {plan.batch_id})"):
                 result = run_replay(session, plan, pipeline.contracts, pipeline.sink)
