@@ -262,6 +262,7 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
     from pyspark.context import SparkContext
 
     import streaming.io.hudi_sink
+    import streaming.runtime.jvm_lookups
     import streaming.runtime.startup
     import streaming.runtime.stream_loop
     from streaming.io.metrics import CloudWatchMetricsPublisher
@@ -274,6 +275,8 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
     fake_awsglue(monkeypatch, glue_context, job)
     monkeypatch.setattr(SparkContext, "getOrCreate", lambda: "the SparkContext")
     monkeypatch.setattr(streaming.io.hudi_sink, "hudi_bundle_available", lambda spark: spark is session)
+    monkeypatch.setattr(streaming.runtime.jvm_lookups, "remember_jvm_classes",
+                        lambda spark: events.append("JVM classes remembered" if spark is session else "other session"))
     monkeypatch.setattr(streaming.runtime.glue_job, "session_catalog_conf",
                         lambda spark: {METASTORE_CLIENT_FACTORY_KEYS[0]: GLUE_CATALOG_CLIENT_FACTORY})
 
@@ -304,7 +307,8 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
     assert contracts == load_contracts()
     assert isinstance(keywords["metrics"], CloudWatchMetricsPublisher)
     assert keywords["metrics"].job_name == "ddb-cdc-to-raw"
-    assert events == ["job ddb-cdc-to-raw initialised", "stream started", "stream ended", "job committed"]
+    assert events == ["JVM classes remembered", "job ddb-cdc-to-raw initialised", "stream started", "stream ended",
+                      "job committed"]
 
 
 def test_the_jobs_ends_write_hudi_tables_marked_with_the_stream_id_and_quarantine_under_its_root():

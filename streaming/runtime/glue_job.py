@@ -329,6 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from streaming.io.hudi_sink import hudi_bundle_available
     from streaming.io.metrics import CloudWatchMetricsPublisher
     from streaming.io.storage import jvm_class_loadable
+    from streaming.runtime.jvm_lookups import remember_jvm_classes
     from streaming.runtime.startup import load_checked_contracts, start_stream
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -339,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     glue_context = GlueContext(SparkContext.getOrCreate())
     spark = glue_context.spark_session
+    remember_jvm_classes(spark)  # as local_session does for every other runner
     job = Job(glue_context)
     job.init(settings.job_name, resolved)
     if not hudi_bundle_available(spark):

@@ -44,7 +44,6 @@ from streaming.io.sources import LandingStream, files_per_trigger, landing_files
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
 from streaming.pipeline.decode import decode_records, table_rows
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
-from streaming.runtime.jvm_lookups import remember_jvm_classes
 from streaming.runtime.stream_identity import claim_stream_identity
 from streaming.runtime.stream_loop import run_stream
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
@@ -257,8 +256,6 @@ def start_stream(
 ) -> StartedStream:
     """Steps 1-4 (step 1 skipped when the caller already claimed `stream_id`). An
     available-now stream has drained its source when this returns."""
-    # Glue's session is not local_session's, which remembers them too.
-    remember_jvm_classes(spark)
     if stream_id is None:
         stream_id = claim_stream(ends, contracts, report)
     raw_sink, quarantine = ends.sinks(spark, contracts, stream_id)
