@@ -139,6 +139,18 @@ def test_lakehouse_status_prints_the_newest_commits(hudi_data_dir: Path, capsys)
     assert any(line.split()[:2] == [second, "INSERT"] for line in printed.splitlines())
 
 
+def test_a_data_dir_given_as_a_relative_path_is_read_and_its_status_printed(hudi_data_dir: Path, monkeypatch,
+                                                                           capsys) -> None:
+    from streaming.cli import main
+
+    # As `make demo` gives it (./data); hudi-rs alone refuses a relative path.
+    monkeypatch.chdir(hudi_data_dir.parent)
+    relative = Path(hudi_data_dir.name) / "raw" / "customers"
+    assert read_hudi_snapshot(str(relative)).num_rows == 2
+    assert main(["status", "--data-dir", hudi_data_dir.name]) == 0
+    assert "customers_changes: 2 commits, newest:" in capsys.readouterr().out
+
+
 def test_dbt_reads_a_hudi_data_dir_without_a_flag(hudi_spark, hudi_data_dir: Path) -> None:
     run_dbt_command(hudi_data_dir, ["run", "--select", "stg_dynamodb__customers"])
     with duckdb.connect(str(hudi_data_dir / "lakehouse.duckdb"), read_only=True) as con:

@@ -15,6 +15,7 @@ added to a contract after older files were written reads as null in their rows
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -44,6 +45,10 @@ def read_hudi_snapshot(base_uri: str, as_of: str | None = None, columns: Sequenc
     """The snapshot of a Hudi table (COW or MOR, deletes applied) as Arrow: the latest,
     or as of the instant `as_of` (the commits up to it; none before the first commit);
     all columns, or only `columns`."""
+    if "://" not in base_uri:
+        # hudi-rs takes a URL or an absolute path: a relative one (the demo's ./data) fails
+        # with "relative URL without a base".
+        base_uri = os.path.abspath(base_uri)
     table = HudiTableBuilder.from_base_uri(base_uri).build()
     options = HudiReadOptions(projection=None if columns is None else list(columns))
     if as_of is not None:
