@@ -1,6 +1,6 @@
 """`make drills`: fault drills, each bounded in count and time and stopping by itself.
 
-    python -m benchmarks.drills [--trials 20] [--quick] [--only kill,cluster,fuzz,property,dbt]
+    python -m benchmarks.drills [--trials 20] [--quick] [--only kill,cluster,s3a,fuzz,property,dbt]
                                 [--sink parquet|hudi|both]
 
 - kill:     SIGKILL the streaming job at random points, restart until done; the raw
@@ -12,7 +12,11 @@
 - cluster:  `lakehouse stream` on a Spark standalone cluster (master + 2 workers as
             separate JVMs on 127.0.0.1); one worker SIGKILLed after the first commit;
             change logs, quarantine and current state must equal a local[2] run's.
---sink:     the raw sink of the kill and cluster drills (default both: one section each).
+- s3a:      the job writes its raw tables, quarantine and checkpoint to s3a:// on moto's S3
+            (127.0.0.1); rows read back (Spark, hudi-rs) and copied down must equal a local
+            run's; with Parquet, crashes inside the rename that publishes a batch
+            (benchmarks/s3a_drill.py).
+--sink:     the raw sink of the kill, cluster and s3a drills (default both: one section each).
 - fuzz:     >= 1000 malformed and hostile records mixed with good ones: no batch fails,
             every bad record quarantined with its reason, every good record lands.
 - property: hypothesis: any interleaving, duplication and batching of key histories
@@ -37,7 +41,7 @@ from typing import Any
 
 from benchmarks.measure import REPO_ROOT, machine_info, prepare_run
 
-DRILLS = ("kill", "cluster", "fuzz", "property", "dbt")
+DRILLS = ("kill", "cluster", "s3a", "fuzz", "property", "dbt")
 SINK_CHOICES = ("parquet", "hudi", "both")
 # The packaged contract of the quick Hudi kill drill: one raw table, two Hudi commits a
 # batch (the packaged three contracts make twelve, minutes a batch on a small machine);
@@ -129,6 +133,16 @@ def run_cluster(plan: DrillPlan, work: Path, sink: str = "parquet") -> dict[str,
                          sink=sink)
 
 
+def run_s3a(plan: DrillPlan, work: Path, quick: bool, sink: str) -> dict[str, Any]:
+    from benchmarks.s3a_drill import CRASH_POINTS, s3a_drill
+
+    # The kill drill's landing set and contracts: the quick Hudi run writes one raw table.
+    contracts_dir = None if sink == "parquet" or plan.hudi_kill_all_contracts else quick_contracts(work / "s3a")
+    return s3a_drill(work / f"s3a-{sink}", files=plan.kill_files, records_per_file=plan.kill_records_per_file,
+                     seed=plan.seed % 1000, sink=sink, contracts_dir=contracts_dir,
+                     crash_points=CRASH_POINTS[:1] if quick else CRASH_POINTS, progress=progress)
+
+
 def run_dbt_drills(plan: DrillPlan, work: Path) -> dict[str, Any]:
     from benchmarks.dbt_drills import incremental_equals_full_refresh, killed_build_keeps_previous_tables
 
@@ -155,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trials", type=int, help="kill -9 trials (default 20)")
     parser.add_argument("--only", help=f"comma-separated drills: {','.join(DRILLS)}")
     parser.add_argument("--sink", choices=SINK_CHOICES, default="both",
-                        help="raw sink of the kill and cluster drills (default both: a section each)")
+                        help="raw sink of the kill, cluster and s3a drills (default both: a section each)")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/drills-work, removed after)")
     return parser
@@ -195,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     for sink in sinks if "cluster" in selected else ():
         name = section_name("cluster_worker_kill", sink)
         attempt(name, lambda name=name, sink=sink: {name: run_cluster(plan, work, sink)})
+    for sink in sinks if "s3a" in selected else ():
+        name = section_name("s3a", sink)
+        attempt(name, lambda name=name, sink=sink: {name: run_s3a(plan, work, args.quick, sink)})
     if {"fuzz", "property"} & set(selected):
         from streaming.runtime.spark_session import local_session
 

@@ -8,6 +8,11 @@ is refused instead of run.
 
 Fetching uses Maven when it is on PATH, else Spark's own resolver (Ivy, through the
 pyspark wheel's spark-submit), so a machine with Python and Java alone can fetch too.
+
+`S3A_JARS`, the Hadoop S3A file system and the AWS SDK it calls, are an optional set: only
+the s3a drill (benchmarks/s3a_drill.py), which writes the raw tables through `s3a://`,
+loads them, and fetches them when it runs (`fetch --s3a` by hand); `make venv` does not,
+since the SDK bundle alone is several hundred MB.
 """
 from __future__ import annotations
 
@@ -46,6 +51,19 @@ HUDI_SPARK_BUNDLE = MavenJar(
     "2c2ab65a11e91265e4b7346f954448c46df52d66fb72f52dad83767b621deae8",
 )
 LOCAL_JARS = (HUDI_SPARK_BUNDLE,)
+
+# hadoop-aws must be the version of the Hadoop client pyspark ships
+# (pyspark/jars/hadoop-client-api-3.3.4.jar for Spark 3.5): S3AFileSystem is built against
+# that Hadoop's internal classes. The SDK bundle is the version hadoop-aws 3.3.4's POM names.
+HADOOP_AWS = MavenJar(
+    "org.apache.hadoop", "hadoop-aws", "3.3.4",
+    "53f9ae03c681a30a50aa17524bd9790ab596b28481858e54efd989a826ed3a4a",
+)
+AWS_SDK_BUNDLE = MavenJar(
+    "com.amazonaws", "aws-java-sdk-bundle", "1.12.262",
+    "873fe7cf495126619997bec21c44de5d992544aea7e632fdc77adb1a0915bae5",
+)
+S3A_JARS = (HADOOP_AWS, AWS_SDK_BUNDLE)
 
 # Spark settings Hudi needs before the JVM starts: Kryo with Hudi's registrator
 # (hudi.apache.org/docs/quick-start-guide). Its quick start also sets the SQL extension
@@ -134,13 +152,16 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Fetch the pinned jars the local Spark session loads.")
     parser.add_argument("command", choices=["fetch"])
     parser.add_argument("--into", type=Path, default=None, help=f"folder (default: ${JARS_ENV}, else <venv>/jars)")
+    parser.add_argument("--s3a", action="store_true",
+                        help="the optional S3A set (hadoop-aws and the AWS SDK bundle) instead of the Hudi bundle")
     args = parser.parse_args(argv)
-    for jar in LOCAL_JARS:
+    jars, without = ((S3A_JARS, "the s3a drill cannot run here") if args.s3a else
+                     (LOCAL_JARS, "the Hudi sink cannot run here; the Parquet sink (--sink parquet) still works"))
+    for jar in jars:
         try:
             path = fetch(jar, args.into)
         except JarError as exc:
-            print(f"{exc}: the Hudi sink cannot run here; the Parquet sink (--sink parquet) still works",
-                  file=sys.stderr)
+            print(f"{exc}: {without}", file=sys.stderr)
             return 1
         print(f"{jar.coordinate}: {path} (sha256 verified)")
     return 0
