@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streaming.contracts.model import TableContract
-    from streaming.io.sinks import QuarantineWriter
+    from streaming.io.sinks import QuarantineWriter, SinkName
     from streaming.io.sources import LandingStream
     from streaming.pipeline.batch import RawSink
 
@@ -93,8 +93,8 @@ CRASH_BATCH = 1
 # Columns a write stamps: they differ between any two runs (benchmarks/rows.py).
 STAMPED_COLUMNS = ("_ingested_at", "_ingest_hour")
 # Where an S3 key sits in a data root, for the request counts: the checkpoint, a scratch
-# folder (a batch being written), or a table's published files.
-# Spark's own task files sit under `_temporary/` until its job commit renames them.
+# folder (a batch being written: the sinks' `_tmp/`, and Spark's `_temporary/`, where task
+# files wait for the job commit's rename), or a table's published files.
 _AREAS = (("checkpoint", f"/{CHECKPOINTS_FOLDER}/"), ("scratch", f"/{TEMPORARY_FOLDER}/"),
           ("scratch", "/_temporary/"), ("quarantine", f"/{QUARANTINE_FOLDER}/"), ("raw", f"/{RAW_FOLDER}/"))
 
@@ -147,7 +147,7 @@ class LandingToS3:
     spark: SparkSession
     landing: Path
     root: str
-    sink: str
+    sink: SinkName
     max_files_per_trigger: int
 
     @property
@@ -184,8 +184,7 @@ class LandingToS3:
     ) -> tuple[RawSink, QuarantineWriter]:
         from streaming.io.sinks import QuarantineWriter, choose_sink
 
-        raw_sink = choose_sink(self.sink, spark, data_dir=self.root, contracts=contracts,  # type: ignore[arg-type]
-                               stream_id=stream_id)
+        raw_sink = choose_sink(self.sink, spark, data_dir=self.root, contracts=contracts, stream_id=stream_id)
         return raw_sink, QuarantineWriter(self.root)
 
     def source(self, spark: SparkSession, report: Callable[[str], None]) -> LandingStream:
