@@ -293,6 +293,12 @@ def run_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     return profile_stages(spark, params)
 
 
+def run_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.stages import profile_hudi_writes
+
+    return profile_hudi_writes(spark, params)
+
+
 def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def case(params: dict[str, Any]) -> dict[str, Any]:
         spark = _session(params)
@@ -322,6 +328,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "stream": _with_session(run_stream_job),
     "copy": _with_session(run_copy),
     "stages": _with_session(run_stages),
+    "hudi_writes": _with_session(run_hudi_writes),
     "dbt": dbt_case,
     "dbt_build": dbt_build_case,
 }

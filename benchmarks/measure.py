@@ -190,12 +190,12 @@ def run_case(
 
 def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,
                max_files_per_trigger: int | None = None, driver_memory: str | None = None,
-               contracts_dir: Path | None = None) -> CaseRun:
+               contracts_dir: Path | None = None, sink: str = "parquet") -> CaseRun:
     """The stream case over `landing` into a fresh `data_dir`, which must read every record
     of it: a figure from a run that read less would compare unequal work."""
     shutil.rmtree(data_dir, ignore_errors=True)
     params: dict[str, Any] = {"label": label, "data_dir": str(data_dir), "landing_dir": str(landing.root),
-                              "master": master, "max_files_per_trigger": max_files_per_trigger}
+                              "master": master, "max_files_per_trigger": max_files_per_trigger, "sink": sink}
     if driver_memory:
         params["driver_memory"] = driver_memory
     if contracts_dir:

@@ -1,6 +1,6 @@
-"""`make bench`: throughput, per-stage cost, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
+"""`make bench`: throughput, per-stage cost, the Hudi writes, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
 
-    python -m benchmarks.run [--sizes 100000,1000000,2000000] [--quick] [--dbt-rows N] ...
+    python -m benchmarks.run [--sizes 100000,1000000,2000000] [--sinks parquet,hudi] [--quick] [--dbt-rows N] ...
 
 Every figure is a ratio of two measurements taken in this run on the same generated
 data, each Spark case in a fresh subprocess. Results: results/bench.json (rewritten
@@ -24,12 +24,14 @@ from benchmarks.figures import batch_growth, throughput_figures
 from benchmarks.freshness import measure_freshness
 from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case, stream_run
 from benchmarks.routing_cost import measure_routing
+from benchmarks.stages import HUDI_REFERENCE, HUDI_VARIANTS
 
 TARGET_JOB_OVER_COPY = 0.8
 TARGET_INCREMENTAL_OVER_FULL = 0.2
 # Routing a single-table design's records to their entities' raw tables, as a share of the job's time.
 TARGET_ROUTING_SHARE = 0.1
 GiB = 1024**3
+SINKS = ("parquet", "hudi")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,16 @@ class BenchPlan:
     routing_rounds: int = 2
     # Records of the per-stage profile (benchmarks/stages.py), a prefix of the largest set.
     stages_events: int = 500_000
+    # The raw sinks the throughput case runs the job on, each beside the same copies. Hudi
+    # is left out by default: its commits take seconds each, twelve a batch, which at the
+    # default sizes would add more than the whole run takes.
+    sinks: tuple[str, ...] = ("parquet",)
+    # Records of the Hudi lens's batch (benchmarks/stages.py, profile_hudi_writes), a
+    # prefix of the generated set, and runs of each of its variants.
+    hudi_events: int = 200_000
+    hudi_rounds: int = 2
+    # Names of benchmarks.stages.HUDI_VARIANTS to run; None: all of them.
+    hudi_variants: tuple[str, ...] | None = None
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
@@ -65,7 +77,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
                          freshness_drop_interval_s=2.3, scaling_events=20_000,
                          microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1,
-                         stages_events=20_000)
+                         stages_events=20_000, hudi_events=20_000, hudi_rounds=1)
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
@@ -83,8 +95,19 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "routing_events": args.routing_events,
         "routing_rounds": args.routing_rounds,
         "stages_events": args.stages_events,
+        "sinks": tuple(args.sinks.split(",")) if args.sinks else None,
+        "hudi_events": args.hudi_events,
+        "hudi_rounds": args.hudi_rounds,
+        "hudi_variants": tuple(args.hudi_variants.split(",")) if args.hudi_variants else None,
     }
-    return BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
+    plan = BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
+    unknown = set(plan.sinks) - set(SINKS)
+    if unknown or not plan.sinks:
+        raise SystemExit(f"--sinks takes a comma-separated choice of {', '.join(SINKS)}, not {args.sinks!r}")
+    unknown = set(plan.hudi_variants or ()) - set(HUDI_VARIANTS)
+    if unknown:
+        raise SystemExit(f"--hudi-variants takes names of {', '.join(HUDI_VARIANTS)}, not {sorted(unknown)}")
+    return plan
 
 
 def progress(message: str) -> None:
@@ -97,22 +120,40 @@ def copy_run(landing: LandingSet, out_dir: Path, master: str, fmt: str) -> CaseR
                              "master": master, "format": fmt})
 
 
-def measure_throughput(landing: LandingSet, work: Path, master: str, copy_formats: tuple[str, ...]) -> dict[str, Any]:
-    """The job and each plain copy over the same landing files, one fresh process each."""
-    job = stream_run(landing, work / "job", master, label=f"job-{master}")
+def measure_throughput(landing: LandingSet, work: Path, master: str, copy_formats: tuple[str, ...],
+                       sinks: tuple[str, ...] = ("parquet",)) -> dict[str, Any]:
+    """The job on each sink and each plain copy over the same landing files, one fresh
+    process each. The row's own figures are the first sink's; `by_sink` holds every sink's."""
+    jobs = {}
+    for sink in sinks:
+        jobs[sink] = stream_run(landing, work / f"job-{sink}", master, label=f"job-{sink}-{master}", sink=sink)
+        shutil.rmtree(work / f"job-{sink}", ignore_errors=True)
+    landed = {sink: job.result["landed_by_table"] for sink, job in jobs.items()}
+    if len({json.dumps(rows, sort_keys=True) for rows in landed.values()}) > 1:
+        raise RuntimeError(f"the sinks landed different rows of the same files: {landed}")
     copies = {fmt: copy_run(landing, work / f"copy-{fmt}", master, fmt) for fmt in copy_formats}
-    figures = throughput_figures(landing.records, job.result["seconds"],
-                                 {fmt: run.result["seconds"] for fmt, run in copies.items()})
+    copy_seconds = {fmt: run.result["seconds"] for fmt, run in copies.items()}
+    by_sink = {
+        sink: {**throughput_figures(landing.records, job.result["seconds"], copy_seconds),
+               "peak_rss_bytes": job.peak_rss_bytes, "cpu_seconds": job.result["cpu_seconds"],
+               "batches": len(job.result["batch_seconds"])}
+        for sink, job in jobs.items()
+    }
+    first = jobs[sinks[0]]
+    figures = throughput_figures(landing.records, first.result["seconds"], copy_seconds)
     figures.update({
         "master": master,
+        "sink": sinks[0],
         "files": len(landing.files),
-        "job_peak_rss_bytes": job.peak_rss_bytes,
+        "job_peak_rss_bytes": first.peak_rss_bytes,
         "copy_peak_rss_bytes": {fmt: run.peak_rss_bytes for fmt, run in copies.items()},
-        "landed": job.result["landed"],
-        "landed_by_table": job.result["landed_by_table"],
-        "quarantined": job.result["quarantined"],
+        "landed": first.result["landed"],
+        "landed_by_table": first.result["landed_by_table"],
+        "quarantined": first.result["quarantined"],
+        "by_sink": by_sink,
     })
-    shutil.rmtree(work / "job", ignore_errors=True)
+    if {"parquet", "hudi"} <= set(jobs):
+        figures["hudi_over_parquet"] = by_sink["hudi"]["job_events_per_s"] / by_sink["parquet"]["job_events_per_s"]
     for fmt in copy_formats:
         shutil.rmtree(work / f"copy-{fmt}", ignore_errors=True)
     return figures
@@ -164,8 +205,12 @@ def _fmt_ratio(value: float, target: float, *, at_most: bool = False) -> str:
 def summary_lines(results: dict[str, Any]) -> list[str]:
     lines = ["", "benchmark summary (ratios measured in this run)", "-" * 72]
     for row in results.get("throughput", []):
-        ratios = "  ".join(f"job/{fmt} copy={ratio:.2f}" for fmt, ratio in row["ratio_to_copy"].items())
-        lines.append(f"throughput {row['master']:<8} {row['events']:>10,} events  job {row['job_events_per_s']:>10,.0f} ev/s  {ratios}")
+        for sink, figures in row.get("by_sink", {row.get("sink", "parquet"): row}).items():
+            ratios = "  ".join(f"job/{fmt} copy={ratio:.2f}" for fmt, ratio in figures["ratio_to_copy"].items())
+            lines.append(f"throughput {row['master']:<8} {row['events']:>10,} events  job ({sink}) "
+                         f"{figures['job_events_per_s']:>10,.0f} ev/s  {ratios}")
+        if "hudi_over_parquet" in row:
+            lines.append(f"  job on hudi / job on parquet: {row['hudi_over_parquet']:.2f}")
     if results.get("throughput"):
         largest = max(results["throughput"], key=lambda row: (row["master"] == "local[2]", row["events"]))
         # The target is set against read.json + write Parquet; the text copy is a lower floor.
@@ -176,6 +221,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             # The same copy without its schema-inference pass: the figure cannot look better than it is.
             lines.append(f"  job/json-schema copy (the stricter floor) at {largest['events']:,} events: "
                          f"{largest['ratio_to_copy']['json-schema']:.2f}")
+    lines += hudi_lines(results.get("hudi"))
     routing = results.get("routing")
     if routing:
         lines.append(f"routing    {routing['events']:,} app events: routed (4 raw tables) {routing['routed_seconds']:.1f}s, "
@@ -221,6 +267,25 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def hudi_lines(hudi: dict[str, Any] | None) -> list[str]:
+    if not hudi:
+        return []
+    lines = [f"hudi       {hudi['records']:,} events, one batch, fastest of {hudi['rounds']}: "
+             f"'{HUDI_REFERENCE}' {hudi['best_seconds'][HUDI_REFERENCE]:.1f}s, Hudi commits "
+             f"{hudi['hudi_share']:.0%} of it"]
+    for table, kinds in hudi["tables"].items():
+        shares = "  ".join(f"{kind} {commit['seconds']:.1f}s ({commit['share']:.0%}, {commit['jobs']} jobs)"
+                           for kind, commit in sorted(kinds.items()))
+        lines.append(f"           {table:<22} {shares}")
+    for name, ratio in hudi["over_reference"].items():
+        if name != HUDI_REFERENCE:
+            lines.append(f"           {name}: {ratio:.2f} x the batch time of '{HUDI_REFERENCE}'"
+                         f"{'' if hudi['markers_kept'][name] else '  (batch markers LOST)'}")
+    for name, error in hudi.get("failed", {}).items():
+        lines.append(f"           {name}: FAILED {error.splitlines()[0][:200]}")
+    return lines
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few batches (~2-3 minutes)")
@@ -239,14 +304,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--routing-rounds", type=int, help="runs of each routing variant (default 2; the fastest counts)")
     parser.add_argument("--stages-events", type=int,
                         help="records of the per-stage profile (default 500k; a prefix of the largest size)")
-    parser.add_argument("--only", help="comma-separated sections: throughput,stages,routing,scaling,microbatches,dbt,"
-                                       "memory,freshness")
+    parser.add_argument("--sinks", help="comma-separated raw sinks of the throughput case: parquet,hudi "
+                                        "(default parquet; hudi adds minutes per size)")
+    parser.add_argument("--hudi-events", type=int,
+                        help="records of the Hudi lens's batch (default 200k; a prefix of the largest size)")
+    parser.add_argument("--hudi-rounds", type=int, help="runs of each Hudi lens variant (default 2; the fastest counts)")
+    parser.add_argument("--hudi-variants", help=f"comma-separated Hudi lens variants (default all: {','.join(HUDI_VARIANTS)})")
+    parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,routing,scaling,microbatches,"
+                                       "dbt,memory,freshness")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "stages", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
+SECTIONS = ("throughput", "stages", "hudi", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,8 +344,10 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     base: LandingSet | None = None
-    if {"throughput", "stages", "scaling", "memory"} & set(sections):
-        largest = max(plan.sizes) if {"throughput", "scaling", "memory"} & set(sections) else plan.stages_events
+    if {"throughput", "stages", "hudi", "scaling", "memory"} & set(sections):
+        largest = (max(plan.sizes) if {"throughput", "scaling", "memory"} & set(sections)
+                   else max(plan.stages_events if "stages" in sections else 0,
+                            plan.hudi_events if "hudi" in sections else 0))
         progress(f"generating {largest:,} landing records")
         base = generate_landing(work / "landing-base", largest, records_per_file=plan.records_per_file)
         progress(f"generated {base.records:,} records in {len(base.files)} files")
@@ -283,8 +356,9 @@ def main(argv: list[str] | None = None) -> int:
             rows = results.setdefault("throughput", [])
             for size in plan.sizes:
                 landing = prefix_set(base, size, work / f"landing-{size}")
-                progress(f"throughput at {landing.records:,} events (job, {'/'.join(plan.copy_formats)} copy) ...")
-                rows.append(measure_throughput(landing, work, "local[2]", plan.copy_formats))
+                progress(f"throughput at {landing.records:,} events (job on {'/'.join(plan.sinks)}, "
+                         f"{'/'.join(plan.copy_formats)} copy) ...")
+                rows.append(measure_throughput(landing, work, "local[2]", plan.copy_formats, plan.sinks))
                 save()
             return rows
 
@@ -299,6 +373,18 @@ def main(argv: list[str] | None = None) -> int:
             return run.result
 
         section("stages", stages)
+    if "hudi" in sections and base:
+        def hudi() -> dict[str, Any]:
+            landing = prefix_set(base, min(plan.hudi_events, base.records), work / "landing-hudi")
+            progress(f"hudi: the Hudi sink's commits in one batch of {landing.records:,} events, "
+                     f"{plan.hudi_rounds} run(s) of each variant ...")
+            run = run_case("hudi_writes", {"label": "hudi", "landing_dir": str(landing.root),
+                                           "work_dir": str(work / "hudi"), "rounds": plan.hudi_rounds,
+                                           "variants": plan.hudi_variants})
+            shutil.rmtree(work / "hudi", ignore_errors=True)
+            return run.result
+
+        section("hudi", hudi)
     if "routing" in sections:
         def routing() -> dict[str, Any]:
             progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "

@@ -24,7 +24,9 @@ that in CPU time); their sum is close to, not exactly, one `process_batch`.
 """
 from __future__ import annotations
 
+import json
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -136,4 +138,182 @@ def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
         "seconds": seconds,
         "us_per_record": {stage: value / records * 1e6 for stage, value in seconds.items()},
         "process_batch_seconds": whole,
+    }
+
+
+# The Hudi lens: one micro-batch through `process_batch` on the Hudi sink, each commit
+# timed where the sink hands it to Hudi. Every variant writes into tables that exist (a
+# small priming batch first), as a running stream does; a table's first commit also
+# creates it. "one table at a time" is the reference the others are divided by.
+HUDI_VARIANTS: dict[str, dict[str, Any]] = {
+    # The sink as the job runs it: two raw tables' commits at once.
+    "as configured": {"concurrent": True},
+    "one table at a time": {},
+    # The sink declared a one-pass reader: each commit computes its table's distinct
+    # changes from the decoded records again instead of reading them cached.
+    "changes uncached": {"uncached": True},
+    # latest_per_key already leaves one row per key: Hudi's own de-duplication of the
+    # upsert's input (a shuffle) finds nothing to combine.
+    "no in-batch combine": {"options": {"hoodie.combine.before.upsert": "false"}},
+    # Hudi persists its input records before profiling them (BaseSparkCommitActionExecutor),
+    # serialized by default; kept as objects, as the pipeline keeps its own cache.
+    "hudi input cache deserialized": {"options": {"hoodie.write.tagged.record.storage.level": "MEMORY_AND_DISK"}},
+    # The change log through bulk_insert's row writer: no conversion to Hudi records, no
+    # persisted copy of them and no workload profile.
+    "change log bulk_insert": {"insert_options": {"hoodie.datasource.write.operation": "bulk_insert"}},
+}
+HUDI_REFERENCE = "one table at a time"
+# Records of the priming batch that creates every table before the timed one.
+HUDI_PRIMING_RECORDS = 2_000
+
+
+def _plan_outline(frame: DataFrame) -> dict[str, Any]:
+    """What a write's physical plan computes before Hudi sees the rows: its leaves (a
+    cached relation is a leaf: `InMemoryTableScan(<its columns>)`) and its shuffles."""
+    leaves: list[str] = []
+    exchanges = 0
+    nodes = [frame._jdf.queryExecution().executedPlan()]
+    while nodes:
+        node = nodes.pop()
+        name = node.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):
+            nodes.append(node.inputPlan())
+            continue
+        exchanges += "Exchange" in name
+        children = node.children()
+        if children.isEmpty():
+            columns = node.relation().output().size() if name == "InMemoryTableScan" else node.output().size()
+            leaves.append(f"{name}({columns})")
+        nodes.extend(children.apply(index) for index in range(children.size()))
+    return {"leaves": sorted(leaves), "exchanges": exchanges}
+
+
+class TimedHudiWriter:
+    """Wraps the sink's Hudi writer: each commit's wall time, the Spark jobs it ran (one
+    job group per commit) and the plan of its input, with a variant's options laid over."""
+
+    def __init__(self, inner: Callable[..., None], spark: SparkSession, variant: dict[str, Any]) -> None:
+        self.inner = inner
+        self.spark = spark
+        self.options = variant.get("options", {})
+        self.insert_options = variant.get("insert_options", {})
+        self.commits: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, frame: DataFrame, options: Any, path: str) -> None:
+        operation = options["hoodie.datasource.write.operation"]
+        options = {**options, **self.options, **(self.insert_options if operation == "insert" else {})}
+        context = self.spark.sparkContext
+        group = f"hudi-lens-{path}"
+        # A thread's job group is its JVM thread's (PySpark's pinned threads): both tables'
+        # commits at once stay apart.
+        context.setJobGroup(group, group)
+        started = time.monotonic()
+        try:
+            self.inner(frame, options, path)
+        finally:
+            seconds = time.monotonic() - started
+            context.setLocalProperty("spark.jobGroup.id", None)
+        tracker = context.statusTracker()
+        jobs = tracker.getJobIdsForGroup(group)
+        stages = [stage for info in map(tracker.getJobInfo, jobs) if info for stage in info.stageIds]
+        # Planned after the clock: Hudi plans the frame again for its own write.
+        outline = _plan_outline(frame)
+        with self._lock:
+            self.commits.append({"table": path.rstrip("/").rsplit("/", 1)[1], "operation": operation,
+                                 "written_as": options["hoodie.datasource.write.operation"], "seconds": seconds,
+                                 "jobs": len(jobs), "stages": len(stages), **outline})
+
+
+def _hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame, contracts: dict, data: Path,
+                variant: dict[str, Any]) -> dict[str, Any]:
+    """The priming batch, then the timed one, on a fresh data dir with the variant's sink."""
+    from streaming.io.hudi_sink import HudiSink
+    from streaming.io.hudi_timeline import LocalFiles, table_commits
+    from streaming.io.layout import RAW_FOLDER, uri
+    from streaming.io.hudi_options import batch_marker
+
+    shutil.rmtree(data, ignore_errors=True)
+    stream_id = "hudi-lens"
+    sink = HudiSink(uri(str(data.resolve()), RAW_FOLDER), "raw", contracts, sync_mode="none", stream_id=stream_id)
+    sink.writes_tables_concurrently = bool(variant.get("concurrent"))
+    sink.reads_changes_once = bool(variant.get("uncached"))
+    pipeline = Pipeline(contracts, sink, QuarantineWriter(str(data)),
+                        clock=lambda: datetime(2026, 11, 25, tzinfo=timezone.utc))
+    pipeline.process_batch(priming, 0)
+    timed = TimedHudiWriter(sink._writer, spark, variant)
+    sink._writer = timed
+    started = time.monotonic()
+    report = pipeline.process_batch(envelope, 1)
+    seconds = time.monotonic() - started
+    newest = {}
+    for commit in timed.commits:
+        history = table_commits(LocalFiles(), str(data / RAW_FOLDER / commit["table"]))
+        newest[commit["table"]] = history[-1]
+    return {
+        "seconds": seconds,
+        "landed": report.landed,
+        "commits": timed.commits,
+        "files_written": {table: commit.files_written for table, commit in newest.items()},
+        # A replay is recognised by the marker of the table's newest commit (hudi_sink.py).
+        "markers_kept": all(commit.batch_marker == batch_marker(stream_id, 1) for commit in newest.values()),
+    }
+
+
+def profile_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `variants` (names of
+    HUDI_VARIANTS, default all), `contracts_dir`. Each round runs every variant once, in
+    turn, the order reversed every other round; a variant's fastest batch counts."""
+    landing, work = Path(params["landing_dir"]), Path(params["work_dir"])
+    rounds = int(params.get("rounds", 2))
+    names = list(params.get("variants") or HUDI_VARIANTS)
+    contracts = load_contracts(params.get("contracts_dir"))
+    files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
+    envelope_path = str(work / "envelope.parquet")
+    shutil.rmtree(envelope_path, ignore_errors=True)
+    files_envelope(spark, files).write.parquet(envelope_path)
+    envelope = spark.read.parquet(envelope_path)
+    records = envelope.count()
+    priming = envelope.limit(HUDI_PRIMING_RECORDS)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    failed: dict[str, str] = {}
+    for number in range(rounds):
+        for name in names if number % 2 == 0 else reversed(names):
+            if name in failed:
+                continue
+            try:
+                runs[name].append(_hudi_batch(spark, envelope, priming, contracts, work / "hudi", HUDI_VARIANTS[name]))
+            except Exception as exc:  # a variant Hudi refuses is a finding, not the end of the others
+                failed[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+                runs.pop(name)
+    shutil.rmtree(work / "hudi", ignore_errors=True)
+    return {**hudi_figures(records, runs), "failed": failed}
+
+
+def hudi_figures(records: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each variant's fastest batch against the reference's, and the reference's commits
+    per raw table: the change-log INSERT and the current-state UPSERT as shares of the batch."""
+    best = {name: min(batches, key=lambda batch: batch["seconds"]) for name, batches in runs.items()}
+    landed = {name: batch["landed"] for name, batch in best.items()}
+    if len({json.dumps(value, sort_keys=True) for value in landed.values()}) > 1:
+        raise RuntimeError(f"the Hudi variants landed different rows: {landed}")
+    reference = best.get(HUDI_REFERENCE)
+    tables: dict[str, dict[str, Any]] = {}
+    if reference:
+        for commit in reference["commits"]:
+            kind = "insert" if commit["operation"] == "insert" else "upsert"
+            table = commit["table"].removesuffix("_changes") if kind == "insert" else commit["table"]
+            tables.setdefault(table, {})[kind] = {**commit, "share": commit["seconds"] / reference["seconds"]}
+    return {
+        "records": records,
+        "rounds": len(next(iter(runs.values()), [])),
+        "seconds": {name: [batch["seconds"] for batch in batches] for name, batches in runs.items()},
+        "best_seconds": {name: batch["seconds"] for name, batch in best.items()},
+        "over_reference": {name: batch["seconds"] / reference["seconds"] for name, batch in best.items()} if reference else {},
+        "hudi_share": sum(c["seconds"] for c in reference["commits"]) / reference["seconds"] if reference else None,
+        "tables": tables,
+        "landed": reference["landed"] if reference else next(iter(landed.values()), {}),
+        "files_written": {name: batch["files_written"] for name, batch in best.items()},
+        "markers_kept": {name: batch["markers_kept"] for name, batch in best.items()},
+        "commits": {name: batch["commits"] for name, batch in best.items()},
     }

@@ -201,6 +201,37 @@ def test_batch_growth_separates_flat_from_growing_cost() -> None:
     assert grown["last_over_first"] == pytest.approx((sum(2.5 + 0.1 * n for n in range(5)) / 5) / 1.2)
 
 
+def test_the_sinks_option_picks_the_throughput_sinks_and_refuses_others() -> None:
+    from benchmarks.run import build_parser, plan_from_args
+
+    assert plan_from_args(build_parser().parse_args([])).sinks == ("parquet",)
+    assert plan_from_args(build_parser().parse_args(["--sinks", "parquet,hudi"])).sinks == ("parquet", "hudi")
+    with pytest.raises(SystemExit, match="--sinks"):
+        plan_from_args(build_parser().parse_args(["--sinks", "parquet,delta"]))
+
+
+def test_the_hudi_lens_takes_shares_from_the_reference_s_fastest_batch_and_refuses_unequal_landings() -> None:
+    from benchmarks.run import hudi_lines
+    from benchmarks.stages import HUDI_REFERENCE, hudi_figures
+
+    def batch(seconds: float, insert_s: float, upsert_s: float, landed: int = 7) -> dict:
+        commits = [{"table": "customers_changes", "operation": "insert", "seconds": insert_s, "jobs": 3},
+                   {"table": "customers", "operation": "upsert", "seconds": upsert_s, "jobs": 5}]
+        return {"seconds": seconds, "landed": {"customers": landed}, "commits": commits,
+                "files_written": {"customers": 1}, "markers_kept": True}
+
+    figures = hudi_figures(100, {HUDI_REFERENCE: [batch(12.0, 3.0, 6.0), batch(10.0, 2.0, 5.0)],
+                                 "as configured": [batch(8.0, 2.0, 5.0)]})
+    assert figures["best_seconds"] == {HUDI_REFERENCE: 10.0, "as configured": 8.0}
+    assert figures["over_reference"]["as configured"] == pytest.approx(0.8)
+    assert figures["hudi_share"] == pytest.approx(0.7)
+    customers = figures["tables"]["customers"]
+    assert (customers["insert"]["share"], customers["upsert"]["share"]) == (pytest.approx(0.2), pytest.approx(0.5))
+    assert any("as configured: 0.80" in line for line in hudi_lines(figures))
+    with pytest.raises(RuntimeError, match="landed different rows"):
+        hudi_figures(100, {HUDI_REFERENCE: [batch(10.0, 2.0, 5.0)], "as configured": [batch(8.0, 2.0, 5.0, landed=6)]})
+
+
 def test_percentile_agrees_with_the_standard_library() -> None:
     values = [3.2, 0.5, 7.7, 1.1, 4.0, 9.9, 2.2, 5.5, 6.1, 8.3]
     cuts = statistics.quantiles(values, n=20, method="inclusive")
