@@ -1,0 +1,17 @@
+"""A contracts folder holding some of the packaged contract files, for the Spark tests of
+a table or two: a stream or a backfill plans every contract it is given, and each
+contract the test is not about only adds planning time to each batch."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+
+
+def packaged_contracts_dir(folder: Path, *names: str) -> str:
+    """`folder` (created) holding the packaged contracts `names` (file names without .yml)."""
+    folder.mkdir(parents=True)
+    for name in names:
+        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{name}.yml", folder)
+    return str(folder)
