@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from streaming.contracts.evolution import ContractRegistry, check_contracts, register_contracts
+from streaming.contracts.loader import ContractError, load_contract_file
 from streaming.contracts.model import TableContract
 
 # A small valid contract of one table: a string key, a number with a cast, a partition.
@@ -27,6 +28,16 @@ def write_contract(directory: Path, document: dict[str, Any], name: str = "contr
     path = directory / name
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path
+
+
+def load_contract(path: Path) -> TableContract:
+    """The one contract of a file describing one raw table (a DynamoDB table without
+    entities): what most contract tests write. The product reads whole folders
+    (`load_contracts`); this is the tests' shorthand over the same file loader."""
+    contracts = load_contract_file(path)
+    if len(contracts) != 1:
+        raise ContractError(f"{path}: declares entities, so it describes {len(contracts)} raw tables")
+    return contracts[0]
 
 
 def checked_and_registered(

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from pyspark.sql import types as T
 
-from streaming.contracts.loader import load_contract, load_contracts, snake_case
+from contract_files import load_contract
+from streaming.contracts.loader import load_contracts, snake_case
 from streaming.contracts.model import ContractError, parse_cast
 from streaming.contracts.spark_schema import change_log_schema, check_partition_expression, raw_schema
 

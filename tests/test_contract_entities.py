@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.loader import load_contract, load_contract_file, load_contracts
+from contract_files import load_contract
+from streaming.contracts.loader import load_contract_file, load_contracts
 from streaming.contracts.model import CHANGE_RECORD_COLUMN, ContractError, Route
 from streaming.contracts.spark_schema import raw_schema
 
@@ -91,11 +92,6 @@ def test_the_packaged_app_contract_lands_three_entities_and_the_rest(tmp_path):
 def test_the_unrouted_table_may_be_named(tmp_path):
     *_, unrouted = load_contract_file(write(tmp_path, edited(lambda d: d.update(unrouted_table="shop_other"))))
     assert unrouted.raw_table == "shop_other"
-
-
-def test_a_load_of_a_file_with_entities_as_one_contract_says_what_to_use(tmp_path):
-    with pytest.raises(ContractError, match="declares entities.*4 raw tables.*load_contract_file"):
-        load_contract(write(tmp_path, SINGLE_TABLE))
 
 
 @pytest.mark.parametrize(

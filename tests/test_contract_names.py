@@ -16,9 +16,9 @@ import duckdb
 import pytest
 import yaml
 
-from contract_files import EVENTS, checked_and_registered, write_contract
+from contract_files import EVENTS, checked_and_registered, load_contract, write_contract
 from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contract_file, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.contracts.names import (
     ATHENA_DDL_RESERVED,

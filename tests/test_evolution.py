@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contract_files import checked_and_registered, write_contract
+from contract_files import checked_and_registered, load_contract, write_contract
 from streaming.contracts.evolution import (
     ContractEvolutionError,
     ContractRegistry,
@@ -30,7 +30,7 @@ from streaming.contracts.evolution import (
     evolution_changes,
     schema_document,
 )
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import METADATA_COLUMNS, TableContract
 from streaming.contracts.spark_schema import raw_schema
 
@@ -154,8 +154,8 @@ def test_version_ignores_load_repetition_and_key_order(tmp_path: Path) -> None:
 def test_version_is_the_same_in_other_python_processes(tmp_path: Path) -> None:
     path = write_contract(tmp_path / "orders", packaged("orders"))
     program = (
-        "import sys; from streaming.contracts.loader import load_contract; from streaming.contracts.evolution import contract_version; "
-        "print(contract_version(load_contract(sys.argv[1])))"
+        "import sys; from streaming.contracts.loader import load_contract_file; from streaming.contracts.evolution import contract_version; "
+        "print(contract_version(load_contract_file(sys.argv[1])[0]))"
     )
     versions = set()
     for seed in ("1", "2"):

@@ -154,17 +154,6 @@ def load_contract_file(path: str | Path | Traversable) -> tuple[TableContract, .
     return _parse_contract(document, _Source(str(path), _key_lines(node)))
 
 
-def load_contract(path: str | Path | Traversable) -> TableContract:
-    """The contract of a file describing one raw table (a DynamoDB table without entities)."""
-    contracts = load_contract_file(path)
-    if len(contracts) != 1:
-        raise ContractError(
-            f"{path}: declares entities, so it describes {len(contracts)} raw tables "
-            f"({', '.join(contract.raw_table for contract in contracts)}); read it with load_contract_file"
-        )
-    return contracts[0]
-
-
 def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
     """All contracts in `directory` (default: $LAKEHOUSE_CONTRACTS_DIR, else the packaged ones),
     one per raw table, keyed by raw table name."""

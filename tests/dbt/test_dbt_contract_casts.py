@@ -12,10 +12,11 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from contract_files import load_contract
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
 
 from streaming.cli import main as lakehouse
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract, load_contracts
+from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.io.layout import DataLayout
 from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
