@@ -5,9 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
+from packaged_contracts import packaged_contracts_dir
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import load_contracts
 from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
 from streaming.operations.reprocess import (
@@ -33,29 +34,35 @@ def tree(root: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def live(spark, tmp_path_factory):
-    """A data directory whose raw tables were streamed from its landing files."""
-    layout = DataLayout(tmp_path_factory.mktemp("live") / "data")
+    """A data directory whose raw tables were streamed from its landing files, and the
+    contracts folder of its two tables (the sample data's: app's contracts would only add
+    their raw tables to each batch's plan)."""
+    root = tmp_path_factory.mktemp("live")
+    layout = DataLayout(root / "data")
+    contracts_dir = packaged_contracts_dir(root / "contracts", "customers", "orders")
     write_landing_files(layout.landing, seed=52, customers=10, orders_per_customer=2, records_per_file=40)
-    stream(layout, sink="parquet", spark=spark, out=lambda _: None)
-    return layout
+    stream(layout, sink="parquet", contracts_dir=contracts_dir, spark=spark, out=lambda _: None)
+    return layout, contracts_dir
 
 
 @pytest.mark.spark
 def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_path, capsys):
+    live, contracts_dir = live
     live_raw_before = tree(live.raw)
     target = tmp_path / "v2"
 
-    rebuilt = reprocess(live, target, sink="parquet", spark=spark, out=lambda _: None)
+    rebuilt = reprocess(live, target, sink="parquet", contracts_dir=contracts_dir, spark=spark, out=lambda _: None)
 
     assert tree(live.raw) == live_raw_before, "the live raw tables are untouched"
     assert not (live.root / POINTER_FILE).exists(), "readers move only on switch"
     assert (target / "checkpoints" / "landing_to_raw" / "commits").is_dir(), "a fresh checkpoint of its own"
+    # Every packaged table: app's have no rows on either side.
     report = reconcile(str(live.raw), str(target / "raw"), load_contracts())
     assert report.ok, "\n".join(report.lines())
-    assert rebuilt is not None and rebuilt.change_rows == status(live).change_rows
-    assert rebuilt.current_rows == status(live).current_rows
+    assert rebuilt is not None and rebuilt.change_rows == status(live, contracts_dir=contracts_dir).change_rows
+    assert rebuilt.current_rows == status(live, contracts_dir=contracts_dir).current_rows
 
-    assert main(["switch", "--data-dir", str(live.root), "--to", str(target)]) == 0
+    assert main(["switch", "--data-dir", str(live.root), "--to", str(target), "--contracts-dir", contracts_dir]) == 0
     assert read_pointer(live.root).data_root == target.resolve()
     assert dbt_env(live.root) == {"LAKEHOUSE_DATA_DIR": str(live.root.resolve()),
                                   "LAKEHOUSE_RAW_DIR": str(target.resolve() / "raw")}
@@ -64,7 +71,7 @@ def test_reprocess_rebuilds_elsewhere_then_switch_and_rollback(spark, live, tmp_
 
     # After the switch the stream writes to the new root, resuming from its checkpoint.
     write_landing_files(live.landing, seed=53, customers=3, records_per_file=500)
-    stream(live, sink="parquet", spark=spark, out=lambda _: None)
+    stream(live, sink="parquet", contracts_dir=contracts_dir, spark=spark, out=lambda _: None)
     assert tree(live.raw) == live_raw_before
     batches = {p.name for p in (target / "raw" / "orders_changes").glob("*/_batch_id=*")}
     assert len(batches) == 2, f"one reprocess batch plus one new batch, got {batches}"
@@ -93,12 +100,10 @@ partitioning:
 
 @pytest.mark.spark
 def test_a_table_without_rows_on_either_side_reconciles_and_switches(spark, tmp_path, capsys):
-    contracts_dir = tmp_path / "contracts"
-    contracts_dir.mkdir()
-    # The article's two tables and the new one: app's raw tables would only add planning
-    # time to each batch, and the test is about a table without rows.
-    for name in ("customers", "orders"):
-        (contracts_dir / f"{name}.yml").write_text((PACKAGED_CONTRACTS_DIR / f"{name}.yml").read_text())
+    # A table with rows (orders; the customers records go to the quarantine) and the new
+    # one: further raw tables would only add planning time to each batch, and the test is
+    # about a table without rows.
+    contracts_dir = Path(packaged_contracts_dir(tmp_path / "contracts", "orders"))
     (contracts_dir / "inventory.yml").write_text(INVENTORY_CONTRACT)
     layout = DataLayout(tmp_path / "data")
     write_landing_files(layout.landing, seed=61, customers=3, orders_per_customer=1, records_per_file=40)
