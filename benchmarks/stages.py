@@ -90,7 +90,8 @@ def _decode_without_extras(envelope: DataFrame, contracts: dict) -> DataFrame:
 def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `contracts_dir` (default:
     the packaged contracts). Returns seconds and microseconds per record of each stage."""
-    landing, work = Path(params["landing_dir"]), Path(params["work_dir"])
+    # Absolute: the splitter opens `file:<path>`, which a relative path does not name.
+    landing, work = Path(params["landing_dir"]).resolve(), Path(params["work_dir"])
     rounds = int(params.get("rounds", 2))
     contracts = load_contracts(params.get("contracts_dir"))
     files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
@@ -264,7 +265,8 @@ def profile_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str
     """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `variants` (names of
     HUDI_VARIANTS, default all), `contracts_dir`. Each round runs every variant once, in
     turn, the order reversed every other round; a variant's fastest batch counts."""
-    landing, work = Path(params["landing_dir"]), Path(params["work_dir"])
+    # Absolute: the splitter opens `file:<path>`, which a relative path does not name.
+    landing, work = Path(params["landing_dir"]).resolve(), Path(params["work_dir"])
     rounds = int(params.get("rounds", 2))
     names = list(params.get("variants") or HUDI_VARIANTS)
     contracts = load_contracts(params.get("contracts_dir"))
@@ -298,6 +300,8 @@ def hudi_figures(records: int, runs: dict[str, list[dict[str, Any]]]) -> dict[st
     if len({json.dumps(value, sort_keys=True) for value in landed.values()}) > 1:
         raise RuntimeError(f"the Hudi variants landed different rows: {landed}")
     reference = best.get(HUDI_REFERENCE)
+    if reference and not any(reference["landed"].values()):
+        raise RuntimeError("the Hudi lens's batch landed no rows: no commit to measure")
     tables: dict[str, dict[str, Any]] = {}
     if reference:
         for commit in reference["commits"]:
