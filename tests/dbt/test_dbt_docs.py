@@ -54,7 +54,9 @@ def _freshness(data_dir: Path) -> dict[str, tuple]:
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A build over the scenario's batches but the last, then the last batch lands and
-    a second build runs; mart_freshness is read after each."""
+    a second build runs; mart_freshness is read after each. The builds build every
+    model (and seed), not the data and unit tests: what these tests read is the
+    models' tables and the docs; the session's scenario build runs the tests."""
     data_dir = tmp_path_factory.mktemp("docs") / "data"
     *earlier, last = BATCHES
     states: list[dict] = []
@@ -63,7 +65,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict:
             write_batch(data_dir, batch_id)
         landed = [*(states[-1]["batches"] if states else []), *new_batches]
         started = _utc_now()
-        result = run_dbt(["build", *EVENT_WINDOW], data_dir)
+        result = run_dbt(["build", *EVENT_WINDOW, "--exclude-resource-type", "test", "unit_test"], data_dir)
         assert result.success, result.exception
         states.append({"started": started, "finished": _utc_now(), "freshness": _freshness(data_dir),
                        "batches": landed})
@@ -239,9 +241,11 @@ def _browser(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def _rendered(address: str, route: str) -> _RenderedText:
+def _rendered(address: str, route: str, *also: str) -> _RenderedText:
+    """The page's DOM after its scripts ran; `also`: further commands of the same browser
+    run on the same page (a --screenshot), one browser start fewer."""
     page = _RenderedText()
-    page.feed(_browser("--dump-dom", f"{address}#!/{route}").stdout)
+    page.feed(_browser("--dump-dom", *also, f"{address}#!/{route}").stdout)
     return page
 
 
@@ -255,7 +259,18 @@ def test_docs_site_shows_marts_descriptions_and_lineage_from_raw_sources(docs_si
     project = "dynamodb_lakehouse"
     mart = manifest["nodes"][f"model.{project}.dim_customers"]
 
-    mart_page = _rendered(address, f"model/model.{project}.dim_customers")
+    # Pictures for people: the mart's page (taken by the browser run that dumps its DOM),
+    # and the lineage graph from the raw sources to every mart (tests excluded).
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    mart_route = f"model/model.{project}.dim_customers"
+    pictures = {
+        "mart_page.png": mart_route,
+        "lineage.png": f"model/model.{project}.{FRESHNESS}?g_v=1&g_i=%2B{FRESHNESS}&g_e=resource_type:test",
+    }
+    for file_name in pictures:
+        (SCREENSHOT_DIR / file_name).unlink(missing_ok=True)
+
+    mart_page = _rendered(address, mart_route, f"--screenshot={SCREENSHOT_DIR / 'mart_page.png'}")
     # Every mart is listed in the project tree; the mart's own and its columns'
     # descriptions are on its page.
     for name in _mart_names(manifest):
@@ -274,19 +289,11 @@ def test_docs_site_shows_marts_descriptions_and_lineage_from_raw_sources(docs_si
     assert raw_source in staging_page.section_links["Depends On"]
     assert f"#!/model/model.{project}.dim_customers" in staging_page.section_links["Referenced By"]
 
-    # Pictures for people: the mart's page, and the lineage graph from the raw sources
-    # to every mart (tests excluded).
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
-    pictures = {
-        "mart_page.png": f"model/model.{project}.dim_customers",
-        "lineage.png": f"model/model.{project}.{FRESHNESS}?g_v=1&g_i=%2B{FRESHNESS}&g_e=resource_type:test",
-    }
     from PIL import Image
 
-    for file_name, route in pictures.items():
+    _browser(f"--screenshot={SCREENSHOT_DIR / 'lineage.png'}", f"{address}#!/{pictures['lineage.png']}")
+    for file_name in pictures:
         picture = SCREENSHOT_DIR / file_name
-        picture.unlink(missing_ok=True)
-        _browser(f"--screenshot={picture}", f"{address}#!/{route}")
         with Image.open(picture) as image:
             assert image.size == (1400, 900)
             # A rendered page, not a blank one: many distinct colours.
