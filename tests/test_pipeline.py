@@ -393,3 +393,78 @@ def test_a_sink_that_allows_it_gets_its_tables_written_at_once_and_one_failure_f
     # The other table was still written, and nothing reached the quarantine or the commit.
     assert set(failing.threads) == {"customers", "orders"}
     assert not (tmp_path / "quarantine" / "_batch_id=1").exists()
+
+
+def persisted_rdd_ids(spark) -> set[int]:
+    return set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
+
+
+class PlanRecordingSink(LocalParquetSink):
+    """The local change log, recording the analysed plan of each table's rows it stages."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(str(root))
+        self.plans: dict[str, str] = {}
+
+    def stage(self, changes, contract, batch_id, ingest_hour):
+        if changes is not None:
+            self.plans[contract.table] = changes._jdf.queryExecution().analyzed().toString()
+        return super().stage(changes, contract, batch_id, ingest_hour)
+
+
+def test_each_tables_write_is_planned_from_the_kept_decoded_rows_not_from_the_decode(
+        spark, tmp_path, two_table_contracts):
+    # Over the decode's projections, every table's write would carry each parse of the
+    # batch (from_json) into its analysis, its plan description and each of its tasks.
+    lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2")]
+    sink = PlanRecordingSink(tmp_path)
+    before = persisted_rdd_ids(spark)
+
+    report = Pipeline(two_table_contracts, sink, QuarantineWriter(str(tmp_path)), clock=lambda: FIXED_NOW).process_batch(
+        envelope_of(spark, lines), 0)
+
+    assert report.landed == {"customers": 1, "orders": 1}
+    assert set(sink.plans) == {"customers", "orders"}
+    for plan in sink.plans.values():
+        assert "LogicalRDD" in plan and "from_json" not in plan, plan
+    # What the batch kept is released with it.
+    assert persisted_rdd_ids(spark) == before
+
+
+class ExecutorLosingSink(LocalParquetSink):
+    """Before the batch's first write, drops what the batch kept in the block manager, as
+    the loss of the executor holding it does on a cluster."""
+
+    def __init__(self, root: Path, spark, kept_before: set[int]) -> None:
+        super().__init__(str(root))
+        self.spark = spark
+        self.kept_before = kept_before
+        self.lost = 0
+
+    def stage(self, changes, contract, batch_id, ingest_hour):
+        if changes is not None and not self.lost:
+            persisted = self.spark.sparkContext._jsc.getPersistentRDDs()
+            for rdd_id in persisted_rdd_ids(self.spark) - self.kept_before:
+                persisted[rdd_id].unpersist(True)
+                self.lost += 1
+        return super().stage(changes, contract, batch_id, ingest_hour)
+
+
+def test_a_batch_whose_kept_decoded_rows_are_lost_runs_again_and_lands_once(
+        spark, tmp_path, two_table_contracts, caplog):
+    lines = [customer("c-1", "a@x.org", 1_700_000_000, 1, "e1"), order("c-1", "o-1", 1_700_000_000, 2, "e2"),
+             "not json"]
+    sink = ExecutorLosingSink(tmp_path, spark, persisted_rdd_ids(spark))
+    pipeline = Pipeline(two_table_contracts, sink, QuarantineWriter(str(tmp_path)), clock=lambda: FIXED_NOW)
+
+    with caplog.at_level(logging.WARNING, logger="streaming.pipeline.batch"):
+        report = pipeline.process_batch(envelope_of(spark, lines), 4)
+
+    assert sink.lost >= 1
+    assert "batch 4: decoded records were lost with an executor; running the batch again" in caplog.text
+    assert (report.records_in, report.quarantined, report.landed) == (3, 1, {"customers": 1, "orders": 1})
+    for table in ("customers", "orders"):
+        rows = read_raw(spark, tmp_path, two_table_contracts[table]).collect()
+        assert [(row._event_id, row._batch_id) for row in rows] == [("e1" if table == "customers" else "e2", 4)]
+    assert spark.read.parquet(str(tmp_path / "quarantine")).count() == 1
+    assert persisted_rdd_ids(spark) == sink.kept_before

@@ -114,8 +114,8 @@ def decode_batch(envelope: DataFrame, contracts: Mapping[str, TableContract]) ->
 
     The decoded frame is only fenced here, so that the filters on `reason` are not
     pushed into the parsing (which would run `from_json` again for every reference).
-    A caller computing several outputs per batch persists `decode_records` itself
-    instead, so each record is parsed and decoded once.
+    A caller computing several outputs per batch keeps `decode_records` itself instead
+    (process_batch: a local checkpoint), so each record is parsed and decoded once.
     """
     return split_by_table(_evaluate_once(decode_records(envelope, contracts)), contracts)
 
@@ -134,8 +134,9 @@ def split_by_table(
 def table_rows(decoded: DataFrame, contracts: Mapping[str, TableContract], table: str) -> DataFrame:
     """One raw table's rows of a `decode_records` frame, as `split_by_table` gives them.
 
-    The frame must be cached or fenced (`decode_batch`): over the bare decode plan Spark
-    pushes this filter into the projections, and planning that once ran out of a 1 GB heap.
+    The frame must be kept (cached, checkpointed) or fenced (`decode_batch`): over the bare
+    decode plan Spark pushes this filter into the projections, and planning that once ran
+    out of a 1 GB heap.
     """
     return valid_rows(decoded, contracts[table], _table_column(list(contracts).index(table)))
 
