@@ -581,6 +581,26 @@ def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> N
         checked_and_registered(registry, changed, NOW)
 
 
+def test_an_s3a_raw_root_keeps_its_registry_in_the_same_s3_objects(s3: Any, tmp_path: Path, monkeypatch) -> None:
+    # S3A (a Spark job outside Glue) names the bucket s3a://; taken for a local path, the
+    # registry went to a folder named `s3a:` in the working directory.
+    monkeypatch.chdir(tmp_path)
+    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    versions = checked_and_registered(ContractRegistry("s3a://lake/raw"), contracts, NOW)
+
+    assert not (tmp_path / "s3a:").exists()
+    keys = sorted(item["Key"] for item in s3.list_objects_v2(Bucket="lake", Prefix="raw/_contracts/")["Contents"])
+    assert keys == [f"raw/_contracts/{table}/{versions[table]}.json" for table in sorted(contracts)]
+    assert checked_and_registered(ContractRegistry("s3://lake/raw"), contracts, NOW) == versions
+
+
+def test_a_raw_root_under_another_url_scheme_is_refused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="'gs://lake/raw': the contract registry is kept on S3"):
+        ContractRegistry("gs://lake/raw")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_s3_paths_must_be_s3_locations() -> None:
     with pytest.raises(ValueError, match="not an s3:// location"):
         S3FileSystem(client=object()).read_text("/tmp/raw/_contracts")

@@ -387,18 +387,27 @@ class S3FileSystem:
         return sorted(name for name in names if name)
 
 
+# The URL schemes of one S3 object: Glue and EMR write `s3://`, Hadoop's S3A `s3a://`.
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+def _url_scheme(path: str) -> str | None:
+    scheme, separator, _ = path.partition("://")
+    return scheme.lower() if separator else None
+
+
 def _s3_location(path: str) -> tuple[str, str]:
-    if not path.startswith("s3://"):
+    if _url_scheme(path) not in S3_SCHEMES:
         raise ValueError(f"{path!r} is not an s3:// location")
-    bucket, _, key = path[len("s3://"):].partition("/")
+    bucket, _, key = path.partition("://")[2].partition("/")
     return bucket, key
 
 
 class ContractRegistry:
     """Registered contract versions under `<raw root>/_contracts/<raw_table>/<version>.json`.
 
-    An `s3://` raw root is read and written with S3FileSystem, any other with LocalFileSystem,
-    unless a filesystem is given.
+    An S3 raw root (`s3://`, or `s3a://` as Hadoop's S3A names the same object) is read and
+    written with S3FileSystem, a local one with LocalFileSystem, unless a filesystem is given.
     """
 
     def __init__(self, raw_root: str | Path, filesystem: RegistryFileSystem | None = None) -> None:
@@ -406,7 +415,12 @@ class ContractRegistry:
         self.raw_root = root
         self.location = f"{root}/{REGISTRY_FOLDER}"
         if filesystem is None:
-            filesystem = S3FileSystem() if root.startswith("s3://") else LocalFileSystem()
+            scheme = _url_scheme(root)
+            if scheme is not None and scheme not in S3_SCHEMES:
+                # Taken for a local path, `gs://b/raw` would become a folder named `gs:`.
+                raise ValueError(f"{root!r}: the contract registry is kept on S3 (s3://, s3a://) or on a local "
+                                 "disk, not under a URL of another scheme")
+            filesystem = S3FileSystem() if scheme in S3_SCHEMES else LocalFileSystem()
         self._files = filesystem
 
     def raw_tables(self) -> list[str]:
