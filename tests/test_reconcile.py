@@ -279,3 +279,28 @@ def test_reconcile_compares_a_single_table_export_with_each_entity(spark, app_la
 
     assert [name for name, table in changed.items() if not table.ok] == ["app_users"]
     assert changed["app_users"].sample_changed == [{"key": {"pk": "TENANT#t2", "sk": "USER#u2"}, "columns": ["role"]}]
+
+
+def test_reconcile_decodes_a_single_table_export_once_and_keeps_nothing(spark, app_landed, monkeypatch):
+    # The quarantine count and each of the four raw tables' writes read the decoded export.
+    # Every decode starts by splitting the records file in a Python worker, so counting the
+    # records split tells how often the export was decoded: once (five times when each
+    # read decoded it again).
+    from streaming.io import landing_reader
+
+    split = landing_reader.split_landing_files
+    records_split = spark.sparkContext.accumulator(0)
+
+    def counted_split(batches):
+        for batch in split(batches):
+            records_split.add(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(landing_reader, "split_landing_files", counted_split)
+    stored = spark.sparkContext._jsc.getPersistentRDDs().size()
+
+    report = reconcile(str(app_landed["export"]), str(app_landed["raw"]), load_contracts(), table="app", spark=spark)
+
+    assert len(report.tables) == 4 and report.export_items_quarantined == {"type_mismatch:amount:N": 1}
+    assert records_split.value == len(APP_ITEMS) + 1, "each export record is split and decoded once"
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == stored, "the decoded rows are released"

@@ -232,11 +232,11 @@ def _routed_export_side(
 ) -> _Side:
     """Each raw table's current state in a single-table design's export, as the decoder
     routes and types its items: the export's change records (the ones a backfill lands)
-    through `decode_batch`, written as Parquet for DuckDB to read."""
+    through the stream's decoder, written as Parquet for DuckDB to read."""
     from pyspark.sql import functions as F
 
     from streaming.io.sources import landing_files_batch
-    from streaming.pipeline.decode import decode_batch
+    from streaming.pipeline.decode import decode_records, split_by_table
 
     folder = decoding.scratch / manifest.export_id
     records = folder / "records"
@@ -247,17 +247,28 @@ def _routed_export_side(
             staged.write(record + "\n")
     tables: dict[str, str | None] = {}
     with session_for(decoding.spark, decoding.out) as spark:
-        decoded, quarantine = decode_batch(landing_files_batch(spark, str(records)), table_contracts)
-        quarantined = {row["reason"]: row["rows"]
-                       for row in quarantine.groupBy("reason").agg(F.count(F.lit(1)).alias("rows")).collect()}
-        for raw_table, rows in decoded.items():
-            decoded_dir = folder / "decoded" / raw_table
-            rows.write.parquet(str(decoded_dir))
-            files = sorted(decoded_dir.glob("*.parquet"))
-            listed = ", ".join(sql_string(duckdb_glob_literal(path)) for path in files)
-            tables[raw_table] = (
-                _latest_per_key(f"read_parquet([{listed}])", table_contracts[raw_table]) if files else None
-            )
+        # The quarantine count and each raw table's write all read the decoded records:
+        # kept by a local checkpoint, which the first job fills, so the export's records
+        # are split and decoded once, not once per read. Its plan is the stored rows, so
+        # the filters of `split_by_table` do not reach into the decode's projections. Rows
+        # lost with an executor are not computed again: reconcile fails and is run again.
+        kept = decode_records(landing_files_batch(spark, str(records)), table_contracts).localCheckpoint(eager=False)
+        try:
+            decoded, quarantine = split_by_table(kept, table_contracts)
+            quarantined = {row["reason"]: row["rows"]
+                           for row in quarantine.groupBy("reason").agg(F.count(F.lit(1)).alias("rows")).collect()}
+            for raw_table, rows in decoded.items():
+                decoded_dir = folder / "decoded" / raw_table
+                rows.write.parquet(str(decoded_dir))
+                files = sorted(decoded_dir.glob("*.parquet"))
+                listed = ", ".join(sql_string(duckdb_glob_literal(path)) for path in files)
+                tables[raw_table] = (
+                    _latest_per_key(f"read_parquet([{listed}])", table_contracts[raw_table]) if files else None
+                )
+        finally:
+            # The checkpoint's blocks live as long as the session (the caller's may run on):
+            # released by the RDD under the checkpointed plan, the one the first job filled.
+            kept._jdf.queryExecution().analyzed().rdd().unpersist(False)
     return _Side(f"export {manifest.export_id} ({manifest.table_name})", tables, True, quarantined)
 
 
