@@ -205,7 +205,9 @@ class TimedHudiWriter:
         operation = options["hoodie.datasource.write.operation"]
         options = {**options, **self.options, **(self.insert_options if operation == "insert" else {})}
         context = self.spark.sparkContext
-        group = f"hudi-lens-{path}"
+        # Unique per writer and commit: a group's job ids outlive it, and every variant
+        # writes the same table paths in the one session.
+        group = f"hudi-lens-{id(self)}-{len(self.commits)}-{path}"
         # A thread's job group is its JVM thread's (PySpark's pinned threads): both tables'
         # commits at once stay apart.
         context.setJobGroup(group, group)
