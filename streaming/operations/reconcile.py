@@ -236,7 +236,7 @@ def _routed_export_side(
     from pyspark.sql import functions as F
 
     from streaming.io.sources import landing_files_batch
-    from streaming.pipeline.decode import decode_records, split_by_table
+    from streaming.pipeline.decode import decode_records, kept_apart_from_its_plan, release_kept, split_by_table
 
     folder = decoding.scratch / manifest.export_id
     records = folder / "records"
@@ -248,11 +248,10 @@ def _routed_export_side(
     tables: dict[str, str | None] = {}
     with session_for(decoding.spark, decoding.out) as spark:
         # The quarantine count and each raw table's write all read the decoded records:
-        # kept by a local checkpoint, which the first job fills, so the export's records
-        # are split and decoded once, not once per read. Its plan is the stored rows, so
-        # the filters of `split_by_table` do not reach into the decode's projections. Rows
-        # lost with an executor are not computed again: reconcile fails and is run again.
-        kept = decode_records(landing_files_batch(spark, str(records)), table_contracts).localCheckpoint(eager=False)
+        # kept, so that the export's records are split and decoded once, not once per
+        # read. Rows lost with an executor are not computed again: reconcile fails and is
+        # run again.
+        kept = kept_apart_from_its_plan(decode_records(landing_files_batch(spark, str(records)), table_contracts))
         try:
             decoded, quarantine = split_by_table(kept, table_contracts)
             quarantined = {row["reason"]: row["rows"]
@@ -266,9 +265,8 @@ def _routed_export_side(
                     _latest_per_key(f"read_parquet([{listed}])", table_contracts[raw_table]) if files else None
                 )
         finally:
-            # The checkpoint's blocks live as long as the session (the caller's may run on):
-            # released by the RDD under the checkpointed plan, the one the first job filled.
-            kept._jdf.queryExecution().analyzed().rdd().unpersist(False)
+            # The caller's session may run on.
+            release_kept(kept)
     return _Side(f"export {manifest.export_id} ({manifest.table_name})", tables, True, quarantined)
 
 

@@ -27,7 +27,15 @@ from streaming.contracts.evolution import contract_version
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
-from streaming.pipeline.decode import MOVED_FROM, decode_records, invalid_rows, rows_landing_in, table_rows
+from streaming.pipeline.decode import (
+    MOVED_FROM,
+    decode_records,
+    invalid_rows,
+    kept_apart_from_its_plan,
+    release_kept,
+    rows_landing_in,
+    table_rows,
+)
 from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns
 
 log = logging.getLogger(__name__)
@@ -39,8 +47,8 @@ CONCURRENT_WRITES = 2
 # How long a finished write's observed counts may take to arrive from Spark's listener
 # bus (they come within milliseconds; only a stage proved empty sends none).
 OBSERVED_FIGURES_WAIT_S = 10.0
-# How Spark 3.5 fails a task reading rows of a local checkpoint that are gone with
-# their executor (SparkCoreErrors.checkpointRDDBlockIdNotFoundError).
+# How Spark 3.5 fails a task reading rows of a local checkpoint (kept_apart_from_its_plan)
+# that are gone with their executor (SparkCoreErrors.checkpointRDDBlockIdNotFoundError).
 LOST_KEPT_ROWS = re.compile(r"Checkpoint block rdd_\d+_\d+ not found")
 
 
@@ -141,32 +149,6 @@ def _cache(df: DataFrame, cached: list[DataFrame]) -> DataFrame:
     df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     cached.append(df)
     return df
-
-
-def _kept_apart_from_its_plan(decoded: DataFrame, kept: list[DataFrame]) -> DataFrame:
-    """`decoded` computed by the first job that reads it, kept (in memory, spilling to
-    disk) for the batch's later jobs, and cut from the plan that computed it.
-
-    A local checkpoint, not a cache: over a cache every later plan of the batch (each raw
-    table's rows and write, the quarantine's) still holds the decode's projections,
-    hundreds of expressions with the packaged contracts, and Spark checks them again in
-    each analysis, prints them into each query's plan description and serialises them
-    into every task it sends. Over the checkpoint those plans start from the kept rows.
-    Three batches of the generator's mix with the packaged contracts took 53 s of the
-    driver JVM's CPU this way against 86 s cached (docs/performance.md).
-
-    The price: rows of an executor that is lost are not computed again; that batch
-    fails, and process_batch runs it once more (LOST_KEPT_ROWS).
-    """
-    decoded = decoded.localCheckpoint(eager=False)
-    kept.append(decoded)
-    return decoded
-
-
-def _release(kept: list[DataFrame]) -> None:
-    """Free what `_kept_apart_from_its_plan` stored (a checkpoint outlives its DataFrame)."""
-    for frame in kept:
-        frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def _lost_kept_rows(error: BaseException) -> bool:
@@ -451,11 +433,11 @@ class Pipeline:
     def _process_batch(self, envelope: DataFrame, batch_id: int, started: float) -> BatchReport:
         ingested_at = self.clock()
         cached: list[DataFrame] = []
-        kept: list[DataFrame] = []
+        records: DataFrame | None = None
         try:
             # Every output below reads one decoded frame: kept (in memory, spilling to
             # disk), the source is read and each record parsed and decoded once per batch.
-            records = _kept_apart_from_its_plan(decode_records(envelope, self.contracts), kept)
+            records = kept_apart_from_its_plan(decode_records(envelope, self.contracts))
             quarantine_rows = with_batch_metadata(invalid_rows(records), ingested_at, batch_id)
             # First one job over the decoded records (it fills what is kept): the input, the
             # quarantine, and which raw tables get rows at all. A raw table without rows in
@@ -485,7 +467,8 @@ class Pipeline:
         finally:
             for frame in cached:
                 frame.unpersist()
-            _release(kept)
+            if records is not None:
+                release_kept(records)
         known_micros = [table.max_event_micros for table in counts.values() if table.max_event_micros is not None]
         max_event_ts = datetime.fromtimestamp(max(known_micros) / 1e6, timezone.utc) if known_micros else None
         report = BatchReport(
