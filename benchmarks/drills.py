@@ -178,8 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = plan_from_args(args)
-    results_dir: Path = args.results_dir
-    work: Path = args.work_dir or results_dir / "drills-work"
+    # Absolute: the drills start processes in other working directories (a relative folder
+    # sent the second-writer scenario's stream to a landing folder that was not there).
+    results_dir: Path = args.results_dir.resolve()
+    work: Path = (args.work_dir or results_dir / "drills-work").resolve()
     selected = prepare_run(args.only, DRILLS, results_dir, work)
     sinks = sinks_from_args(args.sink)
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "sinks": list(sinks), "plan": asdict(plan),

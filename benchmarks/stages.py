@@ -13,8 +13,8 @@ writes nothing:
 - typing:   routing, the typed images, the per-attribute checks and raw columns
             (decode.py without `_extra_attributes`)
 - extras:   `_extra_attributes` (extras.py): the full decode minus the one without it
-- ordering: de-duplication per raw table (ordering.py) over the cached decoded rows
-- writes:   the rest of `process_batch` with the local Parquet sink: the cache of the
+- ordering: de-duplication per raw table (ordering.py) over the kept decoded rows
+- writes:   the rest of `process_batch` with the local Parquet sink: keeping the
             decoded rows, the count jobs, the change-log and quarantine writes, and
             building the batch's plans (which the other stages leave out: their frames
             are built before the clock starts)
@@ -33,7 +33,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -110,12 +109,13 @@ def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     typed = _best_noop(rounds, lambda: [_decode_without_extras(envelope(), contracts)])
     decoded = _best_noop(rounds, lambda: [decode.decode_records(envelope(), contracts)])
 
-    cached = decode.decode_records(envelope(), contracts).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    cached.count()
-    rows = {table: decode.table_rows(cached, contracts, table) for table in contracts}
+    # Kept as process_batch keeps them, so the tables' rows and ordering are measured from the kept rows.
+    kept = decode.kept_apart_from_its_plan(decode.decode_records(envelope(), contracts))
+    kept.count()
+    rows = {table: decode.table_rows(kept, contracts, table) for table in contracts}
     plain = _best_noop(rounds, lambda: list(rows.values()))
     ordered = _best_noop(rounds, lambda: [drop_duplicate_events(frame, contracts[table]) for table, frame in rows.items()])
-    cached.unpersist()
+    decode.release_kept(kept)
 
     def batch(attempt: list[int]) -> None:
         data = work / f"pipeline-{attempt[0]}"
