@@ -195,7 +195,8 @@ def test_cleaner_keeps_file_versions_by_hours_and_archival_covers_them(contracts
     for options in both_tables(contracts["orders"]):
         assert options["hoodie.clean.policy"] == "KEEP_LATEST_BY_HOURS"
         assert options["hoodie.clean.hours.retained"] == "24"
-        assert options["hoodie.clean.max.commits"] == "10"
+        assert options["hoodie.clean.trigger.max.commits"] == "10"
+        assert "hoodie.clean.max.commits" not in options, "Hudi 1.0.2 warns on every write given the old name"
         assert not any(key.startswith("hoodie.cleaner.") for key in options), "Hudi 1.0 warns on the old names"
         # 24 h at one commit per 100 s is 864 commits; the cleaner looks for its earliest
         # commit to retain in the active timeline, so archival keeps more than that.

@@ -297,7 +297,7 @@ def evolved(hudi_spark, tmp_path_factory):
     limits = {
         "hoodie.clean.policy": "KEEP_LATEST_COMMITS",
         "hoodie.clean.commits.retained": "1",
-        "hoodie.clean.max.commits": "1",
+        "hoodie.clean.trigger.max.commits": "1",
         "hoodie.keep.min.commits": "2",
         "hoodie.keep.max.commits": "3",
     }

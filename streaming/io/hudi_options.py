@@ -57,8 +57,9 @@ BATCH_MARKER_KEY = COMMIT_METADATA_PREFIX + "batch"
 # every write given an old one (HoodieCleanConfig keeps the old names as alternatives).
 CLEANER_COMMITS_RETAINED_KEY = "hoodie.clean.commits.retained"
 _OLD_CLEANER_COMMITS_RETAINED_KEY = "hoodie.cleaner.commits.retained"
-# A clean is planned at most once per this many commits of a table (hoodie.clean.max.commits,
-# NUM_COMMITS trigger). Planning lists the partitions written since the last clean: about
+# A clean is planned at most once per this many commits of a table (NUM_COMMITS trigger).
+# hoodie.clean.trigger.max.commits: Hudi 1.0.2 warns on every write given its old name,
+# hoodie.clean.max.commits, naming this one as the new key (ConfigUtils). Planning lists the partitions written since the last clean: about
 # a second of every micro-batch when run per commit (docs/performance.md). Files are kept
 # at least `retain_hours` either way; they may stay a few commits longer.
 CLEAN_EVERY_COMMITS = 10
@@ -209,7 +210,7 @@ def retention_options(retain_hours: int, commit_interval_seconds: int) -> dict[s
         "hoodie.clean.automatic": "true",
         "hoodie.clean.policy": "KEEP_LATEST_BY_HOURS",
         "hoodie.clean.hours.retained": str(retain_hours),
-        "hoodie.clean.max.commits": str(CLEAN_EVERY_COMMITS),
+        "hoodie.clean.trigger.max.commits": str(CLEAN_EVERY_COMMITS),
         KEEP_MIN_COMMITS_KEY: str(keep_min),
         KEEP_MAX_COMMITS_KEY: str(keep_min + _ARCHIVAL_MARGIN),
     }
