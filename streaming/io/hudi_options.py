@@ -59,9 +59,10 @@ CLEANER_COMMITS_RETAINED_KEY = "hoodie.clean.commits.retained"
 _OLD_CLEANER_COMMITS_RETAINED_KEY = "hoodie.cleaner.commits.retained"
 # A clean is planned at most once per this many commits of a table (NUM_COMMITS trigger).
 # hoodie.clean.trigger.max.commits: Hudi 1.0.2 warns on every write given its old name,
-# hoodie.clean.max.commits, naming this one as the new key (ConfigUtils). Planning lists the partitions written since the last clean: about
-# a second of every micro-batch when run per commit (docs/performance.md). Files are kept
-# at least `retain_hours` either way; they may stay a few commits longer.
+# hoodie.clean.max.commits, naming this one as the new key (ConfigUtils). Planning lists
+# the partitions written since the last clean: about a second of every micro-batch when
+# run per commit (docs/performance.md). Files are kept at least `retain_hours` either
+# way; they may stay a few commits longer.
 CLEAN_EVERY_COMMITS = 10
 KEEP_MIN_COMMITS_KEY = "hoodie.keep.min.commits"
 KEEP_MAX_COMMITS_KEY = "hoodie.keep.max.commits"
