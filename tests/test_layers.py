@@ -6,7 +6,7 @@ so do relative imports, read as the absolute names they stand for.
 lakehouse_dbt is the lowest layer and imports none of `streaming`: it runs inside dbt's
 own process, and in the dbt image, which holds its __init__, env, pii_key and
 athena_pii_key and no `streaming` at all (tests/deploy/test_dbt_image.py). Above it,
-streaming.errors and streaming.atomic_files are the base every `streaming` layer may use.
+streaming.errors, streaming.atomic_files and streaming.s3_locations are the base every `streaming` layer may use.
 benchmarks/ and deploy/ sit on top: they may import any layer, nothing imports them,
 and neither imports the other (docs/development.md, "Layout of the code")."""
 from __future__ import annotations
@@ -26,7 +26,7 @@ PACKAGE_ROOTS = {
 # Lowest first; a module may import its own layer and the ones before it.
 LAYERS = (
     ("lakehouse_dbt",),
-    ("streaming.errors", "streaming.atomic_files"),
+    ("streaming.errors", "streaming.atomic_files", "streaming.s3_locations"),
     ("streaming.contracts",),
     ("streaming.pipeline",),
     ("streaming.io",),

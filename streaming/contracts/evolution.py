@@ -63,6 +63,7 @@ from typing import Any, Protocol
 from streaming.atomic_files import write_text_atomically
 from streaming.contracts.model import CHANGES_SUFFIX, AttributeSpec, Route, TableContract
 from streaming.errors import OperatorError
+from streaming.s3_locations import S3_SCHEMES, s3_bucket_and_key, url_scheme
 
 log = logging.getLogger(__name__)
 
@@ -369,15 +370,15 @@ class S3FileSystem:
         self._client = client
 
     def read_text(self, path: str) -> str:
-        bucket, key = _s3_location(path)
+        bucket, key = s3_bucket_and_key(path)
         return self._client.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
 
     def write_text(self, path: str, text: str) -> None:
-        bucket, key = _s3_location(path)
+        bucket, key = s3_bucket_and_key(path)
         self._client.put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"))
 
     def list(self, directory: str) -> list[str]:
-        bucket, key = _s3_location(directory)
+        bucket, key = s3_bucket_and_key(directory)
         prefix = key.rstrip("/") + "/"
         names: set[str] = set()
         # With a delimiter, S3 answers the direct children: objects, and one common prefix per folder.
@@ -385,22 +386,6 @@ class S3FileSystem:
             names.update(folder["Prefix"][len(prefix):].rstrip("/") for folder in page.get("CommonPrefixes", []))
             names.update(item["Key"][len(prefix):] for item in page.get("Contents", []))
         return sorted(name for name in names if name)
-
-
-# The URL schemes of one S3 object: Glue and EMR write `s3://`, Hadoop's S3A `s3a://`.
-S3_SCHEMES = ("s3", "s3a", "s3n")
-
-
-def _url_scheme(path: str) -> str | None:
-    scheme, separator, _ = path.partition("://")
-    return scheme.lower() if separator else None
-
-
-def _s3_location(path: str) -> tuple[str, str]:
-    if _url_scheme(path) not in S3_SCHEMES:
-        raise ValueError(f"{path!r} is not an s3:// location")
-    bucket, _, key = path.partition("://")[2].partition("/")
-    return bucket, key
 
 
 class ContractRegistry:
@@ -415,7 +400,7 @@ class ContractRegistry:
         self.raw_root = root
         self.location = f"{root}/{REGISTRY_FOLDER}"
         if filesystem is None:
-            scheme = _url_scheme(root)
+            scheme = url_scheme(root)
             if scheme is not None and scheme not in S3_SCHEMES:
                 # Taken for a local path, `gs://b/raw` would become a folder named `gs:`.
                 raise ValueError(f"{root!r}: the contract registry is kept on S3 (s3://, s3a://) or on a local "

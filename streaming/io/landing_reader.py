@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from streaming.pipeline import reasons
+from streaming.s3_locations import S3_SCHEMES, s3_bucket_and_key
 
 # A DynamoDB item is at most 400 KB and a stream record carries at most two images of it
 # (NEW_AND_OLD_IMAGES), in DynamoDB JSON whose descriptors and escaping add up to about
@@ -468,7 +469,6 @@ def split_object_records(stream: BinaryIO, max_record_bytes: int = MAX_RECORD_BY
 # bytes, so a 128 MiB object never becomes one 128 MiB batch.
 OUTPUT_BATCH_ROWS = 4096
 OUTPUT_BATCH_BYTES = 32 * 1024 * 1024
-S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
 def open_landing_object(path: str) -> BinaryIO:
@@ -481,11 +481,11 @@ def open_landing_object(path: str) -> BinaryIO:
     if scheme == "file":
         # Hadoop writes `file:/tmp/x`; a URI may also read `file:///tmp/x`.
         return open("/" + rest.lstrip("/"), "rb")
-    if scheme in S3_SCHEMES:
+    if scheme.lower() in S3_SCHEMES:
         import boto3
         from botocore.exceptions import ClientError
 
-        bucket, _, key = rest.lstrip("/").partition("/")
+        bucket, key = s3_bucket_and_key(path)
         try:
             return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"]
         except ClientError as exc:
