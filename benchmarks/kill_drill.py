@@ -303,14 +303,32 @@ def _cli_command(setup: KillSetup, data_dir: Path) -> list[str]:
     return command + (["--contracts-dir", setup.contracts_dir] if setup.contracts_dir else [])
 
 
+def second_writer_data_dir(setup: KillSetup, data_dir: Path) -> Path:
+    """A fresh data directory whose own landing folder holds a copy of the drill's landing
+    files. `lakehouse stream` reads `<data dir>/landing` (it takes no other folder) and exits
+    on an empty one before it takes the lock, so without the copy the second writer never
+    reaches the lock. The first writer still reads the drill's folder: the quarantine keeps
+    each record's landing path, which must equal the clean run's."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True)
+    shutil.copytree(setup.landing.root, DataLayout(data_dir).landing)
+    return data_dir
+
+
+def second_writer_attempt(setup: KillSetup, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The second writer: the real `lakehouse stream` on `data_dir`, run to its end."""
+    from benchmarks.cluster_drill import cli_environment
+
+    return subprocess.run(_cli_command(setup, data_dir), env=cli_environment(), capture_output=True, text=True,
+                          timeout=600)
+
+
 def second_writer_drill(setup: KillSetup, data_dir: Path, reference: dict[str, Any]) -> dict[str, Any]:
     """`lakehouse stream` twice on one data directory: the second is refused by the lock
     while the first runs, and the first finishes equal to the clean run."""
-    from benchmarks.cluster_drill import cli_environment
     from streaming.runtime.data_lock import lock_path
 
-    shutil.rmtree(data_dir, ignore_errors=True)
-    data_dir.mkdir(parents=True)
+    second_writer_data_dir(setup, data_dir)
     started = time.monotonic()
     # The first writer is the drill's own stream case (it holds the lock as `lakehouse
     # stream` does, and reads the clean run's landing files); the second the real CLI.
@@ -321,8 +339,7 @@ def second_writer_drill(setup: KillSetup, data_dir: Path, reference: dict[str, A
         while not offsets.exists() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         first_running = first.poll() is None
-        second = subprocess.run(_cli_command(setup, data_dir), env=cli_environment(), capture_output=True, text=True,
-                                timeout=600)
+        second = second_writer_attempt(setup, data_dir)
         first_still_running = first.poll() is None
         first_code = first.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:

@@ -384,6 +384,24 @@ def test_kill_drill_takes_every_way_to_kill_first() -> None:
     assert plan_kill("mid_write", rng, 2)[1] is None
 
 
+def test_the_second_writer_reaches_the_lock_and_is_refused_by_it(tmp_path: Path) -> None:
+    # The drill's landing files live beside its data directories, not in them; the second
+    # `lakehouse stream` reads only `<data dir>/landing` and must still get as far as the lock.
+    from benchmarks.kill_drill import KillSetup, second_writer_attempt, second_writer_data_dir
+    from streaming.runtime.data_lock import hold_data_dir
+
+    work = tmp_path / "kill" / "hudi"
+    setup = KillSetup(generate_landing(work / "landing", 20, records_per_file=10, seed=3), sink="hudi")
+    data_dir = second_writer_data_dir(setup, work / "second_writer")
+    assert sorted(path.name for path in (data_dir / "landing").iterdir()) == \
+        sorted(path.name for path in setup.landing.root.iterdir())
+    with hold_data_dir(data_dir, "stream", report=lambda _: None):  # the first writer, as the stream case holds it
+        second = second_writer_attempt(setup, data_dir)
+    assert second.returncode == 2, second.stderr
+    assert "is being written by" in second.stderr and "no landing files" not in second.stderr
+    assert not (data_dir / "raw").exists(), "the refused writer wrote nothing"
+
+
 def test_fuzz_generator_yields_many_distinct_malformed_kinds() -> None:
     records = hostile_records(1_000)
     malformed = [r for r in records if r.expect == "quarantine"]
