@@ -192,8 +192,10 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
     from streaming.pipeline.decode import decode_batch
     from streaming.pipeline.ordering import latest_per_key
 
-    contracts = load_contracts()
-    contract = contracts["customers"]
+    # The customers' contract alone: every record here is a customers change, and each
+    # further contract only adds Spark planning to each batch's decode.
+    contract = load_contracts()["customers"]
+    contracts = {"customers": contract}
     per_batch = []
     for batch_id, lines in enumerate(batches):
         envelope = spark.createDataFrame([(line, None, f"property-{batch_id}") for line in lines], ENVELOPE_SCHEMA)
