@@ -178,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = plan_from_args(args)
-    # Absolute: the drills start processes in other working directories (a relative folder
-    # sent the second-writer scenario's stream to a landing folder that was not there).
+    # Absolute: the drills start processes in other working directories, where a relative
+    # folder would name another place.
     results_dir: Path = args.results_dir.resolve()
     work: Path = (args.work_dir or results_dir / "drills-work").resolve()
     selected = prepare_run(args.only, DRILLS, results_dir, work)
