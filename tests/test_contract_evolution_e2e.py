@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from packaged_contracts import packaged_contracts_dir
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
 from streaming.io.layout import DataLayout
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import write_landing_files
@@ -45,11 +45,12 @@ def raw_files(layout: DataLayout) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def evolved(spark, tmp_path_factory):
-    """A data directory streamed under the packaged contracts, then under one with an added attribute."""
+    """A data directory streamed under the packaged contracts of its two tables, then under
+    those with an added attribute. The generator's records are the two tables' alone, and each
+    further contract would only add Spark planning to both streams."""
     root = tmp_path_factory.mktemp("evolution")
     layout = DataLayout(root / "data")
-    contracts_dir = root / "contracts"
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir)
+    contracts_dir = Path(packaged_contracts_dir(root / "contracts", "customers", "orders"))
     write_landing_files(layout.landing, seed=31, customers=4, orders_per_customer=1, records_per_file=40,
                         malformed_rate=0.0)
     from streaming.operations.stream import stream
