@@ -14,7 +14,7 @@ from test_decode import CONTRACTS, T0_SECONDS, change_record
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
-from streaming.pipeline.decode import decode_batch
+from streaming.pipeline.decode import decode_records, kept_apart_from_its_plan, release_kept, split_by_table
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import drop_duplicate_events, latest_per_key
 from streaming.samples.raw_fixtures import ordering_value
@@ -55,10 +55,27 @@ def event(
     )
 
 
+# The decoded batches of this module, freed when its tests are done.
+_KEPT: list[DataFrame] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_decoded_batches():
+    yield
+    for kept in _KEPT:
+        release_kept(kept)
+
+
 def decoded_events(spark, contract: TableContract, records: list[tuple[dict[str, Any], str]]) -> DataFrame:
-    """Decode (record, kinesis sequence number) pairs; every record must decode."""
+    """Decode (record, kinesis sequence number) pairs; every record must decode. The
+    decoded records are kept apart from the decode's plan, as process_batch keeps them
+    before it orders them (streaming/pipeline/batch.py): each record is decoded once, and
+    the ordering's plans start from the kept rows instead of planning the decode again."""
     rows = [(json.dumps(record), sequence, f"order-test:{index}") for index, (record, sequence) in enumerate(records)]
-    tables, quarantine = decode_batch(spark.createDataFrame(rows, ENVELOPE_SCHEMA), {contract.table: contract})
+    contracts = {contract.table: contract}
+    kept = kept_apart_from_its_plan(decode_records(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts))
+    _KEPT.append(kept)
+    tables, quarantine = split_by_table(kept, contracts)
     assert quarantine.count() == 0
     return tables[contract.table]
 
