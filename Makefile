@@ -10,6 +10,8 @@ JARS_STAMP := $(VENV)/jars/.fetched
 # checkov pins boto3 and others below the project's, so it gets a virtualenv of its own.
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# The classes the suite's JVMs map instead of loading them (tests/jvm_options.py).
+CLASS_ARCHIVE := $(VENV)/jvm/test-classes.jsa
 # The CDK CLI (npm) for make deploy; synthesis itself needs only Node.js and aws-cdk-lib.
 CDK_CLI := aws-cdk@2.1148.1
 CONFIG ?= deploy/config.example.yml
@@ -45,8 +47,12 @@ $(CHECKOV_STAMP): deploy/checkov-requirements.txt
 # Two workers, each taking whole files (their session fixtures: a SparkSession, a built
 # dbt scenario, a synthesized stack): the suite is mostly one-threaded waits, so this
 # roughly halves its time on 2 cores (docs/development.md).
-test: venv $(CHECKOV_STAMP)
+test: venv $(CHECKOV_STAMP) $(CLASS_ARCHIVE)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not drill"
+
+# Written again whenever the venv or its jars change; the JVMs ignore a stale one anyway.
+$(CLASS_ARCHIVE): $(STAMP) $(JARS_STAMP) tests/jvm_class_archive.py
+	$(BIN)/python tests/jvm_class_archive.py $@
 
 # The fast tier for the edit loop: no JVM, no dbt, no stack synthesis (under a minute).
 test-fast: venv

@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from jvm_options import TEST_JVM_OPTIONS
+from jvm_options import BASE_JVM_OPTIONS, CLASS_ARCHIVE, TEST_JVM_OPTIONS
 
 from benchmarks.standalone_cluster import ClusterStartError, free_port, scala_version, spark_home
 from streaming import cli
@@ -73,6 +73,21 @@ def test_the_suites_jvm_runs_with_the_options_conftest_gives_it(spark) -> None:
     # would still pass, only slower (its time budget is the only other witness).
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert set(TEST_JVM_OPTIONS.split()) <= set(runtime.getInputArguments())
+
+
+@pytest.mark.spark
+def test_a_jvm_on_sparks_classpath_maps_sparks_classes_from_the_suites_class_archive() -> None:
+    if not CLASS_ARCHIVE.is_file():
+        pytest.skip(f"no class archive at {CLASS_ARCHIVE}: `make test` writes it (tests/jvm_class_archive.py)")
+    home = spark_home()
+    # The classpath spark-submit's launcher gives the driver JVM; -Xshare:on refuses to
+    # start at all when the archive does not fit it.
+    command = ["java", "-Xshare:on", *BASE_JVM_OPTIONS.split(), f"-XX:SharedArchiveFile={CLASS_ARCHIVE}",
+               "-Xlog:class+load=info", "-cp", f"{home / 'conf'}/:{home / 'jars'}/*",
+               "org.apache.spark.deploy.SparkSubmit", "--version"]
+    loaded = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert "org.apache.spark.deploy.SparkSubmit source: shared objects file (top)" in loaded.stdout
 
 
 @pytest.mark.spark
