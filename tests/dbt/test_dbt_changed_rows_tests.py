@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
-from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW, INGESTED, SCENARIO_SELECTION
+from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW, INGESTED, SCENARIO_SELECTION, WITHOUT_UNIT_TESTS
 
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
@@ -23,8 +23,9 @@ DAY_3 = DAY_2 + timedelta(days=1)
 FULL_CHECK = ["--vars", "{full_data_tests: true}"]
 # The builds: the scenario's marts, what they read and their tests (every test these
 # tests name), not the app's models, whose raw tables the scenario leaves empty, nor
-# mart_freshness, which reads them too.
-BUILD = ["build", *EVENT_WINDOW, *SCENARIO_SELECTION]
+# mart_freshness, which reads them too. The data tests are what these tests are about;
+# the unit tests, which read no data, run elsewhere (WITHOUT_UNIT_TESTS).
+BUILD = ["build", *EVENT_WINDOW, *SCENARIO_SELECTION, *WITHOUT_UNIT_TESTS]
 # The scenario's batches end at INGESTED[3]; these land a day apart, further than the
 # lookback, so each incremental build reads only its own batch and the one before.
 CLEAN_BATCH, BAD_BATCH = 4, 5

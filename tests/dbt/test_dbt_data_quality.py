@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt.cli.main import dbtRunnerResult
-from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED
+from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED, WITHOUT_UNIT_TESTS
 from dbt_tables import query
 
 from streaming.runtime.dbt_runner import run_dbt
@@ -27,6 +27,9 @@ pytestmark = pytest.mark.dbt
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "dbt.md"
 
 BATCH = 4
+# Every model and data test of the project; the unit tests, which read none of the
+# violations, run elsewhere (WITHOUT_UNIT_TESTS).
+BUILD = ["build", *EVENT_WINDOW, *WITHOUT_UNIT_TESTS]
 INGESTED_AT = INGESTED[3] + timedelta(days=1)
 _LINE = {"sku": "Z", "quantity": "1", "unit_price": "3.00"}
 NO_CURRENCY = {"customer_id": "c1", "order_id": "o20", "created_at": "2024-03-02T11:00:00Z", "status": "PAID",
@@ -64,7 +67,7 @@ class Build:
 @pytest.fixture(scope="module")
 def business_violations(scenario_copy: Path) -> Build:
     write_raw_batch(scenario_copy, "orders", BATCH, [NO_CURRENCY, NEGATIVE_UNKNOWN], INGESTED_AT)
-    result = run_dbt(["build", *EVENT_WINDOW], scenario_copy)
+    result = run_dbt(BUILD, scenario_copy)
     return Build(scenario_copy, result, _statuses(result))
 
 
@@ -171,7 +174,7 @@ def test_a_structural_violation_still_fails_the_build(built_scenario: Path, tmp_
     data_dir = tmp_path / "data"
     shutil.copytree(built_scenario, data_dir)
     corrupt(data_dir)
-    result = run_dbt(["build", *EVENT_WINDOW], data_dir)
+    result = run_dbt(BUILD, data_dir)
     statuses = _statuses(result)
     assert not result.success  # `dbt build` exits 1
     assert statuses[failing_test] == "fail"

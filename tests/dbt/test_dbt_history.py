@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from dbt_scenario import WITHOUT_UNIT_TESTS
 from dbt_tables import pseudonym
 
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
@@ -29,9 +30,8 @@ pytestmark = pytest.mark.dbt
 GENERATOR_START = datetime(2026, 11, 1, 20, tzinfo=timezone.utc)
 HISTORY_BUILD = ["build", "--select", "stg_dynamodb__customers stg_dynamodb__customer_changes dim_customers_history",
                  "--indirect-selection", "cautious"]
-# The models' unit tests read fixed inputs, not the raw data: the first build runs them,
-# the later builds (the same unit tests on the same inputs) leave them out.
-WITHOUT_UNIT_TESTS = ["--exclude-resource-type", "unit_test"]
+# The first build runs the models' unit tests; the later builds (the same unit tests on
+# the same inputs) leave them out (WITHOUT_UNIT_TESTS).
 # Ten hours between batches: more than raw_lookback_hours (3), so a late event arrives
 # after the newer changes of its key were built and fell out of the look-back window.
 # Batch 3 comes one hour after batch 2: inside the window, read again.

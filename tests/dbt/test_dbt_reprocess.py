@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from dbt.cli.main import dbtRunnerResult
-from dbt_scenario import CUSTOMERS, DAY_1, DAY_2, INGESTED, ORDERS, SCENARIO_SELECTION
+from dbt_scenario import CUSTOMERS, DAY_1, DAY_2, INGESTED, ORDERS, SCENARIO_SELECTION, WITHOUT_UNIT_TESTS
 from dbt_tables import all_tables, pseudonym, query
 
 from streaming.runtime.dbt_runner import reprocess_args, run_dbt
@@ -24,8 +24,9 @@ pytestmark = pytest.mark.dbt
 REPROCESS_DAY_2 = reprocess_args(DAY_2.date(), DAY_2.date() + timedelta(days=1))
 # The scenario's marts, everything they read and every data test of these (eager
 # selection): the replayed batches are customers' and orders'; the app table's models
-# read raw tables the scenario leaves empty (dbt_scenario.SCENARIO_SELECTION).
-REPROCESS_BUILD = ["build", *SCENARIO_SELECTION, *REPROCESS_DAY_2]
+# read raw tables the scenario leaves empty (dbt_scenario.SCENARIO_SELECTION). Not the
+# unit tests, which read none of the replayed rows (dbt_scenario.WITHOUT_UNIT_TESTS).
+REPROCESS_BUILD = ["build", *SCENARIO_SELECTION, *REPROCESS_DAY_2, *WITHOUT_UNIT_TESTS]
 
 
 def _replay_corrected_batches(data_dir: Path) -> None:
