@@ -119,14 +119,19 @@ def _query(data_dir: Path, sql: str) -> list[tuple]:
 
 
 def _mart_cells(data_dir: Path) -> set[str]:
-    """Every value of every column of every table analysts may read, as text."""
-    tables = _query(data_dir, f"select table_name from information_schema.tables where table_schema = '{MARTS_SCHEMA}'")
-    assert {"dim_customers", "fct_orders", "fct_order_lines"} <= {t for (t,) in tables}
-    cells: set[str] = set()
-    for (table,) in tables:
-        columns = [c for (c,) in _query(data_dir, f"select column_name from information_schema.columns where table_schema = '{MARTS_SCHEMA}' and table_name = '{table}'")]
-        for column in columns:
-            cells |= {v for (v,) in _query(data_dir, f'select distinct cast("{column}" as varchar) from {MARTS_SCHEMA}."{table}"') if v is not None}
+    """Every value of every column of every table analysts may read, as text (one
+    connection for all the queries: opening the database file is most of a query's cost)."""
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        def rows(sql: str) -> list[tuple]:
+            return con.sql(sql).fetchall()
+
+        tables = rows(f"select table_name from information_schema.tables where table_schema = '{MARTS_SCHEMA}'")
+        assert {"dim_customers", "fct_orders", "fct_order_lines"} <= {t for (t,) in tables}
+        cells: set[str] = set()
+        for (table,) in tables:
+            columns = [c for (c,) in rows(f"select column_name from information_schema.columns where table_schema = '{MARTS_SCHEMA}' and table_name = '{table}'")]
+            for column in columns:
+                cells |= {v for (v,) in rows(f'select distinct cast("{column}" as varchar) from {MARTS_SCHEMA}."{table}"') if v is not None}
     return cells
 
 
