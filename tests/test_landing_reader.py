@@ -20,6 +20,7 @@ from streaming.io.landing_reader import (
     MAX_RECORD_BYTES,
     TOO_LARGE_PREFIX_BYTES,
     LandingRecord,
+    open_landing_object,
     split_object_records,
 )
 
@@ -374,3 +375,16 @@ def test_junk_still_ends_at_an_object_that_follows_it_on_its_line():
     assert split(b'not json 0.5{"a":1}\n["x"]{"b":2}') == [
         (0, b"not json 0.5", "invalid_json"), (12, b'{"a":1}', None),
         (20, b'["x"]', "invalid_json"), (25, b'{"b":2}', None)]
+
+
+def test_a_landing_object_opens_by_every_local_spelling_and_another_scheme_is_refused(tmp_path: Path) -> None:
+    # Spark lists local files as `file:/...`; a URI may read `file:///...`; a colon inside
+    # a folder name is no scheme.
+    landed = tmp_path / "hour:00" / "cdc-000001.jsonl"
+    landed.parent.mkdir()
+    landed.write_bytes(b'{"eventName": "INSERT"}\n')
+    for path in (f"file:{landed}", f"FILE://{landed}", str(landed)):
+        with open_landing_object(path) as stream:
+            assert stream.read() == landed.read_bytes()
+    with pytest.raises(OSError, match="landing objects under gs:// cannot be read"):
+        open_landing_object("gs://lake/landing/cdc-000001.jsonl")

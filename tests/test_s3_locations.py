@@ -16,5 +16,6 @@ def test_a_path_that_is_not_on_s3_is_refused(path: str) -> None:
         s3_bucket_and_key(path)
 
 
-def test_only_a_path_with_a_scheme_separator_has_a_scheme() -> None:
-    assert [url_scheme(path) for path in ("S3A://lake/raw", "/tmp/raw", "C:/raw")] == ["s3a", None, None]
+def test_a_scheme_is_read_as_the_s3_split_reads_it_and_a_local_path_has_none() -> None:
+    assert [url_scheme(path) for path in ("S3A://lake/raw", "s3a:/lake/raw", "file:/tmp/raw", "/tmp/raw", "C:/raw",
+                                          "/tmp/a:b/raw")] == ["s3a", "s3a", "file", None, None, None]

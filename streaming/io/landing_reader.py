@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from streaming.pipeline import reasons
-from streaming.s3_locations import S3_SCHEMES, s3_bucket_and_key
+from streaming.s3_locations import S3_SCHEMES, s3_bucket_and_key, url_scheme
 
 # A DynamoDB item is at most 400 KB and a stream record carries at most two images of it
 # (NEW_AND_OLD_IMAGES), in DynamoDB JSON whose descriptors and escaping add up to about
@@ -475,13 +475,13 @@ def open_landing_object(path: str) -> BinaryIO:
     """Open a path as Spark's file listing spells it: `file:/...` (or a bare local path)
     read directly, `s3://bucket/key` (also s3a, s3n) streamed with boto3's `get_object`,
     which Glue and EMR provide."""
-    scheme, colon, rest = path.partition(":")
-    if not colon or len(scheme) == 1:  # no scheme, or a Windows drive letter
+    scheme = url_scheme(path)
+    if scheme is None:
         return open(path, "rb")
     if scheme == "file":
         # Hadoop writes `file:/tmp/x`; a URI may also read `file:///tmp/x`.
-        return open("/" + rest.lstrip("/"), "rb")
-    if scheme.lower() in S3_SCHEMES:
+        return open("/" + path[len("file:"):].lstrip("/"), "rb")
+    if scheme in S3_SCHEMES:
         import boto3
         from botocore.exceptions import ClientError
 
