@@ -9,6 +9,7 @@ import sys
 import tracemalloc
 import zipfile
 import zlib
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
