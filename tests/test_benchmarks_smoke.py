@@ -124,13 +124,8 @@ def test_the_stage_profile_covers_every_stage_and_leaves_the_decode_whole(spark,
     # The typing-only variant swaps the extras out for its run alone. (The decoded records
     # kept once, as process_batch keeps them, for the four raw tables' counts.)
     contracts = load_contracts(contracts_dir)
-    kept = decode.kept_apart_from_its_plan(
-        decode.decode_records(landing_files_batch(spark, str(landing.root)), contracts))
-    try:
-        tables, _ = decode.split_by_table(kept, contracts)
+    with decode.decoded_and_kept(landing_files_batch(spark, str(landing.root)), contracts) as (tables, _):
         assert sum(rows.where(F.col("_extra_attributes").isNotNull()).count() for rows in tables.values()) > 0
-    finally:
-        decode.release_kept(kept)
 
 
 @pytest.mark.spark

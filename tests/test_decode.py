@@ -18,15 +18,7 @@ from pyspark.sql import types as T
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import PIPELINE_COLUMNS, ContractError, TableContract
 from streaming.contracts.spark_schema import raw_schema
-from streaming.pipeline.decode import (
-    QUARANTINE_COLUMNS,
-    decode_batch,
-    decode_projections,
-    decode_records,
-    kept_apart_from_its_plan,
-    release_kept,
-    split_by_table,
-)
+from streaming.pipeline.decode import QUARANTINE_COLUMNS, decode_batch, decode_projections, decoded_and_kept
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
 pytestmark = pytest.mark.spark
@@ -238,20 +230,16 @@ def outcomes(spark, contracts) -> dict[str, Outcome]:
 
 def decode_cases(spark: SparkSession, contracts: dict[str, TableContract]) -> dict[str, Outcome]:
     """Every case decoded in one batch, as process_batch decodes one: the decoded records
-    kept apart from the decode's plan, then split (decode_batch's split, without its
-    fence), so the batch is decoded once for its three outputs instead of once for each."""
+    kept apart from the decode's plan, then split (decoded_and_kept), so the batch is
+    decoded once for its three outputs instead of once for each."""
     rows = [(payload_text(record), sequence, name) for name, (record, sequence) in CASES.items()]
-    kept = kept_apart_from_its_plan(decode_records(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts))
-    try:
-        tables, quarantine = split_by_table(kept, contracts)
+    with decoded_and_kept(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts) as (tables, quarantine):
         found: list[tuple[str, Outcome]] = [
             (row["_event_id"], Outcome(table, row.asDict(recursive=True)))
             for table, frame in tables.items()
             for row in frame.collect()
         ]
         found += [(row["source_ref"], Outcome(None, row.asDict())) for row in quarantine.collect()]
-    finally:
-        release_kept(kept)
     # Every record comes out exactly once, in some table or in the quarantine.
     assert sorted(name for name, _ in found) == sorted(CASES)
     return dict(found)
@@ -1225,15 +1213,11 @@ def sample_outcomes(spark, tmp_path_factory) -> dict[str, Outcome]:
     rows = [(json.dumps(record), None, name) for name, record in cases.items()]
     contracts = load_contracts(directory)
     # Decoded once for its outputs, as decode_cases does.
-    kept = kept_apart_from_its_plan(decode_records(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts))
-    try:
-        tables, quarantine = split_by_table(kept, contracts)
+    with decoded_and_kept(spark.createDataFrame(rows, ENVELOPE_SCHEMA), contracts) as (tables, quarantine):
         names = {record["eventID"]: name for name, record in cases.items()}
         found = [(names[row["_event_id"]], Outcome(table, row.asDict(recursive=True)))
                  for table, frame in tables.items() for row in frame.collect()]
         found += [(row["source_ref"], Outcome(None, row.asDict())) for row in quarantine.collect()]
-    finally:
-        release_kept(kept)
     assert sorted(name for name, _ in found) == sorted(cases)
     return dict(found)
 

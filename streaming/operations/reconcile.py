@@ -236,7 +236,7 @@ def _routed_export_side(
     from pyspark.sql import functions as F
 
     from streaming.io.sources import landing_files_batch
-    from streaming.pipeline.decode import decode_records, kept_apart_from_its_plan, release_kept, split_by_table
+    from streaming.pipeline.decode import decoded_and_kept
 
     folder = decoding.scratch / manifest.export_id
     records = folder / "records"
@@ -249,11 +249,9 @@ def _routed_export_side(
     with session_for(decoding.spark, decoding.out) as spark:
         # The quarantine count and each raw table's write all read the decoded records:
         # kept, so that the export's records are split and decoded once, not once per
-        # read. Rows lost with an executor are not computed again: reconcile fails and is
-        # run again.
-        kept = kept_apart_from_its_plan(decode_records(landing_files_batch(spark, str(records)), table_contracts))
-        try:
-            decoded, quarantine = split_by_table(kept, table_contracts)
+        # read, and released after, since the caller's session may run on. Rows lost with
+        # an executor are not computed again: reconcile fails and is run again.
+        with decoded_and_kept(landing_files_batch(spark, str(records)), table_contracts) as (decoded, quarantine):
             quarantined = {row["reason"]: row["rows"]
                            for row in quarantine.groupBy("reason").agg(F.count(F.lit(1)).alias("rows")).collect()}
             for raw_table, rows in decoded.items():
@@ -264,9 +262,6 @@ def _routed_export_side(
                 tables[raw_table] = (
                     _latest_per_key(f"read_parquet([{listed}])", table_contracts[raw_table]) if files else None
                 )
-        finally:
-            # The caller's session may run on.
-            release_kept(kept)
     return _Side(f"export {manifest.export_id} ({manifest.table_name})", tables, True, quarantined)
 
 

@@ -74,7 +74,8 @@ first that applies in this order:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache, reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -114,10 +115,25 @@ def decode_batch(envelope: DataFrame, contracts: Mapping[str, TableContract]) ->
 
     The decoded frame is only fenced here, so that the filters on `reason` are not
     pushed into the parsing (which would run `from_json` again for every reference).
-    A caller computing several outputs per batch keeps `decode_records` itself instead
-    (process_batch: a local checkpoint), so each record is parsed and decoded once.
+    A caller computing several outputs per batch keeps the decoded records instead
+    (`decoded_and_kept`; process_batch keeps them itself), so each record is parsed and
+    decoded once.
     """
     return split_by_table(_evaluate_once(decode_records(envelope, contracts)), contracts)
+
+
+@contextmanager
+def decoded_and_kept(
+    envelope: DataFrame, contracts: Mapping[str, TableContract]
+) -> Iterator[tuple[dict[str, DataFrame], DataFrame]]:
+    """`decode_batch`'s outputs for a caller reading several of them: the decoded records
+    kept apart from their plan (`kept_apart_from_its_plan`), so that each record is
+    decoded once whatever is read, and released when the block ends."""
+    kept = kept_apart_from_its_plan(decode_records(envelope, contracts))
+    try:
+        yield split_by_table(kept, contracts)
+    finally:
+        release_kept(kept)
 
 
 def split_by_table(
