@@ -24,9 +24,8 @@ for a field of an M value, `lineItems[2].discount` for a field of the L item at
 written as a JSON string in brackets (`["a.b"]`, `shippingAddress["a.b"]`), so two
 fields never share a path. The column is null when nothing is undeclared at any
 level, and for REMOVE rows (a tombstone keeps no image values); an M value that is
-`{"NULL": true}` holds nothing to keep. Every row lists its image's top-level keys
-and reads an outline of its declared M values (their field names only); only rows
-where these show an undeclared field build the object.
+`{"NULL": true}` holds nothing to keep. Only a row whose image holds more object keys
+than its typed image accounts for builds the object (extras.py).
 
 Everything a batch needs is computed in one projection, one row out per record in:
 its table, its quarantine reason, and one struct of raw columns per contract
@@ -93,7 +92,7 @@ from streaming.pipeline.attributes import (
     is_missing,
 )
 from streaming.pipeline.envelope import SOURCE_ERROR, Projections, parse_projections, project
-from streaming.pipeline.extras import container_attributes, extra_attributes, outline_schema
+from streaming.pipeline.extras import extra_attributes
 from streaming.pipeline.routing import route_records
 
 QUARANTINE_COLUMNS = ("_source_table", "reason", "payload", "source_ref")
@@ -216,11 +215,6 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
             .alias(_typed_column(index))
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
-        *[
-            F.when(own & ~is_deleted, F.from_json("_image", outline_schema(contract))).alias(_outline_column(index))
-            for index, (contract, own) in enumerate(zip(tables, owned))
-            if container_attributes(contract)
-        ],
     )
     keys = [set(contract.key_attributes) for contract in tables]
     descriptors = (
@@ -239,9 +233,7 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
             for position, spec in enumerate(contract.attributes)
         ],
         *[
-            extra_attributes(
-                contract, F.col(_typed_column(index)), F.col(_outline_column(index)), own & ~is_deleted
-            ).alias(_extras_column(index))
+            extra_attributes(contract, F.col(_typed_column(index)), own & ~is_deleted).alias(_extras_column(index))
             for index, (contract, own) in enumerate(zip(tables, owned))
         ],
     )
@@ -438,10 +430,6 @@ def _descriptor_column(table_index: int, attribute_index: int) -> str:
 
 def _extras_column(table_index: int) -> str:
     return f"__extra_attributes_{table_index}"
-
-
-def _outline_column(table_index: int) -> str:
-    return f"__image_outline_{table_index}"
 
 
 def _lands_column(table_index: int) -> str:

@@ -2,7 +2,8 @@
 
 Top-level attributes, and fields inside declared M values (also inside the M items of a
 declared L, at any depth), land in `_extra_attributes` (decode.py says how a path is
-written). Only rows whose outline shows an undeclared field build the object.
+written). Only rows whose image may hold an undeclared field (`may_hold_undeclared`)
+build the object.
 """
 from __future__ import annotations
 
@@ -21,30 +22,22 @@ _M_FIELDS = T.StructType([T.StructField("M", DESCRIPTORS)])
 _L_ITEMS = T.StructType([T.StructField("L", T.ArrayType(T.StringType()))])
 # One kept field of `_extra_attributes`: its path and its descriptor's JSON text.
 _EXTRA_ENTRY = T.StructType([T.StructField("path", T.StringType()), T.StructField("descriptor", T.StringType())])
+# The end of a JSON object key: its closing quote and the colon after it.
+_KEY_END = r'"\s*:'
 # A field name without path characters (`.`, `[`, `]`, `"`) is written bare in an
 # `_extra_attributes` path; any other is quoted.
 _BARE_NAME = r'^[^.\[\]"]+$'
 
 
-def extra_attributes(
-    contract: TableContract, typed_image: Column, outline: Column, read: Column
-) -> Column:
+def extra_attributes(contract: TableContract, typed_image: Column, read: Column) -> Column:
     """A JSON object of the image's fields the contract does not name, at any depth:
     path -> DynamoDB JSON descriptor, members sorted by path; null when there are none.
 
-    Every read row lists its top-level keys and, for a contract that declares M
-    values, reads their outline (one more parse of the image); only a record where
-    these show an undeclared field pays for building the object.
+    Only a record whose image may hold an undeclared field pays for building the
+    object; `may_hold_undeclared` tells them apart without parsing the image again.
     """
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
     containers = container_attributes(contract)
-    checks = [F.size(F.array_except(F.json_object_keys("_image"), names)) > 0]
-    if containers:
-        # An image that did not fit its typed schema is decoded attribute by attribute
-        # elsewhere; its typed values cannot be trusted here, so its object is built.
-        checks.append(typed_image[IMAGE_MISFIT].isNotNull())
-        checks += [_holds_undeclared(typed_image[spec.name], outline[spec.name], spec) for spec in containers]
-    has_undeclared = reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
 
     def undeclared_entries(attributes: Column) -> Column:
         return F.concat(
@@ -63,7 +56,29 @@ def extra_attributes(
         ),
     )
     as_object = F.nullif(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
-    return F.when(read & has_undeclared, as_object)
+    return F.when(read & may_hold_undeclared(contract, typed_image), as_object)
+
+
+def may_hold_undeclared(contract: TableContract, typed_image: Column) -> Column:
+    """False only when the image holds no field its contract does not name, at any depth.
+
+    Every key of a JSON object is a string followed by a colon, so the image text holds
+    at least as many matches of `_KEY_END` as keys (more when a string value holds an
+    escaped quote before a colon). The typed image accounts for some of its keys: each
+    declared attribute and field present, and each type key and `NULL` key read inside
+    their descriptors; each of those is a distinct key of the text. When the two counts
+    are equal, every key of the image is accounted for, so none is undeclared. Anything
+    the typed image cannot account for (an undeclared name, a JSON null, an unexpected
+    descriptor key, an escaped quote before a colon) makes the counts differ, and the
+    object is then built, which decides exactly.
+
+    An image that did not fit its typed schema is decoded attribute by attribute
+    elsewhere, and its typed values are all null: it counts as possibly holding one.
+    """
+    accounted = reduce(
+        Column.__add__, [_keys_of_named(typed_image[spec.name], spec) for spec in contract.attributes], F.lit(0)
+    )
+    return typed_image[IMAGE_MISFIT].isNotNull() | (F.regexp_count("_image", F.lit(_KEY_END)) != accounted)
 
 
 def container_attributes(contract: TableContract) -> list[AttributeSpec]:
@@ -81,94 +96,28 @@ def _may_hold_fields(spec: AttributeSpec) -> bool:
     return False
 
 
-def outline_schema(contract: TableContract) -> T.StructType:
-    """from_json schema of the outline of an image's declared M values (also inside
-    L items): the field names in each, down to the deepest declared one.
-
-    Fields below that depth are read as text and the other attributes are skipped,
-    so this parse costs about half the typed one (measured on generated orders); it
-    is what tells a record with undeclared nested fields from one without.
-    """
-    return T.StructType(
-        [T.StructField(spec.name, _descriptor_outline(_outline_depth(spec))) for spec in container_attributes(contract)]
-    )
+def _keys_of_named(descriptor: Column, spec: AttributeSpec) -> Column:
+    """The keys a named value accounts for: its name when it is present, and its descriptor's."""
+    return F.when(descriptor.isNotNull(), F.lit(1) + _keys_of_descriptor(descriptor, spec)).otherwise(F.lit(0))
 
 
-def _outline_depth(spec: AttributeSpec) -> int:
-    """Descriptor levels of this value the outline must open: one per M or L on the
-    way down to its deepest declared M."""
-    if not _may_hold_fields(spec):
-        return 0
+def _keys_of_descriptor(descriptor: Column, spec: AttributeSpec) -> Column:
+    """The keys a typed descriptor accounts for (0 when it is null): its type key and
+    `NULL` when read, and inside an M the declared fields present, inside an L its items'."""
+    value = descriptor[spec.type]
+    count = _one_when_read(value) + _one_when_read(descriptor["NULL"])
+    if spec.type == "M":
+        return reduce(Column.__add__, [_keys_of_named(value[field.name], field) for field in spec.fields], count)
     if spec.type == "L":
         assert spec.items is not None
-        return 1 + _outline_depth(spec.items)
-    return 1 + max((_outline_depth(field) for field in spec.fields), default=0)
-
-
-def _descriptor_outline(depth: int) -> T.DataType:
-    """The outline of a descriptor opened `depth` levels deep: the fields of its M and
-    the items of its L; at depth 0 the descriptor's JSON text."""
-    if depth == 0:
-        return T.StringType()
-    inner = _descriptor_outline(depth - 1)
-    return T.StructType(
-        [T.StructField("M", T.MapType(T.StringType(), inner)), T.StructField("L", T.ArrayType(inner))]
-    )
-
-
-def _holds_undeclared(descriptor: Column | None, outline: Column, spec: AttributeSpec) -> Column:
-    """Whether a declared M value (or an L of them) holds a field its spec does not
-    declare, at any depth. `outline` is the value's outline, `descriptor` its typed
-    value, needed only where the outline can lose a map (see below).
-
-    Where an M has declared M or L fields, the outline reads every field of it as an
-    outline too, and Spark drops the whole map when one of them is not a JSON object
-    (e.g. an undeclared `"legacy": 5`). Where the typed value is there but its
-    outline is not, the answer is yes, and building the object decides exactly.
-    Fields read as text cannot be dropped, so most values need no typed twin.
-    """
-    checks: list[Column] = []
-    if spec.type == "M":
-        outline_fields = outline["M"]
-        declared = F.array(*[F.lit(field.name) for field in spec.fields])
-        checks.append(F.size(F.array_except(F.map_keys(outline_fields), declared)) > 0)
-        holders = [field for field in spec.fields if _may_hold_fields(field)]
-        if holders:
-            assert descriptor is not None
-            typed_fields = descriptor["M"]
-            checks.append(typed_fields.isNotNull() & outline_fields.isNull())
-            checks += [
-                _holds_undeclared(typed_fields[field.name], outline_fields[field.name], field) for field in holders
-            ]
-    else:
-        assert spec.type == "L" and spec.items is not None
         item_spec = spec.items
-        outline_items = outline["L"]
-        typed_items = descriptor["L"] if descriptor is not None else None
-        if typed_items is not None:
-            checks.append(typed_items.isNotNull() & outline_items.isNull())
-        if typed_items is not None and _outline_may_drop(item_spec):
-            item_checks = F.transform(
-                outline_items,
-                lambda item, position: _holds_undeclared(F.get(typed_items, position), item, item_spec),
-            )
-            checks.append(F.exists(item_checks, lambda holds: holds))
-        else:
-            # Higher-order functions run interpreted, so items skip the typed lookup
-            # they do not need.
-            checks.append(F.exists(outline_items, lambda item: _holds_undeclared(None, item, item_spec)))
-    return reduce(Column.__or__, [F.coalesce(check, F.lit(False)) for check in checks])
+        items = F.aggregate(value, F.lit(0), lambda total, item: total + _keys_of_descriptor(item, item_spec))
+        return count + F.coalesce(items, F.lit(0))
+    return count
 
 
-def _outline_may_drop(spec: AttributeSpec) -> bool:
-    """Whether Spark may drop part of this value's outline: some M in it has declared
-    M or L fields, whose outlines are structs rather than text."""
-    if spec.type == "M":
-        return any(_may_hold_fields(field) for field in spec.fields)
-    if spec.type == "L":
-        assert spec.items is not None
-        return _outline_may_drop(spec.items)
-    return False
+def _one_when_read(value: Column) -> Column:
+    return F.when(value.isNotNull(), F.lit(1)).otherwise(F.lit(0))
 
 
 def _undeclared_entries(descriptor_text: Column, spec: AttributeSpec, path: Column) -> Column:
