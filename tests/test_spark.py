@@ -209,3 +209,16 @@ def test_the_local_session_sets_hudi_as_the_glue_job_does_without_its_sql_extens
     assert HUDI_SPARK_CONF[key] == value
     assert set(HUDI_SPARK_CONF) == {"spark.serializer", "spark.kryo.registrator"}
     assert not {"spark.sql.extensions", "spark.sql.catalog.spark_catalog"} & set(HUDI_SPARK_CONF)
+
+
+def test_hudis_warning_that_it_ignores_version_8_settings_is_dropped_and_its_other_warnings_are_not(spark) -> None:
+    # Asked of log4j for the logger Hudi writes it with, before the values are filled in,
+    # as Hudi 1.0.2 logs it for each setting newer than the table that it drops.
+    log4j = spark._jvm.org.apache.logging.log4j
+    hudi_table_config = log4j.LogManager.getLogger("org.apache.hudi.common.table.HoodieTableConfig")
+    warn = log4j.Level.WARN
+    expected = "Table version {} is lower than or equal to config's first version {}. Config {} will be ignored."
+
+    assert not hudi_table_config.isEnabled(warn, None, expected, "SIX")
+    assert hudi_table_config.isEnabled(warn, None, expected.replace("ignored", "kept"), "SIX")
+    assert hudi_table_config.isEnabled(warn, None, "Table version {} cannot be read", "SIX")
