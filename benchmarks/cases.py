@@ -299,6 +299,12 @@ def run_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str, An
     return profile_hudi_writes(spark, params)
 
 
+def run_hudi_tables(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.hudi_tables import measure_table_count
+
+    return measure_table_count(spark, params)
+
+
 def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def case(params: dict[str, Any]) -> dict[str, Any]:
         spark = _session(params)
@@ -329,6 +335,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "copy": _with_session(run_copy),
     "stages": _with_session(run_stages),
     "hudi_writes": _with_session(run_hudi_writes),
+    "hudi_tables": _with_session(run_hudi_tables),
     "dbt": dbt_case,
     "dbt_build": dbt_build_case,
 }

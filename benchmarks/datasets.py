@@ -13,7 +13,9 @@ the app table alone, for the routing-cost comparison.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -28,6 +30,9 @@ RECORDS_PER_TENANT = 46.5
 CHUNK_RECORDS = 250_000
 _FIRST_START = datetime(2026, 11, 1, tzinfo=timezone.utc)
 _CHUNK_SPACING = timedelta(days=60)
+# Where a landing record names its DynamoDB table: a Kinesis-format record in `tableName`,
+# a DynamoDB Streams-format record in its stream's ARN, `...:table/<name>/stream/<label>`.
+_TABLE_NAME_PLACES = (re.compile(rb'("tableName"\s*:\s*")([^"]*)(")'), re.compile(rb'(:table/)([^/"]*)(/stream/)'))
 # Spark's file source takes files oldest first; distinct modification times make the
 # files of each micro-batch the same in every run.
 _MTIME_BASE = 1_700_000_000
@@ -123,4 +128,31 @@ def replicated_set(source: LandingSet, copies: int, target_root: Path) -> Landin
     files: list[LandingFile] = []
     for copy in range(copies):
         files += link_files(source.files, source.root, target_root, prefix=f"copy-{copy:03d}")
+    return LandingSet(target_root, tuple(files))
+
+
+def renamed_record(line: bytes, renames: Mapping[str, str]) -> bytes:
+    """The landing record `line` with its DynamoDB table renamed as `renames` says (a table
+    it does not name keeps its name; a line naming no table is returned as it is)."""
+    def rename(match: re.Match[bytes]) -> bytes:
+        name = match.group(2).decode("utf-8", "replace")
+        return match.group(1) + renames.get(name, name).encode("utf-8") + match.group(3)
+
+    for place in _TABLE_NAME_PLACES:
+        line = place.sub(rename, line, count=1)
+    return line
+
+
+def renamed_copy_set(source: LandingSet, renames: Mapping[str, str], target_root: Path) -> LandingSet:
+    """`source` with each record followed by a copy of it whose table is renamed: twice the
+    records, in the same files and folders, every file holding originals and copies alike
+    (so any prefix of the records, such as a priming batch, reaches both kinds of table)."""
+    shutil.rmtree(target_root, ignore_errors=True)
+    files: list[LandingFile] = []
+    for file in source.files:
+        target = target_root / file.path.relative_to(source.root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lines = file.path.read_bytes().removesuffix(b"\n").split(b"\n")
+        target.write_bytes(b"".join(line + b"\n" + renamed_record(line, renames) + b"\n" for line in lines))
+        files.append(LandingFile(target, 2 * file.records))
     return LandingSet(target_root, tuple(files))

@@ -1,4 +1,4 @@
-"""`make bench`: throughput, per-stage cost, the Hudi writes, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
+"""`make bench`: throughput, per-stage cost, the Hudi writes, a Hudi batch per raw table count, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
 
     python -m benchmarks.run [--sizes 100000,1000000,2000000] [--sinks parquet,hudi] [--quick] [--dbt-rows N] ...
 
@@ -22,6 +22,7 @@ from typing import Any
 from benchmarks.datasets import LandingSet, generate_landing, prefix_set, replicated_set
 from benchmarks.figures import batch_growth, throughput_figures
 from benchmarks.freshness import measure_freshness
+from benchmarks.hudi_tables import TABLE_COUNTS, measure_configuration
 from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case, stream_run
 from benchmarks.routing_cost import measure_routing
 from benchmarks.stages import HUDI_REFERENCE, HUDI_VARIANTS
@@ -68,6 +69,10 @@ class BenchPlan:
     hudi_rounds: int = 2
     # Names of benchmarks.stages.HUDI_VARIANTS to run; None: all of them.
     hudi_variants: tuple[str, ...] | None = None
+    # The `hudi-tables` section (benchmarks/hudi_tables.py): one batch on the Hudi sink of
+    # each size at each raw table count, sizes outermost (the smaller ones finish first).
+    hudi_table_sizes: tuple[int, ...] = (10_000, 200_000)
+    hudi_table_counts: tuple[int, ...] = TABLE_COUNTS
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
@@ -77,7 +82,7 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
                          freshness_drop_interval_s=2.3, scaling_events=20_000,
                          microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1,
-                         stages_events=20_000, hudi_events=20_000, hudi_rounds=1)
+                         stages_events=20_000, hudi_events=20_000, hudi_rounds=1, hudi_table_sizes=(2_000,))
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
@@ -99,6 +104,9 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "hudi_events": args.hudi_events,
         "hudi_rounds": args.hudi_rounds,
         "hudi_variants": tuple(args.hudi_variants.split(",")) if args.hudi_variants else None,
+        "hudi_table_sizes": tuple(int(size) for size in args.hudi_table_sizes.split(",")) if args.hudi_table_sizes else None,
+        "hudi_table_counts": (tuple(int(count) for count in args.hudi_table_counts.split(","))
+                              if args.hudi_table_counts else None),
     }
     plan = BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
     unknown = set(plan.sinks) - set(SINKS)
@@ -107,6 +115,9 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     unknown = set(plan.hudi_variants or ()) - set(HUDI_VARIANTS)
     if unknown:
         raise SystemExit(f"--hudi-variants takes names of {', '.join(HUDI_VARIANTS)}, not {sorted(unknown)}")
+    if not plan.hudi_table_counts or set(plan.hudi_table_counts) - set(TABLE_COUNTS):
+        raise SystemExit(f"--hudi-table-counts takes a comma-separated choice of {', '.join(map(str, TABLE_COUNTS))}, "
+                         f"not {args.hudi_table_counts!r}")
     return plan
 
 
@@ -222,6 +233,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
             lines.append(f"  job/json-schema copy (the stricter floor) at {largest['events']:,} events: "
                          f"{largest['ratio_to_copy']['json-schema']:.2f}")
     lines += hudi_lines(results.get("hudi"))
+    lines += [hudi_tables_line(row) for row in results.get("hudi-tables", [])]
     routing = results.get("routing")
     if routing:
         lines.append(f"routing    {routing['events']:,} app events: routed (4 raw tables) {routing['routed_seconds']:.1f}s, "
@@ -286,6 +298,15 @@ def hudi_lines(hudi: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def hudi_tables_line(row: dict[str, Any]) -> str:
+    return (f"hudi-tables {row['records']:>8,} records {row['raw_tables']:>2} raw tables: batch {row['seconds']:.1f}s, "
+            f"{row['commits']} commits summing {row['commit_seconds']:.1f}s over a {row['commit_span_seconds']:.1f}s span, "
+            f"{row['seconds_per_commit']:.1f}s a commit ({row['batch_seconds_per_commit']:.1f}s of the batch a commit); "
+            f"rows in {row['raw_tables_landed']} raw tables, {row['quarantined']:,} quarantined; "
+            f"the priming batch before it {row['priming_seconds']:.1f}s"
+            f"{'' if row['markers_kept'] else '  (batch markers LOST)'}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few batches (~2-3 minutes)")
@@ -310,14 +331,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="records of the Hudi lens's batch (default 200k; a prefix of the largest size)")
     parser.add_argument("--hudi-rounds", type=int, help="runs of each Hudi lens variant (default 2; the fastest counts)")
     parser.add_argument("--hudi-variants", help=f"comma-separated Hudi lens variants (default all: {','.join(HUDI_VARIANTS)})")
-    parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,routing,scaling,microbatches,"
-                                       "dbt,memory,freshness")
+    parser.add_argument("--hudi-table-sizes", help="comma-separated records a batch of the hudi-tables section "
+                                                   "(default 10000,200000)")
+    parser.add_argument("--hudi-table-counts", help=f"comma-separated raw table counts of the hudi-tables section "
+                                                    f"(default {','.join(map(str, TABLE_COUNTS))})")
+    parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,hudi-tables,routing,scaling,"
+                                       "microbatches,dbt,memory,freshness")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "stages", "hudi", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
+SECTIONS = ("throughput", "stages", "hudi", "hudi-tables", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,10 +369,13 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     base: LandingSet | None = None
-    if {"throughput", "stages", "hudi", "scaling", "memory"} & set(sections):
+    if {"throughput", "stages", "hudi", "hudi-tables", "scaling", "memory"} & set(sections):
         largest = (max(plan.sizes) if {"throughput", "scaling", "memory"} & set(sections)
                    else max(plan.stages_events if "stages" in sections else 0,
-                            plan.hudi_events if "hudi" in sections else 0))
+                            plan.hudi_events if "hudi" in sections else 0,
+                            # A little more than its largest size: each size a prefix of whole files of the
+                            # set, a batch holds as many records at every table count (hudi_tables.landing_for).
+                            int(max(plan.hudi_table_sizes) * 1.05) if "hudi-tables" in sections else 0))
         progress(f"generating {largest:,} landing records")
         base = generate_landing(work / "landing-base", largest, records_per_file=plan.records_per_file)
         progress(f"generated {base.records:,} records in {len(base.files)} files")
@@ -385,6 +413,19 @@ def main(argv: list[str] | None = None) -> int:
             return run.result
 
         section("hudi", hudi)
+    if "hudi-tables" in sections and base:
+        def hudi_tables() -> list[dict[str, Any]]:
+            rows = results.setdefault("hudi-tables", [])
+            for size in plan.hudi_table_sizes:
+                for count in plan.hudi_table_counts:
+                    progress(f"hudi-tables: one batch of {size:,} records into {count} raw tables on the Hudi sink, "
+                             "after a priming batch ...")
+                    rows.append(measure_configuration(base, size, count, work))
+                    progress(hudi_tables_line(rows[-1]))
+                    save()
+            return rows
+
+        section("hudi-tables", hudi_tables)
     if "routing" in sections:
         def routing() -> dict[str, Any]:
             progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "

@@ -86,17 +86,25 @@ def _decode_without_extras(envelope: DataFrame, contracts: dict) -> DataFrame:
         decode.decode_projections.cache_clear()
 
 
+def _kept_envelope(spark: SparkSession, params: dict[str, Any]) -> tuple[list[LandedFile], str]:
+    """The files below `params["landing_dir"]` and their envelope, written once as Parquet
+    in `params["work_dir"]`: each run reads it back instead of splitting the files again."""
+    # Absolute: the splitter opens `file:<path>`, which a relative path does not name.
+    landing = Path(params["landing_dir"]).resolve()
+    files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
+    envelope_path = str(Path(params["work_dir"]) / "envelope.parquet")
+    shutil.rmtree(envelope_path, ignore_errors=True)
+    files_envelope(spark, files).write.parquet(envelope_path)
+    return files, envelope_path
+
+
 def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `contracts_dir` (default:
     the packaged contracts). Returns seconds and microseconds per record of each stage."""
-    # Absolute: the splitter opens `file:<path>`, which a relative path does not name.
-    landing, work = Path(params["landing_dir"]).resolve(), Path(params["work_dir"])
+    work = Path(params["work_dir"])
     rounds = int(params.get("rounds", 2))
     contracts = load_contracts(params.get("contracts_dir"))
-    files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
-    envelope_path = str(work / "envelope.parquet")
-    shutil.rmtree(envelope_path, ignore_errors=True)
-    files_envelope(spark, files).write.parquet(envelope_path)
+    files, envelope_path = _kept_envelope(spark, params)
 
     def envelope() -> DataFrame:
         return spark.read.parquet(envelope_path)
@@ -200,6 +208,8 @@ class TimedHudiWriter:
         self.insert_options = variant.get("insert_options", {})
         self.commits: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        # Each commit's start and end in seconds from here: when commits overlapped.
+        self._origin = time.monotonic()
 
     def __call__(self, frame: DataFrame, options: Any, path: str) -> None:
         operation = options["hoodie.datasource.write.operation"]
@@ -225,12 +235,23 @@ class TimedHudiWriter:
         with self._lock:
             self.commits.append({"table": path.rstrip("/").rsplit("/", 1)[1], "operation": operation,
                                  "written_as": options["hoodie.datasource.write.operation"], "seconds": seconds,
+                                 "started": started - self._origin, "ended": started - self._origin + seconds,
                                  "jobs": len(jobs), "stages": len(stages), **outline})
 
 
-def _hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame, contracts: dict, data: Path,
-                variant: dict[str, Any]) -> dict[str, Any]:
-    """The priming batch, then the timed one, on a fresh data dir with the variant's sink."""
+def hudi_batch_inputs(spark: SparkSession, params: dict[str, Any]) -> tuple[DataFrame, DataFrame | None, int]:
+    """The timed batch (every record below `params["landing_dir"]`, its envelope kept as
+    Parquet in `params["work_dir"]`), the priming batch taken from it (its first
+    `params["priming_records"]`, default HUDI_PRIMING_RECORDS; none at 0), and its records."""
+    envelope = spark.read.parquet(_kept_envelope(spark, params)[1])
+    priming = int(params.get("priming_records", HUDI_PRIMING_RECORDS))
+    return envelope, envelope.limit(priming) if priming else None, envelope.count()
+
+
+def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | None, contracts: dict, data: Path,
+               variant: dict[str, Any]) -> dict[str, Any]:
+    """The priming batch, then the timed one, on a fresh data dir with the variant's sink
+    (without a priming batch, the timed one's first commit of each table creates it)."""
     from streaming.io.hudi_sink import HudiSink
     from streaming.io.hudi_timeline import LocalFiles, table_commits
     from streaming.io.layout import RAW_FOLDER, uri
@@ -243,7 +264,10 @@ def _hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame, co
     sink.reads_changes_once = bool(variant.get("uncached"))
     pipeline = Pipeline(contracts, sink, QuarantineWriter(str(data)),
                         clock=lambda: datetime(2026, 11, 25, tzinfo=timezone.utc))
-    pipeline.process_batch(priming, 0)
+    started = time.monotonic()
+    if priming is not None:
+        pipeline.process_batch(priming, 0)
+    priming_seconds = time.monotonic() - started
     timed = TimedHudiWriter(sink._writer, spark, variant)
     sink._writer = timed
     started = time.monotonic()
@@ -255,7 +279,9 @@ def _hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame, co
         newest[commit["table"]] = history[-1]
     return {
         "seconds": seconds,
+        "priming_seconds": priming_seconds,
         "landed": report.landed,
+        "quarantined": report.quarantined,
         "commits": timed.commits,
         "files_written": {table: commit.files_written for table, commit in newest.items()},
         # A replay is recognised by the marker of the table's newest commit (hudi_sink.py).
@@ -267,18 +293,11 @@ def profile_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str
     """Params: `landing_dir`, `work_dir`, `rounds` (default 2), `variants` (names of
     HUDI_VARIANTS, default all), `contracts_dir`. Each round runs every variant once, in
     turn, the order reversed every other round; a variant's fastest batch counts."""
-    # Absolute: the splitter opens `file:<path>`, which a relative path does not name.
-    landing, work = Path(params["landing_dir"]).resolve(), Path(params["work_dir"])
+    work = Path(params["work_dir"])
     rounds = int(params.get("rounds", 2))
     names = list(params.get("variants") or HUDI_VARIANTS)
     contracts = load_contracts(params.get("contracts_dir"))
-    files = [LandedFile(f"file:{path}", path.stat().st_size, 0) for path in local_landing_files(landing)]
-    envelope_path = str(work / "envelope.parquet")
-    shutil.rmtree(envelope_path, ignore_errors=True)
-    files_envelope(spark, files).write.parquet(envelope_path)
-    envelope = spark.read.parquet(envelope_path)
-    records = envelope.count()
-    priming = envelope.limit(HUDI_PRIMING_RECORDS)
+    envelope, priming, records = hudi_batch_inputs(spark, params)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     failed: dict[str, str] = {}
     for number in range(rounds):
@@ -286,7 +305,7 @@ def profile_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str
             if name in failed:
                 continue
             try:
-                runs[name].append(_hudi_batch(spark, envelope, priming, contracts, work / "hudi", HUDI_VARIANTS[name]))
+                runs[name].append(hudi_batch(spark, envelope, priming, contracts, work / "hudi", HUDI_VARIANTS[name]))
             except Exception as exc:  # a variant Hudi refuses is a finding, not the end of the others
                 failed[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
                 runs.pop(name)
