@@ -16,6 +16,7 @@ from streaming.io.sources import (
     DEFAULT_MAX_BYTES_PER_TRIGGER,
     MAX_FILES_PER_TRIGGER,
     SourceShapeError,
+    TriggerSize,
     files_per_trigger,
     glue_kinesis_envelope,
     landing_files_batch,
@@ -217,6 +218,29 @@ def test_the_byte_budget_before_any_file_landed_assumes_firehose_sized_files(spa
     assert size.files == 50 and "no landing files yet" in size.explanation
     (tmp_path / "empty").mkdir()
     assert files_per_trigger(spark, str(tmp_path / "empty"), max_bytes_per_trigger=50 * ASSUMED_FILE_BYTES).files == 50
+
+
+def test_a_local_landing_folder_is_sized_as_sparks_listing_sizes_it(spark, tmp_path):
+    # A local folder is listed in Python (no Spark job at a stream's start); a `file:` URL,
+    # like an s3:// one, by Spark's binaryFile listing. Both leave out the same names.
+    root = tmp_path / "la[n]ding"
+    sizes = {"2026/11/23/10/a": 300, "2026/11/23/11/b.gz": 5_000, "_ingest_hour=1/c": 70, "d._COPYING_x": 9}
+    for relative, size in sizes.items():
+        land(root, relative, b"{}".ljust(size, b" "))
+    for hidden in ("2026/11/23/10/_in-progress", "2026/.hidden/e", "_staging/f", "g._COPYING_",
+                   "processing-failed/2026/h", "errors/result=splunk-failed/i"):
+        land(root, hidden, b"x" * 1_000_000)
+
+    jobs = spark.sparkContext.statusTracker()
+    before = set(jobs.getJobIdsForGroup())
+    local = files_per_trigger(spark, str(root), max_bytes_per_trigger=1_000_000)
+    assert set(jobs.getJobIdsForGroup()) == before, "a local folder is sized without a Spark job"
+    through_spark = files_per_trigger(spark, f"file:{root}", max_bytes_per_trigger=1_000_000)
+
+    # 1,000,000 bytes at the mean of 5,379 bytes in 4 files.
+    assert local == through_spark == TriggerSize(743, local.explanation)
+    assert "the mean of the 4 landing files" in local.explanation
+    assert files_per_trigger(spark, str(tmp_path / "not-yet")) == files_per_trigger(spark, f"file:{tmp_path}/not-yet")
 
 
 def test_the_default_budget_turns_many_small_files_into_few_large_batches(spark, tmp_path):

@@ -18,6 +18,7 @@ from streaming.io.firehose_error_output import ERROR_OUTPUT_PATTERN, is_error_ou
 from streaming.io.landing_ledger import LandedFile, record_batch
 from streaming.io.storage import hadoop_glob_literal
 from streaming.pipeline.envelope import SOURCE_ERROR, envelope_columns
+from streaming.s3_locations import url_scheme
 
 # With classification json and inferSchema true, Glue's Kinesis source hands the
 # micro-batch the record data as JSON text in this column (some Glue releases spell it
@@ -198,7 +199,15 @@ def _mib(size: float) -> str:
 
 def _landing_size(spark: SparkSession, landing_dir: str) -> tuple[int, int]:
     """(files, bytes) below `landing_dir` as the stream will list them; (0, 0) when the
-    folder does not exist yet. One listing job; no file is read."""
+    folder does not exist yet. No file is read. A local folder (a path without a scheme)
+    is listed here, as `local_landing_files` lists what the stream reads: as a Spark job
+    the listing cost a fresh `lakehouse stream` about 1 s of CPU before its first batch
+    (a cold JVM planning and running one more job). Any other location (`s3://`,
+    `file:`) is listed by one Spark job."""
+    local = Path(landing_dir)
+    if url_scheme(landing_dir) is None and not local.is_file():
+        sizes = [path.stat().st_size for path in local_landing_files(local)]
+        return len(sizes), sum(sizes)
     try:
         row = _load_landing(spark.read, landing_dir).agg(
             F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")
