@@ -4,8 +4,9 @@ The streaming job runs with a processing-time trigger in its own process; this s
 drops files into landing at a fixed interval (not a multiple of the trigger, so files
 land at every phase of it) and watches the change-log folders for each file's rows, as
 every reader lists them (`streaming.io.layout.CHANGE_LOG_FILE_GLOB`): a batch counts
-once it is renamed into place, not while it is written in the scratch folder. Each file
-carries its own key prefix, so its rows are recognisable whatever batch they land in.
+once it is renamed into place, not while it is written in the scratch folder; on the
+Hudi sink, once the commit holding it has completed. Each file carries its own key
+prefix, so its rows are recognisable whatever batch they land in.
 """
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
 from benchmarks.measure import PeakRssSampler, kill_tree, start_case
+from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
+from streaming.io.hudi_timeline import HUDI_TIMELINE_FOLDER, LocalFiles, completed_instants
 from streaming.io.layout import DataLayout
 from streaming.samples.generator import generate_cdc
 
@@ -58,18 +61,38 @@ class RawWatcher:
                     keys = pq.read_table(path, columns=[column]).column(column).to_pylist()
                 except (OSError, ValueError):
                     continue  # replaced while reading; picked up again next poll
-                now = time.time()
                 self._read.add(path)
-                for key in keys:
-                    prefix = (key or "")[:5]
-                    self.first_seen.setdefault((prefix, table), now)
+                self._seen(table, keys)
+
+    def _seen(self, table: str, keys: list[str | None]) -> None:
+        now = time.time()
+        for key in keys:
+            self.first_seen.setdefault(((key or "")[:5], table), now)
 
     def visible_at(self, index: int) -> float | None:
         times = [self.first_seen.get((file_prefix(index), table)) for table in KEY_COLUMNS]
         return None if None in times else max(times)  # type: ignore[type-var]
 
 
-def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger_s: int,
+@dataclass
+class HudiRawWatcher(RawWatcher):
+    """The same on the Hudi sink: a change log's rows are readable once their commit has
+    completed, so each poll reads every change log as a reader would, through hudi-rs's
+    snapshot of the completed commits."""
+
+    def poll(self) -> None:
+        for table, column in KEY_COLUMNS.items():
+            change_log = raw_layout.change_log_dir(self.raw_dir, self.contracts[table])
+            completed = completed_instants(LocalFiles(), str(change_log))
+            # On a local disk Hudi creates a completed instant's file before it writes the
+            # commit's metadata into it, and hudi-rs fails on the empty file: read once written.
+            if not completed or any((change_log / HUDI_TIMELINE_FOLDER / name).stat().st_size == 0
+                                    for name in completed):
+                continue
+            self._seen(table, read_hudi_snapshot(str(change_log), columns=[column]).column(column).to_pylist())
+
+
+def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger_s: int, sink: str = "parquet",
                       timeout_s: float = 600) -> dict[str, Any]:
     data_dir = work / "freshness"
     landing = DataLayout(data_dir).landing / "fresh"
@@ -81,12 +104,12 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
     ready, stop = work / "freshness.ready", work / "freshness.stop"
     params = {
         "label": "freshness", "data_dir": str(data_dir), "landing_dir": str(DataLayout(data_dir).landing),
-        "trigger": "processing-time", "interval": f"{trigger_s} seconds",
+        "trigger": "processing-time", "interval": f"{trigger_s} seconds", "sink": sink,
         "ready_file": str(ready), "stop_file": str(stop), "timeout_s": timeout_s,
     }
     log_path = work / "freshness.log"
     process = start_case("stream", params, log_path=log_path)
-    watcher = RawWatcher(DataLayout(data_dir).raw)
+    watcher = (HudiRawWatcher if sink == "hudi" else RawWatcher)(DataLayout(data_dir).raw)
     landed_at: dict[int, float] = {}
     deadline = time.monotonic() + timeout_s
     try:
@@ -119,6 +142,7 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
                  if watcher.visible_at(i) is not None}
     values = list(latencies.values())
     return {
+        "sink": sink,
         "files": files,
         "trigger_s": trigger_s,
         "drop_interval_s": drop_interval_s,

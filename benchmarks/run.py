@@ -272,10 +272,12 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
         lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
                      f"{memory['peak_rss_bytes'] / GiB:.2f} GiB ({memory['batches']} batches of up to "
                      f"{memory.get('files_per_trigger', '?')} files)")
-    fresh = results.get("freshness")
-    if fresh:
-        lines.append(f"freshness  trigger {fresh['trigger_s']}s, {fresh['visible_files']}/{fresh['files']} files: "
-                     f"p50 {fresh['p50_s']:.1f}s  p95 {fresh['p95_s']:.1f}s")
+    for key in ("freshness", "freshness-hudi"):
+        fresh = results.get(key)
+        if fresh:
+            lines.append(f"freshness  {fresh.get('sink', 'parquet')} sink, trigger {fresh['trigger_s']}s, "
+                         f"{fresh['visible_files']}/{fresh['files']} files: "
+                         f"p50 {fresh['p50_s']:.1f}s  p95 {fresh['p95_s']:.1f}s")
     return lines
 
 
@@ -336,13 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hudi-table-counts", help=f"comma-separated raw table counts of the hudi-tables section "
                                                     f"(default {','.join(map(str, TABLE_COUNTS))})")
     parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,hudi-tables,routing,scaling,"
-                                       "microbatches,dbt,memory,freshness")
+                                       "microbatches,dbt,memory,freshness,freshness-hudi")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "stages", "hudi", "hudi-tables", "routing", "scaling", "microbatches", "dbt", "memory", "freshness")
+SECTIONS = ("throughput", "stages", "hudi", "hudi-tables", "routing", "scaling", "microbatches", "dbt", "memory", "freshness",
+            "freshness-hudi")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -479,11 +482,12 @@ def main(argv: list[str] | None = None) -> int:
     if "memory" in sections and base:
         progress(f"memory: {plan.memory_events:,} events with spark.driver.memory={plan.memory_driver_memory} ...")
         section("memory", lambda: measure_memory(base, work, plan))
-    if "freshness" in sections:
-        progress(f"freshness: {plan.freshness_files} files, trigger {plan.freshness_trigger_s}s ...")
-        section("freshness", lambda: measure_freshness(work, files=plan.freshness_files,
-                                                       drop_interval_s=plan.freshness_drop_interval_s,
-                                                       trigger_s=plan.freshness_trigger_s))
+    for name, sink in (("freshness", "parquet"), ("freshness-hudi", "hudi")):
+        if name in sections:
+            progress(f"{name}: {plan.freshness_files} files, trigger {plan.freshness_trigger_s}s, {sink} sink ...")
+            section(name, lambda sink=sink: measure_freshness(
+                work, files=plan.freshness_files, drop_interval_s=plan.freshness_drop_interval_s,
+                trigger_s=plan.freshness_trigger_s, sink=sink))
     results["total_seconds"] = time.monotonic() - started
     save()
     from benchmarks.plots import plot_bench
