@@ -24,7 +24,7 @@ from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_timeline import HUDI_TIMELINE_FOLDER, LocalFiles, completed_instants
+from streaming.io.hudi_timeline import LocalFiles, completed_instants
 from streaming.io.layout import DataLayout
 from streaming.samples.generator import generate_cdc
 
@@ -83,12 +83,8 @@ class HudiRawWatcher(RawWatcher):
     def poll(self) -> None:
         for table, column in KEY_COLUMNS.items():
             change_log = raw_layout.change_log_dir(self.raw_dir, self.contracts[table])
-            completed = completed_instants(LocalFiles(), str(change_log))
-            # On a local disk Hudi creates a completed instant's file before it writes the
-            # commit's metadata into it, and hudi-rs fails on the empty file: read once written.
-            if not completed or any((change_log / HUDI_TIMELINE_FOLDER / name).stat().st_size == 0
-                                    for name in completed):
-                continue
+            if not completed_instants(LocalFiles(), str(change_log)):
+                continue  # no commit of the table has completed yet
             self._seen(table, read_hudi_snapshot(str(change_log), columns=[column]).column(column).to_pylist())
 
 

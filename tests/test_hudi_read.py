@@ -22,7 +22,7 @@ from streaming.cli import main
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.hudi_sink import HudiSink
-from streaming.io.hudi_timeline import LocalFiles, table_commits
+from streaming.io.hudi_timeline import LocalFiles, completed_instants, table_commits
 from streaming.io.layout import DataLayout, local_raw_format
 from streaming.operations.status import status
 from streaming.runtime.dbt_runner import DbtFailed, run_dbt_command, with_dbt_var
@@ -214,3 +214,37 @@ def test_the_freshness_bench_sees_a_hudi_change_logs_keys_once_committed(hudi_sp
 
     # Both committed batches of the customers' change log; orders has no table yet.
     assert set(watcher.first_seen) == {("c1", "customers"), ("c2", "customers")}
+
+
+def _with_newest_commit_emptied(hudi_data_dir: Path, tmp_path: Path) -> tuple[Path, Path, bytes]:
+    """A copy of the customers change log whose newest completed commit file is empty, as
+    Hudi leaves it for a moment while it writes the commit's metadata on a local disk."""
+    import shutil
+
+    table = tmp_path / "customers_changes"
+    shutil.copytree(hudi_data_dir / "raw" / "customers_changes", table)
+    newest = table / ".hoodie" / completed_instants(LocalFiles(), str(table))[-1]
+    written = newest.read_bytes()
+    newest.write_bytes(b"")
+    return table, newest, written
+
+
+def test_a_snapshot_read_waits_for_a_commit_file_being_written(hudi_spark, hudi_data_dir: Path, tmp_path: Path) -> None:
+    import threading
+
+    table, newest, written = _with_newest_commit_emptied(hudi_data_dir, tmp_path)
+    threading.Timer(0.3, newest.write_bytes, [written]).start()
+
+    assert sorted(read_hudi_snapshot(str(table), columns=["id"]).column("id").to_pylist()) == ["c1", "c1", "c2"]
+
+
+def test_a_commit_file_left_empty_fails_the_read_after_the_retries(
+    hudi_spark, hudi_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakehouse_dbt import hudi_raw
+
+    monkeypatch.setattr(hudi_raw, "COMMIT_BEING_WRITTEN_WAIT_S", 0.01)
+    table, _, _ = _with_newest_commit_emptied(hudi_data_dir, tmp_path)
+
+    with pytest.raises(Exception, match=hudi_raw.COMMIT_BEING_WRITTEN):
+        read_hudi_snapshot(str(table))

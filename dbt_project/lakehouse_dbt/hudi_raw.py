@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,6 +28,14 @@ from hudi import HudiReadOptions, HudiTableBuilder
 from lakehouse_dbt.data_dir import DATABASE_FILE
 
 HUDI_SCHEMA = "raw_hudi"
+
+# On a local disk Hudi 1.0.2 creates a completed commit's timeline file and then writes
+# its metadata into it; hudi-rs reading the table in between (a dbt build beside a running
+# `lakehouse stream`) fails on the empty file with this message. The read is tried again
+# once the writer has had time to finish the file.
+COMMIT_BEING_WRITTEN = "Failed to parse JSON commit metadata"
+COMMIT_BEING_WRITTEN_RETRIES = 5
+COMMIT_BEING_WRITTEN_WAIT_S = 0.5
 
 # A Hudi instant time: yyyyMMddHHmmss, and milliseconds since Hudi 0.9 (the timeline's
 # file names). hudi-rs would also take other spellings; one keeps `--raw-as-of` plain.
@@ -49,11 +58,18 @@ def read_hudi_snapshot(base_uri: str, as_of: str | None = None, columns: Sequenc
         # hudi-rs takes a URL or an absolute path: a relative one (the demo's ./data) fails
         # with "relative URL without a base".
         base_uri = os.path.abspath(base_uri)
-    table = HudiTableBuilder.from_base_uri(base_uri).build()
     options = HudiReadOptions(projection=None if columns is None else list(columns))
     if as_of is not None:
         options = options.with_as_of_timestamp(check_instant(as_of))
-    batches = table.read(options)
+    for attempt in range(COMMIT_BEING_WRITTEN_RETRIES + 1):
+        try:
+            table = HudiTableBuilder.from_base_uri(base_uri).build()
+            batches = table.read(options)
+            break
+        except Exception as error:  # hudi-rs raises its one error type for every failure
+            if COMMIT_BEING_WRITTEN not in str(error) or attempt == COMMIT_BEING_WRITTEN_RETRIES:
+                raise
+            time.sleep(COMMIT_BEING_WRITTEN_WAIT_S)
     if not batches:
         schema = table.get_schema()
         return (schema if columns is None else pa.schema([schema.field(name) for name in columns])).empty_table()
