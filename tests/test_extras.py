@@ -20,7 +20,7 @@ from packaged_contracts import packaged_contracts_dir
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
 from streaming.pipeline import decode, extras
-from streaming.pipeline.attributes import IMAGE_MISFIT, image_schema
+from streaming.pipeline.attributes import typed_image
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA, parse_projections, project
 from streaming.samples.generator import generate_cdc
 
@@ -110,10 +110,9 @@ def extras_per_record(envelope: DataFrame, contracts: dict[str, TableContract]) 
 def fast_path_answers(envelope: DataFrame, contract: TableContract) -> dict[str, bool]:
     """eventID -> `may_hold_undeclared` of each of the table's INSERT/MODIFY images."""
     parsed = project(envelope, parse_projections({contract.table}, False))
-    typed = F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT})
     rows = (
         parsed.where((F.col("_source_table") == contract.table) & ~F.col("_is_deleted"))
-        .select("_event_id", extras.may_hold_undeclared(contract, typed).alias("may_hold"))
+        .select("_event_id", extras.may_hold_undeclared(contract, typed_image(contract)).alias("may_hold"))
         .collect()
     )
     return {row["_event_id"]: row["may_hold"] for row in rows}

@@ -35,6 +35,12 @@ def image_schema(contract: TableContract) -> T.StructType:
     )
 
 
+def typed_image(contract: TableContract) -> Column:
+    """The record's image (`_image`) parsed by `image_schema`; an image that does not fit
+    it comes back with every attribute null and its text in IMAGE_MISFIT."""
+    return F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT})
+
+
 def descriptor(typed_image: Column, spec: AttributeSpec, read: Column) -> Column:
     """The attribute's descriptor parsed for its declared type; null unless `read`
     (a tombstone carries only its key: OldImage values would be stale).

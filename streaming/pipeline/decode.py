@@ -83,14 +83,7 @@ from pyspark.sql import functions as F
 from streaming.contracts.model import CHANGE_RECORD_COLUMN, METADATA_COLUMNS, PIPELINE_COLUMNS, TableContract
 from streaming.contracts.spark_schema import check_partition_expression, raw_schema
 from streaming.pipeline import reasons
-from streaming.pipeline.attributes import (
-    IMAGE_MISFIT,
-    attribute_error,
-    attribute_value,
-    descriptor,
-    image_schema,
-    is_missing,
-)
+from streaming.pipeline.attributes import attribute_error, attribute_value, descriptor, is_missing, typed_image
 from streaming.pipeline.envelope import SOURCE_ERROR, Projections, parse_projections, project
 from streaming.pipeline.extras import extra_attributes
 from streaming.pipeline.routing import route_records
@@ -211,8 +204,7 @@ def decode_projections(contracts: tuple[tuple[str, TableContract], ...], has_sou
     typed = (
         F.col("*"),
         *[
-            F.when(own | leaves, F.from_json("_image", image_schema(contract), {"columnNameOfCorruptRecord": IMAGE_MISFIT}))
-            .alias(_typed_column(index))
+            F.when(own | leaves, typed_image(contract)).alias(_typed_column(index))
             for index, (contract, own, leaves) in enumerate(zip(tables, owned, left))
         ],
     )

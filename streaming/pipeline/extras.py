@@ -37,7 +37,7 @@ def extra_attributes(contract: TableContract, typed_image: Column, read: Column)
     object; `may_hold_undeclared` tells them apart without parsing the image again.
     """
     names = F.array(*[F.lit(spec.name) for spec in contract.attributes])
-    containers = container_attributes(contract)
+    containers = _container_attributes(contract)
 
     def undeclared_entries(attributes: Column) -> Column:
         return F.concat(
@@ -81,7 +81,7 @@ def may_hold_undeclared(contract: TableContract, typed_image: Column) -> Column:
     return typed_image[IMAGE_MISFIT].isNotNull() | (F.regexp_count("_image", F.lit(_KEY_END)) != accounted)
 
 
-def container_attributes(contract: TableContract) -> list[AttributeSpec]:
+def _container_attributes(contract: TableContract) -> list[AttributeSpec]:
     """The contract's attributes that can hold fields of their own."""
     return [spec for spec in contract.attributes if _may_hold_fields(spec)]
 
