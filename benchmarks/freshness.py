@@ -148,4 +148,5 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
         "p95_s": percentile(values, 95),
         "max_s": max(values) if values else None,
         "peak_rss_bytes": sampler.peak,
+        "peak_pss_bytes": sampler.peak_pss,
     }

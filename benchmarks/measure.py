@@ -6,6 +6,7 @@ psutil, and the wall time including JVM start-up.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import platform
@@ -53,6 +54,7 @@ class CaseRun:
     wall_seconds: float
     returncode: int
     stderr_tail: str = field(repr=False, default="")
+    peak_pss_bytes: int = 0
 
 
 def tree_cpu_seconds(root: psutil.Process) -> float:
@@ -72,34 +74,79 @@ def tree_cpu_seconds(root: psutil.Process) -> float:
     return total
 
 
-def tree_rss(root: psutil.Process) -> int:
-    """Resident bytes of `root` and all its descendants (processes may vanish meanwhile)."""
-    total = 0
+# kcmp(2) on this machine's architecture, and its KCMP_VM type: whether two processes
+# share one address space (linux include/uapi/linux/kcmp.h; the syscall tables of
+# arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h).
+_SYS_KCMP = {"x86_64": 312, "aarch64": 272}.get(platform.machine())
+_KCMP_VM = 1
+
+
+def shares_address_space(pid: int, other: int) -> bool:
+    """Whether two processes run in one address space: a JVM starting a command clones
+    itself with CLONE_VM (glibc's posix_spawn), and until that child executes the command
+    it reports the JVM's whole resident memory as its own. False where kcmp is missing."""
+    if _SYS_KCMP is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(_SYS_KCMP, pid, other, _KCMP_VM, 0, 0) == 0
+
+
+def _proportional_bytes(pid: int) -> int:
+    """The process's proportional set size: each page it shares with others counted by
+    its share (linux Documentation/filesystems/proc.rst, smaps_rollup)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    raise OSError(f"no Pss in /proc/{pid}/smaps_rollup")
+
+
+@dataclass(frozen=True)
+class TreeMemory:
+    """Resident memory of a process tree, each address space counted once: `rss` sums
+    the processes' resident sets (pages two processes share, such as a forked Python
+    worker's and its daemon's, count in both); `pss` splits shared pages between their
+    sharers, so it adds up to the tree's own memory (0 where /proc has no smaps_rollup)."""
+
+    rss: int
+    pss: int
+
+
+def tree_memory(root: psutil.Process) -> TreeMemory:
+    """The memory of `root` and all its descendants (processes may vanish meanwhile). A
+    process still sharing its parent's address space is its parent's memory, not more."""
     try:
         processes = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
+        return TreeMemory(0, 0)
+    rss = pss = 0
     for process in processes:
         try:
-            total += process.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            if process is not root and shares_address_space(process.pid, process.ppid()):
+                continue
+            rss += process.memory_info().rss
+            pss += _proportional_bytes(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
-    return total
+    return TreeMemory(rss, pss)
 
 
 class PeakRssSampler:
-    """Samples the RSS of a process tree on a thread until stopped; keeps the maximum."""
+    """Samples the memory of a process tree on a thread until stopped; keeps the maxima
+    (`peak`: resident sets, `peak_pss`: proportional sets)."""
 
     def __init__(self, pid: int, interval: float = 0.2) -> None:
         self._process = psutil.Process(pid)
         self._interval = interval
         self._stop = threading.Event()
         self.peak = 0
+        self.peak_pss = 0
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(self._process))
+            memory = tree_memory(self._process)
+            self.peak = max(self.peak, memory.rss)
+            self.peak_pss = max(self.peak_pss, memory.pss)
             self._stop.wait(self._interval)
 
     def __enter__(self) -> PeakRssSampler:
@@ -185,7 +232,8 @@ def run_case(
     result = parse_result(stdout)
     if check and (process.returncode != 0 or result is None):
         raise CaseFailedError(f"case {case} exited {process.returncode}:\n{stderr[-3000:]}")
-    return CaseRun(case, params, result or {}, sampler.peak, wall, process.returncode, stderr[-3000:])
+    return CaseRun(case, params, result or {}, sampler.peak, wall, process.returncode, stderr[-3000:],
+                   peak_pss_bytes=sampler.peak_pss)
 
 
 def stream_run(landing: LandingSet, data_dir: Path, master: str, *, label: str,

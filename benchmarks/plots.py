@@ -52,7 +52,8 @@ def _freshness(ax: Any, fresh: dict[str, Any], memory: dict[str, Any] | None) ->
     ax.set_ylabel("seconds to readable raw rows")
     title = f"freshness, trigger {fresh['trigger_s']}s"
     if memory:
-        title += f"\n(memory run: peak RSS {memory['peak_rss_bytes'] / 1024**3:.2f} GiB, {memory['events']:,} events)"
+        title += (f"\n(memory run: peak {memory.get('peak_pss_bytes', 0) / 1024**3:.2f} GiB proportional, "
+                  f"{memory['peak_rss_bytes'] / 1024**3:.2f} GiB resident, {memory['events']:,} events)")
     ax.set_title(title)
     ax.legend()
 

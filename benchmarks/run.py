@@ -146,7 +146,8 @@ def measure_throughput(landing: LandingSet, work: Path, master: str, copy_format
     copy_seconds = {fmt: run.result["seconds"] for fmt, run in copies.items()}
     by_sink = {
         sink: {**throughput_figures(landing.records, job.result["seconds"], copy_seconds),
-               "peak_rss_bytes": job.peak_rss_bytes, "cpu_seconds": job.result["cpu_seconds"],
+               "peak_rss_bytes": job.peak_rss_bytes, "peak_pss_bytes": job.peak_pss_bytes,
+               "cpu_seconds": job.result["cpu_seconds"],
                "batches": len(job.result["batch_seconds"])}
         for sink, job in jobs.items()
     }
@@ -157,7 +158,9 @@ def measure_throughput(landing: LandingSet, work: Path, master: str, copy_format
         "sink": sinks[0],
         "files": len(landing.files),
         "job_peak_rss_bytes": first.peak_rss_bytes,
+        "job_peak_pss_bytes": first.peak_pss_bytes,
         "copy_peak_rss_bytes": {fmt: run.peak_rss_bytes for fmt, run in copies.items()},
+        "copy_peak_pss_bytes": {fmt: run.peak_pss_bytes for fmt, run in copies.items()},
         "landed": first.result["landed"],
         "landed_by_table": first.result["landed_by_table"],
         "quarantined": first.result["quarantined"],
@@ -196,8 +199,8 @@ def measure_memory(base: LandingSet, work: Path, plan: BenchPlan) -> dict[str, A
     return {"events": landing.records, "driver_memory": plan.memory_driver_memory,
             "max_files_per_trigger": plan.memory_files_per_trigger, "batches": len(run.result["batch_seconds"]),
             "files_per_trigger": run.result["files_per_trigger"],
-            "peak_rss_bytes": run.peak_rss_bytes, "seconds": run.result["seconds"],
-            "events_per_s": landing.records / run.result["seconds"]}
+            "peak_rss_bytes": run.peak_rss_bytes, "peak_pss_bytes": run.peak_pss_bytes,
+            "seconds": run.result["seconds"], "events_per_s": landing.records / run.result["seconds"]}
 
 
 def measure_dbt(work: Path, rows: int, new_rows: int | None = None) -> dict[str, Any]:
@@ -269,8 +272,9 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
                              "(the earlier increment and the new batch)")
     memory = results.get("memory")
     if memory:
-        lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak RSS of the process tree "
-                     f"{memory['peak_rss_bytes'] / GiB:.2f} GiB ({memory['batches']} batches of up to "
+        lines.append(f"memory     {memory['events']:,} events, driver {memory['driver_memory']}: peak of the process tree "
+                     f"{memory.get('peak_pss_bytes', 0) / GiB:.2f} GiB proportional (PSS), "
+                     f"{memory['peak_rss_bytes'] / GiB:.2f} GiB resident (RSS) ({memory['batches']} batches of up to "
                      f"{memory.get('files_per_trigger', '?')} files)")
     for key in ("freshness", "freshness-hudi"):
         fresh = results.get(key)
