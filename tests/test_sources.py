@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from pyspark.sql import types as T
 
-from streaming.io.landing_ledger import changed_files
+from streaming.io.landing_ledger import LandedFile, changed_files
 from streaming.io.sources import (
     ASSUMED_FILE_BYTES,
     DEFAULT_MAX_BYTES_PER_TRIGGER,
     MAX_FILES_PER_TRIGGER,
     SourceShapeError,
     TriggerSize,
+    files_envelope,
     files_per_trigger,
     glue_kinesis_envelope,
     landing_files_batch,
@@ -89,6 +90,21 @@ def test_batch_envelope_reads_every_object_by_records_not_lines(spark, landing):
     assert rows_of(envelope) == expected_rows(files)
     assert {row.kinesis_sequence_number for row in envelope.collect()} == {None}
     assert all(row.source_ref.startswith("file:") for row in envelope.collect())
+
+
+def test_every_path_reaches_the_splitter_as_listed_and_no_pickling_worker_is_started(spark, tmp_path):
+    # Names holding the characters a list literal or a separator could break on.
+    names = ['with "quotes"', "new\nline", "comma,semicolon;", "back\\slash", "caf\u00e9 \u6771", "[0-9]*"]
+    files = [LandedFile(str(land(tmp_path, name, b'{"n":%d}' % index)), 7, 0) for index, name in enumerate(names)]
+
+    envelope = files_envelope(spark, files)
+
+    assert sorted((row.source_ref, row.payload) for row in envelope.collect()) == sorted(
+        (f"{file.path}#0", '{"n":%d}' % index) for index, file in enumerate(files))
+    plan = envelope._jdf.queryExecution().executedPlan().toString()
+    # Rows from a Python list would be an RDD scan fed by a pickling worker (and its daemon).
+    assert "Range" in plan and "ExistingRDD" not in plan
+    assert envelope.rdd.getNumPartitions() == min(len(files), 2 * spark.sparkContext.defaultParallelism)
 
 
 def run_landing_stream(spark, stream, checkpoint: Path) -> list[tuple[int, list]]:

@@ -4,6 +4,7 @@ files add `source_error`, a reason found while splitting the file into records.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,17 +78,25 @@ def _listed(files: DataFrame) -> list[LandedFile]:
     return [LandedFile(row.path, row.length, row.modified_ms) for row in rows]
 
 
+def _paths_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """One row per path, spread over the cores (one partition each, up to twice their
+    number), built in the JVM: rows from a Python list (`parallelize`, `createDataFrame`)
+    go through a pickling Python worker, a second kind besides the splitter's Arrow
+    workers, with a daemon of its own (about 0.2 GiB resident for the two kinds together)."""
+    partitions = max(1, min(len(paths), 2 * spark.sparkContext.defaultParallelism))
+    # One literal, parsed once by the optimizer (constant folding): any text a path holds
+    # survives JSON, where a separator character might not.
+    listed = F.from_json(F.lit(json.dumps(list(paths))), T.ArrayType(T.StringType()))
+    return spark.range(len(paths), numPartitions=partitions).select(
+        F.element_at(listed, F.col("id").cast("int") + 1).alias("path"))
+
+
 def files_envelope(spark: SparkSession, files: Sequence[LandedFile]) -> DataFrame:
     """Envelope of every record in `files`, split on the executors (landing_reader), with
     `source_ref` = `<path>#<byte offset>` and the splitter's `source_error`."""
     from streaming.io.landing_reader import split_landing_files
 
-    paths = spark.sparkContext.parallelize(
-        [(file.path,) for file in files],
-        # Spread the files over the cores; one partition each up to twice their number.
-        numSlices=max(1, min(len(files), 2 * spark.sparkContext.defaultParallelism)),
-    )
-    records = spark.createDataFrame(paths, "path string").mapInArrow(
+    records = _paths_frame(spark, [file.path for file in files]).mapInArrow(
         split_landing_files, "payload binary, source_ref string, source_error string"
     )
     # No UTF-8 check in the payload's cast to text: decode quarantines invalid bytes as `invalid_utf8`.
