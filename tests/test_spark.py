@@ -22,6 +22,7 @@ from streaming import cli
 from streaming.runtime.package_zip import build_package_zip
 from streaming.runtime.spark_session import (
     DEFAULT_MASTER,
+    LOCAL_DRIVER_JAVA_OPTIONS,
     JavaNotFoundError,
     is_local_master,
     resolve_master,
@@ -73,6 +74,22 @@ def test_the_suites_jvm_runs_with_the_options_conftest_gives_it(spark) -> None:
     # would still pass, only slower (its time budget is the only other witness).
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert set(TEST_JVM_OPTIONS.split()) <= set(runtime.getInputArguments())
+    # The session's own choice of collector gave way to them: both would stop the JVM's start.
+    assert LOCAL_DRIVER_JAVA_OPTIONS not in set(runtime.getInputArguments())
+
+
+@pytest.mark.spark
+def test_a_driver_jvm_the_local_session_starts_collects_garbage_with_the_parallel_collector() -> None:
+    env = {key: value for key, value in os.environ.items() if key not in ("PYSPARK_SUBMIT_ARGS", "PYSPARK_GATEWAY_PORT")}
+    printed = subprocess.run(
+        [sys.executable, "-c", "from streaming.runtime.spark_session import local_session\n"
+                               "jvm = local_session()._jvm\n"
+                               "print(*sorted(bean.getName() for bean in "
+                               "jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()), sep=',')"],
+        capture_output=True, text=True, check=True, env=env, cwd=REPO, timeout=300,
+    ).stdout.splitlines()
+    # HotSpot's names for the parallel collector's young and old generations.
+    assert printed[-1] == "PS MarkSweep,PS Scavenge"
 
 
 @pytest.mark.spark
