@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import random
+import subprocess
 import sys
 import tracemalloc
 import zipfile
@@ -389,3 +390,41 @@ def test_a_landing_object_opens_by_every_local_spelling_and_another_scheme_is_re
             assert stream.read() == landed.read_bytes()
     with pytest.raises(OSError, match="landing objects under gs:// cannot be read"):
         open_landing_object("gs://lake/landing/cdc-000001.jsonl")
+
+
+def test_the_arrow_batches_hold_what_pyarrow_builds_from_the_same_values(tmp_path: Path) -> None:
+    name = tmp_path / "caf\u00e9 #1.jsonl"
+    name.write_bytes(b'{"a":1}\n{}\nnot json\n{"\\u00e9":"\xc3\xa9"}{"b":2} tail\n')
+    paths = pa.RecordBatch.from_arrays([pa.array([str(name)])], names=["path"])
+
+    batches = list(landing_reader.split_landing_files([paths]))
+
+    records = list(landing_reader.split_object_records(io.BytesIO(name.read_bytes())))
+    expected = pa.RecordBatch.from_arrays(
+        [pa.array([record.payload for record in records], pa.binary()),
+         pa.array([f"{name}#{record.offset}" for record in records], pa.string()),
+         pa.array([record.reason for record in records], pa.string())],
+        names=["payload", "source_ref", "source_error"],
+    )
+    assert len(batches) == 1
+    batches[0].validate(full=True)
+    assert batches[0].equals(expected)
+    assert batches[0].column(2).null_count == 3
+
+
+def test_splitting_files_into_arrow_batches_does_not_import_pandas(tmp_path: Path) -> None:
+    # pyarrow.array imports pandas on its first call when pandas is installed, as it is here.
+    landing = tmp_path / "x.jsonl"
+    landing.write_bytes(b'{"a":1}\nnot json\n')
+    # The input batch as Spark hands it over: an Arrow stream, whose reading imports nothing more.
+    paths = pa.RecordBatch.from_arrays([pa.array([str(landing)])], names=["path"])
+    with pa.OSFile(str(tmp_path / "paths.arrow"), "wb") as sink, pa.ipc.new_stream(sink, paths.schema) as writer:
+        writer.write_batch(paths)
+    script = ("import sys, pyarrow as pa\n"
+              "from streaming.io.landing_reader import split_landing_files\n"
+              f"paths = pa.ipc.open_stream(pa.OSFile({str(tmp_path / 'paths.arrow')!r})).read_next_batch()\n"
+              "assert 'pandas' not in sys.modules\n"
+              "print(sum(batch.num_rows for batch in split_landing_files([paths])), 'pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.split() == ["2", "False"]
