@@ -11,6 +11,7 @@ prefix, so its rows are recognisable whatever batch they land in.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,20 +91,25 @@ class HudiRawWatcher(RawWatcher):
 
 def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger_s: int, sink: str = "parquet",
                       timeout_s: float = 600) -> dict[str, Any]:
-    data_dir = work / "freshness"
+    # A folder per sink, emptied first: after the Parquet sink's run, a second run in the
+    # same data directory would be refused (its raw tables are Parquet), and its ready and
+    # stop files would start and stop the next stream at once.
+    run_dir = work / f"freshness-{sink}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    data_dir = run_dir / "data"
     landing = DataLayout(data_dir).landing / "fresh"
-    staged = work / "freshness-staged"
+    staged = run_dir / "staged"
     landing.mkdir(parents=True, exist_ok=True)
     staged.mkdir(parents=True, exist_ok=True)
     for index in range(files):
         (staged / f"fresh-{index:03d}.jsonl").write_text("\n".join(freshness_lines(index)) + "\n", encoding="utf-8")
-    ready, stop = work / "freshness.ready", work / "freshness.stop"
+    ready, stop = run_dir / "ready", run_dir / "stop"
     params = {
         "label": "freshness", "data_dir": str(data_dir), "landing_dir": str(DataLayout(data_dir).landing),
         "trigger": "processing-time", "interval": f"{trigger_s} seconds", "sink": sink,
         "ready_file": str(ready), "stop_file": str(stop), "timeout_s": timeout_s,
     }
-    log_path = work / "freshness.log"
+    log_path = run_dir / "stream.log"
     process = start_case("stream", params, log_path=log_path)
     watcher = (HudiRawWatcher if sink == "hudi" else RawWatcher)(DataLayout(data_dir).raw)
     landed_at: dict[int, float] = {}
