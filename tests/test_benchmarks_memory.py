@@ -4,6 +4,9 @@ from __future__ import annotations
 import os
 import platform
 import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -11,72 +14,66 @@ import pytest
 from benchmarks import measure
 
 MiB = 1024 * 1024
-needs_linux_proc = pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     platform.system() != "Linux" or measure._SYS_KCMP is None,
     reason="kcmp(2) and /proc/<pid>/smaps_rollup are Linux's (x86_64 and aarch64 here)",
 )
 
+# A parent that touched 64 MiB, then forked a child sharing those pages until written.
+# Run as a fresh, single-threaded interpreter: forking a pytest worker, whose other
+# threads may hold locks, can leave the child stuck before it says it started.
+_PARENT_AND_CHILD = """
+import os, signal, sys
+touched = bytearray(os.urandom(64 * 1024 * 1024))
+child = os.fork()
+if child == 0:
+    signal.pause()
+    os._exit(0)
+print(os.getpid(), child, flush=True)
+signal.pause()
+"""
 
-def _forked_sleeper() -> int:
-    """A child forked after this process touched its pages: they are shared until written."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: say it started, then wait to be killed
-        os.close(read_end)
-        os.write(write_end, b"x")
-        signal.pause()
-        os._exit(0)
-    os.close(write_end)
-    os.read(read_end, 1)
-    os.close(read_end)
-    return pid
 
-
-@needs_linux_proc
-def test_a_process_shares_its_own_address_space_and_not_a_forked_childs():
-    pid = _forked_sleeper()
+@pytest.fixture
+def parent_and_child() -> Iterator[tuple[psutil.Process, psutil.Process]]:
+    process = subprocess.Popen([sys.executable, "-c", _PARENT_AND_CHILD], stdout=subprocess.PIPE, text=True,
+                               start_new_session=True)
     try:
-        assert measure.shares_address_space(os.getpid(), os.getpid())
-        assert not measure.shares_address_space(pid, os.getpid())
+        parent, child = (int(pid) for pid in process.stdout.readline().split())  # type: ignore[union-attr]
+        yield psutil.Process(parent), psutil.Process(child)
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
-@needs_linux_proc
-def test_pages_a_forked_child_shares_count_twice_resident_and_once_proportional():
-    touched = bytearray(os.urandom(64 * MiB))
-    pid = _forked_sleeper()
-    try:
-        alone = measure.tree_memory(psutil.Process(pid))
-        tree = measure.tree_memory(psutil.Process())
-        # The child holds the 64 MiB resident, shared with this process.
-        assert alone.rss >= 64 * MiB
-        assert tree.rss >= 128 * MiB
-        # Split between the two sharers, those pages add up to one copy.
-        assert tree.pss < tree.rss - 48 * MiB
-        assert tree.pss >= 64 * MiB
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    assert len(touched) == 64 * MiB
+def test_a_process_shares_its_own_address_space_and_not_a_forked_childs(parent_and_child):
+    parent, child = parent_and_child
+
+    assert measure.shares_address_space(parent.pid, parent.pid)
+    assert not measure.shares_address_space(child.pid, parent.pid)
 
 
-@needs_linux_proc
-def test_a_child_still_in_its_parents_address_space_is_not_counted_again(monkeypatch):
+def test_pages_a_forked_child_shares_count_twice_resident_and_once_proportional(parent_and_child):
+    parent, child = parent_and_child
+
+    tree = measure.tree_memory(parent)
+
+    # Each holds the 64 MiB resident; they are one copy, shared.
+    assert child.memory_info().rss >= 64 * MiB
+    assert tree.rss >= 128 * MiB
+    assert tree.pss < tree.rss - 48 * MiB
+    assert tree.pss >= 64 * MiB
+
+
+def test_a_child_still_in_its_parents_address_space_is_not_counted_again(parent_and_child, monkeypatch):
     # Such a child (a JVM's posix_spawn before exec) lives for microseconds, too briefly to
-    # catch here; what the sum does with one is checked by naming the forked child one.
-    pid = _forked_sleeper()
-    try:
-        # This process may have other children (a pytest worker's Spark JVM): the forked
-        # child's own share is what must leave the sums.
-        counted = measure.tree_memory(psutil.Process())
-        child_rss = psutil.Process(pid).memory_info().rss
-        monkeypatch.setattr(measure, "shares_address_space", lambda child, parent: child == pid)
-        without_child = measure.tree_memory(psutil.Process())
-        assert child_rss > 0
-        assert abs((counted.rss - without_child.rss) - child_rss) < 16 * MiB
-        assert counted.pss > without_child.pss
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    # catch here; what the sums do with one is checked by naming the forked child one.
+    parent, child = parent_and_child
+    counted = measure.tree_memory(parent)
+
+    monkeypatch.setattr(measure, "shares_address_space", lambda pid, parent_pid: pid == child.pid)
+    without_child = measure.tree_memory(parent)
+
+    assert abs(without_child.rss - parent.memory_info().rss) < 8 * MiB
+    assert counted.rss - without_child.rss >= 64 * MiB
+    assert counted.pss > without_child.pss
