@@ -7,6 +7,7 @@ psutil, and the wall time including JVM start-up.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import platform
@@ -87,8 +88,13 @@ def shares_address_space(pid: int, other: int) -> bool:
     it reports the JVM's whole resident memory as its own. False where kcmp is missing."""
     if _SYS_KCMP is None:
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.syscall(_SYS_KCMP, pid, other, _KCMP_VM, 0, 0) == 0
+    return _libc().syscall(_SYS_KCMP, pid, other, _KCMP_VM, 0, 0) == 0
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, loaded once: the sampler asks about every process five times a second."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _proportional_bytes(pid: int) -> int:
