@@ -28,7 +28,6 @@ DEFAULT_MASTER = "local[2]"
 # time and 11 % less CPU than with G1, Java's default on two or more cores (184 s against
 # 202 s; docs/performance.md). Options given to spark-submit (--driver-java-options) win.
 LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
-# The package executors must import to run Python functions the driver ships to them.
 
 
 class JavaNotFoundError(OperatorError, RuntimeError):
