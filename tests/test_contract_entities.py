@@ -200,3 +200,74 @@ def test_an_entity_raw_table_may_not_clash_with_another_files_tables(tmp_path):
     write(tmp_path, plain, "carts.yml")
     with pytest.raises(ContractError, match="raw_table 'shop_carts' is already used by"):
         load_contracts(tmp_path)
+
+
+# --------------------------------------------------------------------------- a whole sort key
+
+
+def with_entities(entities: dict[str, Any]) -> dict[str, Any]:
+    return edited(lambda d: d.update(entities=entities))
+
+
+def test_a_whole_sort_key_rule_loads_beside_a_partition_key_prefix(tmp_path):
+    users, orgs, orders, _ = load_contract_file(write(tmp_path, with_entities({
+        "users": {"raw_table": "shop_users", "match": {"partition_key_prefix": "USER#", "sort_key_equals": "PROFILE"}},
+        "orgs": {"raw_table": "shop_orgs", "match": {"partition_key_prefix": "ORG#", "sort_key_equals": "PROFILE"}},
+        "orders": {"raw_table": "shop_orders", "match": {"sort_key_prefix": "ORDER#"}},
+    })))
+    assert users.route == Route(partition_key_prefix="USER#", sort_key_equals="PROFILE")
+    assert users.route.describe() == "partition key starts with 'USER#' and sort key is 'PROFILE'"
+    assert orgs.route.sort_key_equals == "PROFILE" and orders.route.sort_key_equals is None
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "overlap"),
+    [
+        ({"sort_key_equals": "A"}, {"sort_key_equals": "B"}, False),
+        ({"sort_key_equals": "A"}, {"sort_key_prefix": "ADDRESS#"}, False),  # a whole `A` is no `ADDRESS#...`
+        ({"sort_key_equals": "ADDRESS#1"}, {"sort_key_prefix": "ADDRESS#"}, True),
+        ({"sort_key_equals": "A"}, {"sort_key_equals": "A"}, True),
+        ({"sort_key_equals": "A"}, {"partition_key_prefix": "USER#"}, True),
+        ({"sort_key_equals": "A", "partition_key_prefix": "USER#"},
+         {"sort_key_equals": "A", "partition_key_prefix": "ORG#"}, False),
+    ],
+)
+def test_a_whole_sort_key_overlaps_only_the_rules_that_could_take_the_same_item(tmp_path, first, second, overlap):
+    document = with_entities({"first": {"raw_table": "shop_first", "match": first},
+                              "second": {"raw_table": "shop_second", "match": second}})
+    assert Route(**first).may_overlap(Route(**second)) is overlap
+    if overlap:
+        with pytest.raises(ContractError, match="an item could match both entity 'first'"):
+            load_contract_file(write(tmp_path, document))
+    else:
+        assert len(load_contract_file(write(tmp_path, document))) == 3
+
+
+@pytest.mark.parametrize(
+    ("match", "message"),
+    [
+        ({"sort_key_prefix": "P", "sort_key_equals": "PROFILE"},
+         "entities.carts.match.sort_key_equals: give sort_key_prefix or sort_key_equals, not both"),
+        ({"sort_key_equals": ""}, "entities.carts.match.sort_key_equals: must be non-empty text"),
+        ({"sort_key_equals": 7}, "entities.carts.match.sort_key_equals: must be non-empty text"),
+    ],
+)
+def test_an_invalid_whole_sort_key_rule_is_refused_naming_file_line_and_field(tmp_path, match, message):
+    path = write(tmp_path, edited(lambda d: d["entities"]["carts"].update(match=match)))
+    with pytest.raises(ContractError, match=rf"^{re.escape(str(path))}: line \d+: {re.escape(message)}"):
+        load_contract_file(path)
+
+
+def test_a_whole_sort_key_rule_needs_a_text_sort_key(tmp_path):
+    document = edited(lambda d: (d["attributes"].update(sk={"type": "N"}),
+                                 d.update(entities={"carts": {"raw_table": "shop_carts",
+                                                              "match": {"sort_key_equals": "1"}}})))
+    path = write(tmp_path, document)
+    with pytest.raises(ContractError, match=rf"^{re.escape(str(path))}: line \d+: entities\.carts\.match\."
+                                            r"sort_key_equals: the key 'sk' has type N; "
+                                            r"sort_key_equals needs an S key"):
+        load_contract_file(path)
+    plain = {k: v for k, v in SINGLE_TABLE.items() if k != "key"} | {"key": {"partition_key": "pk"}}
+    plain["entities"] = {"carts": {"raw_table": "shop_carts", "match": {"sort_key_equals": "CART"}}}
+    with pytest.raises(ContractError, match=r"entities\.carts\.match\.sort_key_equals: the table has no sort key"):
+        load_contract_file(write(tmp_path, plain, "nosort.yml"))

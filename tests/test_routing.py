@@ -42,13 +42,33 @@ THINGS = {
     },
 }
 
+# A design keeping each item's own record under one constant sort key (`PROFILE`): the
+# partition key prefix tells users from orgs, and a whole-key rule keeps `PROFILE#2` out.
+ACCOUNTS = {
+    "table": "accounts",
+    "key": {"partition_key": "pk", "sort_key": "sk"},
+    "attributes": {"pk": {"type": "S"}, "sk": {"type": "S"}},
+    "partitioning": {"column": "pk_suffix", "expression": "substring(pk, -1, 1)"},
+    "entities": {
+        "users": {"raw_table": "account_users",
+                  "match": {"partition_key_prefix": "USER#", "sort_key_equals": "PROFILE"}},
+        "orgs": {"raw_table": "account_orgs",
+                 "match": {"partition_key_prefix": "ORG#", "sort_key_equals": "PROFILE"}},
+    },
+}
+
 
 @pytest.fixture(scope="module")
 def contracts(tmp_path_factory):
     directory = tmp_path_factory.mktemp("contracts")
     shutil.copy(PACKAGED_CONTRACTS_DIR / "app.yml", directory / "app.yml")
     (directory / "things.yml").write_text(yaml.safe_dump(THINGS, sort_keys=False), encoding="utf-8")
+    (directory / "accounts.yml").write_text(yaml.safe_dump(ACCOUNTS, sort_keys=False), encoding="utf-8")
     return load_contracts(directory)
+
+
+def account_keys(partition: str, sort: str) -> dict[str, Any]:
+    return {"pk": {"S": partition}, "sk": {"S": sort}}
 
 
 def record(
@@ -123,6 +143,15 @@ def decoded(spark, contracts):
         # The same move, but the new item is mistyped: quarantined, and no tombstone either.
         (record("things", "MODIFY", PERSON_KEY, thing("k1", "BILL", total={"S": "x"}),
                 thing("k1", "PERSON"), "bill-mistyped"), None, "r7"),
+        # Whole sort keys: the constant routes by partition key prefix; a longer key is no match.
+        (record("accounts", "INSERT", account_keys("USER#u1", "PROFILE"), account_keys("USER#u1", "PROFILE"), None,
+                "user-profile"), None, "r9"),
+        (record("accounts", "INSERT", account_keys("ORG#o1", "PROFILE"), account_keys("ORG#o1", "PROFILE"), None,
+                "org-profile", fmt="streams"), None, "r10"),
+        (record("accounts", "INSERT", account_keys("USER#u1", "PROFILE#2"), account_keys("USER#u1", "PROFILE#2"),
+                None, "user-profile-2"), None, "r11"),
+        (record("accounts", "REMOVE", account_keys("ORG#o2", "PROFILE"), None, None, "org-remove-keys-only"), None,
+         "r12"),
         # A MODIFY within one entity leaves nothing behind.
         (record("things", "MODIFY", PERSON_KEY, thing("k1", "PERSON", name={"S": "Bo"}),
                 thing("k1", "PERSON", name={"S": "Ana"}), "person-renamed"), None, "r8"),
@@ -160,6 +189,10 @@ def landed(decoded, event_id: str) -> list[str]:
         ("thing-remove-no-old-image", "things_unrouted"),
         ("thing-without-kind", "things_unrouted"),
         ("person-renamed", "thing_people"),
+        ("user-profile", "account_users"),
+        ("org-profile", "account_orgs"),
+        ("user-profile-2", "accounts_unrouted"),
+        ("org-remove-keys-only", "account_orgs"),
     ],
 )
 def test_each_record_lands_in_exactly_one_raw_table(decoded, event_id, raw_table):

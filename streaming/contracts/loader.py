@@ -53,7 +53,7 @@ _TOP_LEVEL_KEYS = frozenset(
     {"table", "raw_table", "description", "key", "attributes", "partitioning", "entities", "unrouted_table"}
 )
 _ENTITY_KEYS = frozenset({"raw_table", "description", "match", "attributes"})
-_MATCH_KEYS = frozenset({"partition_key_prefix", "sort_key_prefix", "attribute", "equals"})
+_MATCH_KEYS = frozenset({"partition_key_prefix", "sort_key_prefix", "sort_key_equals", "attribute", "equals"})
 _KEY_KEYS = frozenset({"partition_key", "sort_key"})
 _PARTITIONING_KEYS = frozenset({"column", "expression"})
 _ATTRIBUTE_KEYS = frozenset({"column", "type", "cast", "pii", "description", "items", "fields"})
@@ -397,8 +397,8 @@ def _parse_entities(
 def _parse_route(match: Any, shared: TableContract, source: _Source, where: str) -> Route:
     if not isinstance(match, Mapping) or not match:
         raise ContractError(
-            f"{source.at(where)}: every entity needs a match rule: partition_key_prefix, sort_key_prefix "
-            "and/or attribute with equals"
+            f"{source.at(where)}: every entity needs a match rule: partition_key_prefix, sort_key_prefix or "
+            "sort_key_equals, and/or attribute with equals"
         )
     _reject_unknown(match, _MATCH_KEYS, source, f"{where}.")
     values: dict[str, str | None] = {}
@@ -409,21 +409,27 @@ def _parse_route(match: Any, shared: TableContract, source: _Source, where: str)
         values[field] = value
     if (values["attribute"] is None) != (values["equals"] is None):
         raise ContractError(f"{source.at(where)}: attribute and equals go together (the attribute's S value)")
-    for field, key_name in (("partition_key_prefix", shared.partition_key), ("sort_key_prefix", shared.sort_key)):
+    if values["sort_key_prefix"] is not None and values["sort_key_equals"] is not None:
+        raise ContractError(f"{source.at(f'{where}.sort_key_equals')}: give sort_key_prefix or sort_key_equals, "
+                            "not both (a whole sort key already says its prefix)")
+    for field, key_name in (("partition_key_prefix", shared.partition_key), ("sort_key_prefix", shared.sort_key),
+                            ("sort_key_equals", shared.sort_key)):
         if values[field] is None:
             continue
         if key_name is None:
             raise ContractError(f"{source.at(f'{where}.{field}')}: the table has no sort key")
         if shared.attribute(key_name).type != "S":
+            what = "a prefix" if field.endswith("_prefix") else "sort_key_equals"
             raise ContractError(
                 f"{source.at(f'{where}.{field}')}: the key {key_name!r} has type "
-                f"{shared.attribute(key_name).type}; a prefix needs an S key"
+                f"{shared.attribute(key_name).type}; {what} needs an S key"
             )
     if values["attribute"] in shared.key_attributes:
         raise ContractError(f"{source.at(f'{where}.attribute')}: match a key attribute with a prefix rule")
     return Route(
         partition_key_prefix=values["partition_key_prefix"],
         sort_key_prefix=values["sort_key_prefix"],
+        sort_key_equals=values["sort_key_equals"],
         attribute=values["attribute"],
         equals=values["equals"],
     )

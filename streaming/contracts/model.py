@@ -115,22 +115,26 @@ class Route:
     """Which items of a DynamoDB table belong to an entity: every condition given holds.
 
     Prefixes are of the key attributes' string values (`USER#` matches `USER#u7`);
-    `attribute` = `equals` compares an S attribute of the item image (a REMOVE's OldImage).
+    `sort_key_equals` is the whole sort key, for the designs that keep an item's own
+    record under one constant sort key (`PROFILE`, `METADATA`, `A`), where a prefix `A`
+    would also take `ADDRESS#1`; `attribute` = `equals` compares an S attribute of the
+    item image (a REMOVE's OldImage).
     """
 
     partition_key_prefix: str | None = None
     sort_key_prefix: str | None = None
     attribute: str | None = None
     equals: str | None = None
+    sort_key_equals: str | None = None
 
     def may_overlap(self, other: Route) -> bool:
         """Whether one item could match both routes: no condition of one excludes the other's."""
-        for mine, theirs in (
-            (self.partition_key_prefix, other.partition_key_prefix),
-            (self.sort_key_prefix, other.sort_key_prefix),
-        ):
-            if mine is not None and theirs is not None and not (mine.startswith(theirs) or theirs.startswith(mine)):
-                return False
+        pk_mine, pk_theirs = self.partition_key_prefix, other.partition_key_prefix
+        if pk_mine is not None and pk_theirs is not None and not (
+                pk_mine.startswith(pk_theirs) or pk_theirs.startswith(pk_mine)):
+            return False
+        if _sort_keys_exclusive(self, other):
+            return False
         return not (self.attribute is not None and self.attribute == other.attribute and self.equals != other.equals)
 
     def describe(self) -> str:
@@ -139,9 +143,25 @@ class Route:
             for name, prefix in (("partition key", self.partition_key_prefix), ("sort key", self.sort_key_prefix))
             if prefix is not None
         ]
+        if self.sort_key_equals is not None:
+            conditions.append(f"sort key is {self.sort_key_equals!r}")
         if self.attribute is not None:
             conditions.append(f"{self.attribute} = {self.equals!r}")
         return " and ".join(conditions)
+
+
+def _sort_keys_exclusive(first: Route, second: Route) -> bool:
+    """Whether the sort-key conditions of two routes exclude each other: two prefixes of
+    which neither starts the other, two different whole keys, or a whole key the other's
+    prefix does not start."""
+    if first.sort_key_equals is not None and second.sort_key_equals is not None:
+        return first.sort_key_equals != second.sort_key_equals
+    for exact, prefix in ((first.sort_key_equals, second.sort_key_prefix),
+                          (second.sort_key_equals, first.sort_key_prefix)):
+        if exact is not None and prefix is not None:
+            return not exact.startswith(prefix)
+    mine, theirs = first.sort_key_prefix, second.sort_key_prefix
+    return mine is not None and theirs is not None and not (mine.startswith(theirs) or theirs.startswith(mine))
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,9 @@ def _matches(route: Route, contract: TableContract, keys: Column, values: Mappin
     if route.sort_key_prefix is not None:
         assert contract.sort_key is not None  # checked by the contract loader
         conditions.append(keys[contract.sort_key]["S"].startswith(route.sort_key_prefix))
+    if route.sort_key_equals is not None:
+        assert contract.sort_key is not None  # checked by the contract loader
+        conditions.append(keys[contract.sort_key]["S"] == F.lit(route.sort_key_equals))
     if route.attribute is not None:
         assert values is not None  # an attribute route always has its values parsed
         conditions.append(values[route.attribute] == F.lit(route.equals))
