@@ -37,7 +37,7 @@
       materialized='incremental',
       unique_key=unique_key,
       replaced_by=replaced_by,
-      on_schema_change='fail',
+      on_schema_change='append_new_columns',
       partitioned_by=partitioned_by,
       **replace_live_rows_strategy()
   ) -%}

@@ -1,8 +1,8 @@
 {#
   The change metadata every current-state staging model carries after its own
   columns, in one place so that the models keep the same names, types and order:
-  downstream models and the models' own merge (_ordering_value) rely on them, and with
-  on_schema_change='fail' a difference in order or type would stop the next run.
+  downstream models and the models' own merge (_ordering_value) rely on them, and a
+  difference in type would stop the next incremental run (macros/materializations/schema_changes.sql).
   Timestamps are cast to type_timestamp() because Athena's Iceberg tables store
   microseconds only. Deletes are never null, so that filters on them need no coalesce.
 #}

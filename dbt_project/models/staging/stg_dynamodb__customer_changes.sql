@@ -18,7 +18,7 @@
 #}
 {{ config(
     unique_key='_event_id',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partitioned_by=athena_partitioning(['bucket(id, 16)']),
     **replace_live_rows_strategy()
 ) }}

@@ -12,7 +12,7 @@
 {{ config(
     unique_key=['id', 'cust_name'],
     incremental_strategy='merge',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partitioned_by=athena_partitioning(['bucket(id, 16)'])
 ) }}
 

@@ -9,7 +9,7 @@
 {{ config(
     unique_key=['customer_id', 'order_id'],
     incremental_strategy='merge',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partitioned_by=athena_partitioning(['bucket(customer_id, 16)'])
 ) }}
 

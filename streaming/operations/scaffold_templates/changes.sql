@@ -27,7 +27,7 @@ int_customers__change_events does. PII in clear: staging is restricted.
 [% set columns = contract.business_columns %]
 {{ config(
     unique_key='_event_id',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partitioned_by=athena_partitioning(['bucket([[ contract.key_columns[0] ]], 16)']),
     **replace_live_rows_strategy()
 ) }}

@@ -34,7 +34,7 @@ PII in clear: staging is restricted.
 {{ config(
     unique_key=[[ keys | sql_list ]],
     incremental_strategy='merge',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
     partitioned_by=athena_partitioning(['bucket([[ keys[0] ]], 16)'])
 ) }}
 

@@ -1,0 +1,139 @@
+"""Issue 45 B7, C1-C3: a new user onboards a plain (not single-table) DynamoDB table with
+the documented flow and no hand edits: `contract infer`, `scaffold`, stream, `dbt build`;
+then adds an attribute and a map field to the contract, scaffolds again, streams more and
+builds incrementally.
+
+The table has the shape of the Movies sample of the DynamoDB developer guide
+(moviedata.json: `year` N partition key, `title` S sort key, an `info` map holding
+`actors` and `genres` lists, `rating`, `rank`, `release_date`); the items below are
+written for this test in that shape. What the first load holds is what real data of
+that shape holds: one movie keeps its actors as a string set where the others have a
+list, and a `tags` list holds numbers on one movie and text on another."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+from project_copy import copy_contracts, copy_project
+
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
+from streaming.contracts.model import contracts_of_table
+from streaming.io.layout import DataLayout
+from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.operations.contract_infer import infer_table_contract
+from streaming.operations.scaffold import scaffold
+from streaming.operations.status import status
+from streaming.pipeline.batch import Pipeline
+from streaming.pipeline.envelope import ENVELOPE_SCHEMA
+from streaming.runtime.dbt_runner import failure_summary, run_dbt
+
+TABLE = "Movies"
+MODELS = ("stg_dynamodb__movies", "stg_dynamodb__movies_changes")
+T0_MS = 1_793_000_000_000  # 2026-10-27
+
+
+def movie(year: int, title: str, rating: str, actors: list[str], *, actors_as_set: bool = False,
+          **more: dict) -> dict:
+    info = {"rating": {"N": rating}, "rank": {"N": str(year % 97)},
+            "genres": {"L": [{"S": "Drama"}]},
+            "release_date": {"S": f"{year}-09-02T00:00:00Z"},
+            "actors": {"SS": actors} if actors_as_set else {"L": [{"S": actor} for actor in actors]}}
+    info.update(more.pop("info", {}))
+    return {"year": {"N": str(year)}, "title": {"S": title}, "info": {"M": info}, **more}
+
+
+FIRST_LOAD = [
+    movie(2013, "Rush", "8.3", ["Daniel Bruhl", "Chris Hemsworth"], tags={"L": [{"N": "1"}, {"N": "2"}]}),
+    movie(2013, "Prisoners", "8.2", ["Hugh Jackman"], tags={"L": [{"S": "thriller"}]}),
+    movie(2012, "The Hunger Games", "7.3", ["Jennifer Lawrence"], actors_as_set=True),
+    movie(2011, "Drive", "7.9", ["Ryan Gosling"]),
+]
+# After the contract gained `studio` and `info.budget`: a new movie with both, and a
+# changed rating that does not fit the proposed decimal(18,1).
+SECOND_LOAD = [
+    movie(2014, "Whiplash", "8.5", ["Miles Teller"], studio={"S": "Bold Films"}, info={"budget": {"N": "3300000"}}),
+    movie(2011, "Drive", "7.85", ["Ryan Gosling"]),
+]
+
+
+def record(item: dict, number: int, event: str = "INSERT") -> str:
+    keys = {"year": item["year"], "title": item["title"]}
+    return json.dumps({"awsRegion": "eu-west-1", "eventID": f"movie-{number}", "eventName": event,
+                       "userIdentity": None, "recordFormat": "application/json", "tableName": TABLE,
+                       "dynamodb": {"ApproximateCreationDateTime": T0_MS + number * 1000, "Keys": keys,
+                                    "NewImage": item}, "eventSource": "aws:dynamodb"})
+
+
+def add_studio_and_budget(contract_file: Path) -> None:
+    """The two additions a user makes by hand to the proposal: allowed by the stream."""
+    document = yaml.safe_load(contract_file.read_text())
+    document["attributes"]["studio"] = {"type": "S", "description": "Studio."}
+    document["attributes"]["info"]["fields"]["budget"] = {"type": "N", "cast": "bigint", "description": "Budget."}
+    contract_file.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def stream_and_build(spark, contracts_dir: Path, project: Path, data_dir: Path, lines: list[str], batch_id: int):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
+        contracts = load_contracts()
+        scaffold(TABLE, project_dir=project, contracts=contracts)
+        envelope = spark.createDataFrame([(line, None, "movies") for line in lines], ENVELOPE_SCHEMA)
+        report = Pipeline(contracts_of_table(contracts, TABLE), LocalParquetSink(str(data_dir)),
+                          QuarantineWriter(str(data_dir))).process_batch(envelope, batch_id)
+        result = run_dbt(["build", "--project-dir", str(project), "--profiles-dir", str(project),
+                          "--select", "source:dynamodb.movies_changes+"], data_dir)
+    return report, result
+
+
+@pytest.fixture(scope="module")
+def movies(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("onboarding_movies")
+    sample = root / "moviedata.jsonl"
+    sample.write_text("".join(json.dumps(item) + "\n" for item in FIRST_LOAD))
+    contracts_dir = copy_contracts(root / "contracts", {})
+    contract_file = contracts_dir / "Movies.yml"
+    infer_table_contract(TABLE, sample=sample, out=contract_file, key=["year", "title"], max_items=100,
+                         min_entity_items=2, echo=lambda line: None)
+    proposal = contract_file.read_text()
+    project, data_dir = copy_project(root / "project"), root / "data"
+    first = stream_and_build(spark, contracts_dir, project, data_dir,
+                             [record(item, number) for number, item in enumerate(FIRST_LOAD)], 0)
+    add_studio_and_budget(contract_file)
+    second = stream_and_build(spark, contracts_dir, project, data_dir,
+                              [record(item, 100 + number, "INSERT" if number == 0 else "MODIFY")
+                               for number, item in enumerate(SECOND_LOAD)], 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
+        report = status(DataLayout(data_dir), contracts_dir=str(contracts_dir))
+    return {"proposal": proposal, "first": first, "second": second, "data_dir": data_dir, "status": report}
+
+
+def _query(data_dir: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        return con.sql(sql).fetchall()
+
+
+def _statuses(result) -> dict[str, str]:
+    return {node.node.name: str(node.status) for node in result.result}
+
+
+def test_both_loads_land_and_both_builds_are_green(movies: dict) -> None:
+    for load, items in (("first", FIRST_LOAD), ("second", SECOND_LOAD)):
+        report, result = movies[load]
+        assert (report.records_in, report.quarantined) == (len(items), 0)
+        assert result.success, failure_summary(result)
+        assert {_statuses(result)[model] for model in MODELS} == {"success"}
+
+
+def test_an_added_attribute_and_map_field_are_taken_by_the_incremental_build(movies: dict) -> None:
+    """B7: the second build failed with "source and target schemas ... out of sync"."""
+    rows = _query(movies["data_dir"], "select title, studio, info.budget, info.rating from "
+                                      "lakehouse_staging.stg_dynamodb__movies order by title")
+    assert rows == [("Drive", None, None, "7.85"), ("Prisoners", None, None, "8.2"), ("Rush", None, None, "8.3"),
+                    ("The Hunger Games", None, None, "7.3"), ("Whiplash", "Bold Films", "3300000", "8.5")]
+    assert _query(movies["data_dir"], "select title, studio from lakehouse_staging.stg_dynamodb__movies_changes "
+                                      "where studio is not null") == [("Whiplash", "Bold Films")]
