@@ -237,7 +237,7 @@ def test_a_key_without_prefix_among_prefixed_ones_stays_unrouted(tmp_path):
              + [item("T#1", "settings", theme={"S": "dark"})])
     proposal = infer_contract("app", sample_of(items))
     assert [e.match for e in proposal.entities] == [{"sort_key_prefix": "INVOICE#"}, {"sort_key_prefix": "USER#"}]
-    assert [(k.items, k.why) for k in proposal.unrouted] == [(1, "its key has no `KIND#` prefix to match on")]
+    assert [(k.items, k.why) for k in proposal.unrouted] == [(1, "its sort key has no `KIND#` prefix to match on")]
     assert set(proposed("app", sample_of(items), tmp_path)) == {"app_invoices", "app_users", "app_unrouted"}
 
 
@@ -262,11 +262,13 @@ def test_a_discriminator_attribute_wins_over_key_prefixes(tmp_path):
 def test_kinds_told_apart_only_by_both_prefixes_get_rules_on_both_keys(tmp_path):
     items = ([item(f"ORG#{n}", "META#", title={"S": "org"}) for n in range(2)]
              + [item(f"USER#{n}", "META#", email={"S": f"u{n}@example.com"}) for n in range(2)]
-             + [item(f"USER#{n}", f"ORDER#{n}", total={"N": "2.5"}) for n in range(2)])
+             + [item(f"USER#{n}", f"ORDER#o{n}{m}", total={"N": "2.5"}) for n in range(2) for m in range(2)])
     loaded = proposed("shop", sample_of(items), tmp_path)
+    # `META#` is each item's own record, so its partition key names it; an order is the
+    # user's, named by both keys.
     assert {c.raw_table: (c.route.partition_key_prefix, c.route.sort_key_prefix)
             for c in loaded.values() if c.route} == {
-        "shop_org_metas": ("ORG#", "META#"), "shop_user_metas": ("USER#", "META#"), "shop_user_orders": ("USER#", "ORDER#")}
+        "shop_orgs": ("ORG#", "META#"), "shop_users": ("USER#", "META#"), "shop_user_orders": ("USER#", "ORDER#")}
 
 
 def test_an_unnamed_attribute_whose_values_own_attributes_is_a_discriminator(tmp_path):
@@ -400,3 +402,104 @@ def test_contract_infer_command_writes_a_loadable_contract_and_its_report(tmp_pa
     # A second run never overwrites the reviewed file without --force.
     assert main(argv) == 2
     assert "exists; a proposal never overwrites a contract unless --force" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- single-table designs in public shapes
+
+
+BATTLE_ROYALE = FIXTURES / "battle_royale.jsonl"
+CONSTANT_SORT_KEYS = FIXTURES / "constant_sort_keys.jsonl"
+GITHUB = FIXTURES / "github_accounts.jsonl"
+
+
+def routes_of(contracts: dict[str, TableContract]) -> dict[str, dict[str, str]]:
+    return {name: {field: value for field, value in vars(c.route).items() if value is not None}
+            for name, c in contracts.items() if c.route is not None}
+
+
+def test_an_items_own_record_under_a_metadata_sort_key_is_named_and_routed_by_its_partition_key(tmp_path):
+    # Pattern A1 in the AWS gaming tutorial's shape: users and games both under `#METADATA#<id>`.
+    proposal = infer_contract("BattleRoyale", sample_file(BATTLE_ROYALE, "BattleRoyale", 10_000))
+    assert proposal.unrouted == []
+    routes = routes_of(proposed("BattleRoyale", sample_file(BATTLE_ROYALE, "BattleRoyale", 10_000), tmp_path))
+    assert routes["battle_royale_users"] == {"partition_key_prefix": "USER#", "sort_key_prefix": "#METADATA#"}
+    assert routes["battle_royale_games"] == {"partition_key_prefix": "GAME#", "sort_key_prefix": "#METADATA#"}
+    games = next(entity for entity in proposal.entities if entity.name == "games")
+    assert "its sort key (#METADATA#*) marks the item's own record" in games.named
+    assert "named from its partition key" in render_contract(proposal)
+
+
+def test_constant_sort_keys_get_an_exact_sort_key_rule_beside_their_partition_key_prefix(tmp_path):
+    # Pattern A1 with constants (`PROFILE` under users and under orgs, `root`, `METADATA`).
+    routes = routes_of(proposed("Accounts", sample_file(CONSTANT_SORT_KEYS, "Accounts", 10_000), tmp_path))
+    assert {name: route for name, route in routes.items() if "sort_key_equals" in route} == {
+        "accounts_users": {"partition_key_prefix": "USER#", "sort_key_equals": "PROFILE"},
+        "accounts_orgs": {"partition_key_prefix": "ORG#", "sort_key_equals": "PROFILE"},
+        "accounts_devices": {"partition_key_prefix": "DEVICE#", "sort_key_equals": "root"},
+        "accounts_orders": {"partition_key_prefix": "ORDER#", "sort_key_equals": "METADATA"}}
+
+
+def test_a_kind_holding_one_value_in_its_sort_key_is_one_entity_not_one_shape_per_value(tmp_path):
+    # Pattern A2: `state#OR`, `state#WA`, ... and `STATUS#SHIPPED`, `STATUS#PAID`, ...
+    proposal = infer_contract("Accounts", sample_file(CONSTANT_SORT_KEYS, "Accounts", 10_000))
+    assert proposal.unrouted == []
+    by_name = {entity.name: entity for entity in proposal.entities}
+    assert (by_name["country_states"].items, by_name["country_states"].match) == (
+        15, {"partition_key_prefix": "COUNTRY#", "sort_key_prefix": "state#"})
+    assert (by_name["order_statuses"].items, by_name["order_statuses"].match) == (
+        14, {"partition_key_prefix": "ORDER#", "sort_key_prefix": "STATUS#"})
+
+
+def test_the_same_sort_key_prefix_under_another_partition_key_prefix_is_another_entity(tmp_path):
+    # Pattern A3: `USER#x` under `GAME#y` is a game's player; under `USER#x` the user itself.
+    items = ([item(f"USER#u{n}", f"USER#u{n}", email={"S": f"u{n}@example.com"}) for n in range(5)]
+             + [item(f"GAME#g{n % 2}", f"USER#u{n}", score={"N": str(n)}) for n in range(6)])
+    routes = routes_of(proposed("games", sample_of(items), tmp_path))
+    # The partition key alone tells them apart here, so the rule reads it alone; the names
+    # still come from both keys.
+    assert routes == {"games_users": {"partition_key_prefix": "USER#"},
+                      "games_game_users": {"partition_key_prefix": "GAME#"}}
+    battle = infer_contract("BattleRoyale", sample_file(BATTLE_ROYALE, "BattleRoyale", 10_000))
+    players = next(entity for entity in battle.entities if entity.match.get("sort_key_prefix") == "USER#")
+    assert (players.name, players.items) == ("game_users", 12)
+    assert "named from both keys: USER#* items under GAME#* partitions" in render_contract(battle)
+
+
+def test_a_type_attribute_held_by_most_items_splits_the_kinds_keys_cannot_tell_apart(tmp_path):
+    # Pattern A4 in the shape of DeBrie's GitHub model: users and organizations share
+    # `ACCOUNT#<name>`; `Type` is on accounts and repositories, not on issues.
+    sample = sample_file(GITHUB, "GitHub", 10_000)
+    assert sum("Type" in image for image in sample.items.values()) < len(sample.items)
+    proposal = infer_contract("GitHub", sample)
+    assert proposal.unrouted == []
+    routes = routes_of(proposed("GitHub", sample_file(GITHUB, "GitHub", 10_000), tmp_path))
+    assert routes == {
+        "git_hub_users": {"sort_key_prefix": "ACCOUNT#", "attribute": "Type", "equals": "User"},
+        "git_hub_organizations": {"sort_key_prefix": "ACCOUNT#", "attribute": "Type", "equals": "Organization"},
+        "git_hub_repos": {"sort_key_prefix": "REPO#"},
+        "git_hub_repo_issues": {"sort_key_prefix": "ISSUE#"}}
+    assert "also by the attribute 'Type', named like an entity type" in render_contract(proposal)
+
+
+def test_shapes_one_prefix_cannot_tell_apart_are_split_by_a_type_most_of_them_hold(tmp_path):
+    items = ([item("C#1", f"ORDER#{n}", entityType={"S": "order"}, total={"N": "3"}) for n in range(5)]
+             + [item("C#1", f"ORDER#{n}#LINE#{m}", entityType={"S": "line"}, sku={"S": "s"})
+                for n in range(3) for m in range(2)]
+             + [item("C#1", "ORDER#9#LINE#1", sku={"S": "s"})])
+    proposal = infer_contract("shop", sample_of(items))
+    assert {entity.name: (entity.items, entity.match) for entity in proposal.entities} == {
+        "orders": (5, {"sort_key_prefix": "ORDER#", "attribute": "entityType", "equals": "order"}),
+        "lines": (6, {"sort_key_prefix": "ORDER#", "attribute": "entityType", "equals": "line"})}
+    (without,) = proposal.unrouted
+    assert without.items == 1 and "which these items do not hold" in without.why
+    assert set(proposed("shop", sample_of(items), tmp_path)) == {"shop_orders", "shop_lines", "shop_unrouted"}
+
+
+@pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
+def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
+    table = fixture.stem
+    proposal = infer_contract(table, sample_file(fixture, table, 10_000))
+    assert proposal.unrouted == [] and len(proposal.entities) >= 3
+    assert all(entity.items >= 5 for entity in proposal.entities)
+    # The proposal loads with the unchanged loader, each entity's rule its own.
+    assert len(proposed(table, sample_file(fixture, table, 10_000), tmp_path)) == len(proposal.entities) + 1

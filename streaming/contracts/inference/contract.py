@@ -35,6 +35,7 @@ class ProposedEntity:
     items: int
     how: str  # how the kind was found, for its comment
     attributes: list[ProposedAttribute] = field(default_factory=list)
+    named: str = ""  # why it has its name, for its comment
 
 
 @dataclass
@@ -141,7 +142,7 @@ def _propose_entity(kind: Kind, base: str, decision: KeyDecision) -> ProposedEnt
     assert kind.route is not None
     stats = attribute_stats(kind.items)
     raw_table = safe_name(f"{base}_{kind.entity_name}", "raw", MAX_RAW_TABLE_LENGTH)
-    entity = ProposedEntity(kind.entity_name, raw_table, kind.route, len(kind.items), kind.how)
+    entity = ProposedEntity(kind.entity_name, raw_table, kind.route, len(kind.items), kind.how, named=kind.named)
     entity.attributes = propose_attributes(stats, len(kind.items), decision, set())
     return entity
 

@@ -88,7 +88,8 @@ def _table_description(proposal: Proposal) -> str:
 
 
 def _entity(entity: ProposedEntity) -> list[str]:
-    lines = _comment(f"{entity.items} sampled items; {entity.how}", 1)
+    named = f"; {entity.named}" if entity.named else ""
+    lines = _comment(f"{entity.items} sampled items; {entity.how}{named}", 1)
     lines.append(f"{INDENT}{entity.name}:")
     lines.append(f"{INDENT * 2}raw_table: {entity.raw_table}")
     lines.append(f"{INDENT * 2}description: {_description(f'TODO describe. {entity.items} sampled items, {entity.how}.')}")
