@@ -305,6 +305,12 @@ def run_hudi_tables(spark: SparkSession, params: dict[str, Any]) -> dict[str, An
     return measure_table_count(spark, params)
 
 
+def run_seed(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.seed_job import run_seed_job
+
+    return run_seed_job(spark, params)
+
+
 def _with_session(work: Callable[[SparkSession, dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def case(params: dict[str, Any]) -> dict[str, Any]:
         spark = _session(params)
@@ -336,6 +342,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "stages": _with_session(run_stages),
     "hudi_writes": _with_session(run_hudi_writes),
     "hudi_tables": _with_session(run_hudi_tables),
+    "seed_job": _with_session(run_seed),
     "dbt": dbt_case,
     "dbt_build": dbt_build_case,
 }

@@ -1,4 +1,4 @@
-"""`make bench`: throughput, per-stage cost, the Hudi writes, a Hudi batch per raw table count, routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
+"""`make bench`: throughput, per-stage cost, the Hudi writes, a Hudi batch per raw table count, ours against the source article's job (seed), routing cost, scaling, micro-batch cost, dbt incremental, memory, freshness.
 
     python -m benchmarks.run [--sizes 100000,1000000,2000000] [--sinks parquet,hudi] [--quick] [--dbt-rows N] ...
 
@@ -25,6 +25,7 @@ from benchmarks.freshness import measure_freshness
 from benchmarks.hudi_tables import TABLE_COUNTS, measure_configuration
 from benchmarks.measure import REPO_ROOT, CaseRun, machine_info, prepare_run, run_case, stream_run
 from benchmarks.routing_cost import measure_routing
+from benchmarks.seed_job import measure_seed, seed_line
 from benchmarks.stages import HUDI_REFERENCE, HUDI_VARIANTS
 
 TARGET_JOB_OVER_COPY = 0.8
@@ -73,6 +74,10 @@ class BenchPlan:
     # each size at each raw table count, sizes outermost (the smaller ones finish first).
     hudi_table_sizes: tuple[int, ...] = (10_000, 200_000)
     hudi_table_counts: tuple[int, ...] = TABLE_COUNTS
+    # The `seed` section (benchmarks/seed_job.py): our job on Hudi and on Parquet and the
+    # source article's job over the same files, each size at each raw table count.
+    seed_sizes: tuple[int, ...] = (200_000,)
+    seed_table_counts: tuple[int, ...] = TABLE_COUNTS
 
 
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
@@ -82,7 +87,8 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
                          memory_files_per_trigger=40, freshness_files=3, freshness_trigger_s=3,
                          freshness_drop_interval_s=2.3, scaling_events=20_000,
                          microbatch_masters=("local[2]",), routing_events=20_000, routing_rounds=1,
-                         stages_events=20_000, hudi_events=20_000, hudi_rounds=1, hudi_table_sizes=(2_000,))
+                         stages_events=20_000, hudi_events=20_000, hudi_rounds=1, hudi_table_sizes=(2_000,),
+                         seed_sizes=(2_000,), seed_table_counts=(2,))
     else:
         plan = BenchPlan(sizes=(100_000, 1_000_000, 2_000_000), copy_formats=("json", "json-schema", "text"), microbatches=50,
                          microbatch_records=20_000, dbt_rows=10_000_000, memory_events=10_000_000,
@@ -107,6 +113,9 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
         "hudi_table_sizes": tuple(int(size) for size in args.hudi_table_sizes.split(",")) if args.hudi_table_sizes else None,
         "hudi_table_counts": (tuple(int(count) for count in args.hudi_table_counts.split(","))
                               if args.hudi_table_counts else None),
+        "seed_sizes": tuple(int(size) for size in args.seed_sizes.split(",")) if args.seed_sizes else None,
+        "seed_table_counts": (tuple(int(count) for count in args.seed_table_counts.split(","))
+                              if args.seed_table_counts else None),
     }
     plan = BenchPlan(**{**asdict(plan), **{key: value for key, value in overrides.items() if value is not None}})
     unknown = set(plan.sinks) - set(SINKS)
@@ -115,6 +124,9 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     unknown = set(plan.hudi_variants or ()) - set(HUDI_VARIANTS)
     if unknown:
         raise SystemExit(f"--hudi-variants takes names of {', '.join(HUDI_VARIANTS)}, not {sorted(unknown)}")
+    if not plan.seed_table_counts or set(plan.seed_table_counts) - set(TABLE_COUNTS):
+        raise SystemExit(f"--seed-table-counts takes a comma-separated choice of {', '.join(map(str, TABLE_COUNTS))}, "
+                         f"not {args.seed_table_counts!r}")
     if not plan.hudi_table_counts or set(plan.hudi_table_counts) - set(TABLE_COUNTS):
         raise SystemExit(f"--hudi-table-counts takes a comma-separated choice of {', '.join(map(str, TABLE_COUNTS))}, "
                          f"not {args.hudi_table_counts!r}")
@@ -237,6 +249,7 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
                          f"{largest['ratio_to_copy']['json-schema']:.2f}")
     lines += hudi_lines(results.get("hudi"))
     lines += [hudi_tables_line(row) for row in results.get("hudi-tables", [])]
+    lines += [seed_line(row) for row in results.get("seed", [])]
     routing = results.get("routing")
     if routing:
         lines.append(f"routing    {routing['events']:,} app events: routed (4 raw tables) {routing['routed_seconds']:.1f}s, "
@@ -341,14 +354,17 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(default 10000,200000)")
     parser.add_argument("--hudi-table-counts", help=f"comma-separated raw table counts of the hudi-tables section "
                                                     f"(default {','.join(map(str, TABLE_COUNTS))})")
-    parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,hudi-tables,routing,scaling,"
+    parser.add_argument("--seed-sizes", help="comma-separated records of the seed section's landing sets (default 200000)")
+    parser.add_argument("--seed-table-counts", help=f"comma-separated raw table counts of the seed section "
+                                                    f"(default {','.join(map(str, TABLE_COUNTS))})")
+    parser.add_argument("--only", help="comma-separated sections: throughput,stages,hudi,hudi-tables,seed,routing,scaling,"
                                        "microbatches,dbt,memory,freshness,freshness-hudi")
     parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
     parser.add_argument("--work-dir", type=Path, help="scratch data (default <results-dir>/bench-work, removed after)")
     return parser
 
 
-SECTIONS = ("throughput", "stages", "hudi", "hudi-tables", "routing", "scaling", "microbatches", "dbt", "memory", "freshness",
+SECTIONS = ("throughput", "stages", "hudi", "hudi-tables", "seed", "routing", "scaling", "microbatches", "dbt", "memory", "freshness",
             "freshness-hudi")
 
 
@@ -376,13 +392,14 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     base: LandingSet | None = None
-    if {"throughput", "stages", "hudi", "hudi-tables", "scaling", "memory"} & set(sections):
+    if {"throughput", "stages", "hudi", "hudi-tables", "seed", "scaling", "memory"} & set(sections):
         largest = (max(plan.sizes) if {"throughput", "scaling", "memory"} & set(sections)
                    else max(plan.stages_events if "stages" in sections else 0,
                             plan.hudi_events if "hudi" in sections else 0,
                             # A little more than its largest size: each size a prefix of whole files of the
                             # set, a batch holds as many records at every table count (hudi_tables.landing_for).
-                            int(max(plan.hudi_table_sizes) * 1.05) if "hudi-tables" in sections else 0))
+                            int(max(plan.hudi_table_sizes) * 1.05) if "hudi-tables" in sections else 0,
+                            int(max(plan.seed_sizes) * 1.05) if "seed" in sections else 0))
         progress(f"generating {largest:,} landing records")
         base = generate_landing(work / "landing-base", largest, records_per_file=plan.records_per_file)
         progress(f"generated {base.records:,} records in {len(base.files)} files")
@@ -433,6 +450,19 @@ def main(argv: list[str] | None = None) -> int:
             return rows
 
         section("hudi-tables", hudi_tables)
+    if "seed" in sections and base:
+        def seed() -> list[dict[str, Any]]:
+            rows = results.setdefault("seed", [])
+            for size in plan.seed_sizes:
+                for count in plan.seed_table_counts:
+                    progress(f"seed: {size:,} records into {count} raw tables: our job on Hudi and on Parquet, "
+                             "then the source article's job ...")
+                    rows.append(measure_seed(base, size, count, work))
+                    progress(seed_line(rows[-1]))
+                    save()
+            return rows
+
+        section("seed", seed)
     if "routing" in sections:
         def routing() -> dict[str, Any]:
             progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "
