@@ -1,9 +1,10 @@
 """Change envelope -> typed raw rows per table + quarantine rows (Spark expressions only).
 
-Three stages, one module each, composed here by `decode_records`: envelope.py parses
-each record's envelope, attributes.py types its image by the table's contract, and
-extras.py keeps what the contract does not name; `split_by_table` then hands each
-table its rows and the quarantine the rest.
+Four stages, one module each, composed here by `decode_records`: envelope.py parses
+each record's envelope, routing.py picks the raw table it lands in (an entity of a
+single-table design, or the table's one raw table), attributes.py types its image by
+that table's contract, and extras.py keeps what the contract does not name;
+`split_by_table` then hands each raw table its rows and the quarantine the rest.
 
 Each payload is parsed once with `from_json`, keeping the item image as JSON text.
 The image is then parsed once more, against a schema built from its table's
