@@ -16,7 +16,7 @@ CLASS_ARCHIVE := $(VENV)/jvm/test-classes.jsa
 CDK_CLI := aws-cdk@2.1148.1
 CONFIG ?= deploy/config.example.yml
 
-.PHONY: venv demo test test-fast lint bench drills clean synth deploy destroy node
+.PHONY: venv demo test test-fast test-athena athena-local lint bench drills clean synth deploy destroy node
 
 venv: $(STAMP) $(JARS_STAMP)
 
@@ -48,7 +48,7 @@ $(CHECKOV_STAMP): deploy/checkov-requirements.txt
 # dbt scenario, a synthesized stack): the suite is mostly one-threaded waits, so this
 # roughly halves its time on 2 cores (docs/development.md).
 test: venv $(CHECKOV_STAMP) $(CLASS_ARCHIVE)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not drill"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not drill and not athena"
 
 # Written again whenever the venv or its jars change; the JVMs ignore a stale one anyway.
 $(CLASS_ARCHIVE): $(STAMP) $(JARS_STAMP) tests/jvm_class_archive.py
@@ -56,7 +56,17 @@ $(CLASS_ARCHIVE): $(STAMP) $(JARS_STAMP) tests/jvm_class_archive.py
 
 # The fast tier for the edit loop: no JVM, no dbt, no stack synthesis (under a minute).
 test-fast: venv
-	$(BIN)/python -m pytest -m "not spark and not dbt and not deploy" -q -p no:xdist
+	$(BIN)/python -m pytest -m "not spark and not dbt and not deploy and not athena" -q -p no:xdist
+
+# The local stand-in for Athena and Glue (streaming/runtime/athena_local.py): Trino 476 and a
+# Hive metastore on 127.0.0.1, fetched on first use; `... athena_local status|stop` after.
+athena-local: venv
+	$(BIN)/python -m streaming.runtime.athena_local start
+
+# Athena's engine and catalog in the loop (tests/athena/): the tier starts its own engine.
+test-athena: venv
+	$(BIN)/python -m streaming.runtime.athena_local fetch
+	$(BIN)/python -m pytest -m athena -p no:xdist tests/athena
 
 # The AWS CDK runs its library in Node.js (18 or newer).
 node:
