@@ -391,6 +391,7 @@ def test_inference_runs_where_pyspark_is_absent():
 
 def test_contract_infer_command_writes_a_loadable_contract_and_its_report(tmp_path, capsys):
     out, report_file = tmp_path / "contracts" / "OnlineShop.yml", tmp_path / "report.json"
+    out.parent.mkdir()
     argv = ["contract", "infer", "--table", "OnlineShop", "--sample", str(ONLINE_SHOP), "--out", str(out),
             "--report", str(report_file)]
     assert main(argv) == 0
@@ -401,7 +402,7 @@ def test_contract_infer_command_writes_a_loadable_contract_and_its_report(tmp_pa
     assert "online_shop_unrouted: 1 items" in capsys.readouterr().out
     # A second run never overwrites the reviewed file without --force.
     assert main(argv) == 2
-    assert "exists; a proposal never overwrites a contract unless --force" in capsys.readouterr().err
+    assert f"--out {out} exists; infer never overwrites a file unless --force" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- single-table designs in public shapes

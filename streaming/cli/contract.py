@@ -26,8 +26,9 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
                         help="a file of change records, export lines or items, or a NoSQL Workbench model")
     infer.add_argument("--out", type=Path, default=None,
                        help="write the proposal here, e.g. streaming/contracts/T.yml (default: print it)")
-    infer.add_argument("--force", action="store_true", help="overwrite --out when it exists")
-    infer.add_argument("--report", type=Path, default=None, help="also write the report as JSON to this file")
+    infer.add_argument("--force", action="store_true", help="overwrite --out and --report when they exist")
+    infer.add_argument("--report", type=Path, default=None,
+                       help="also write the report as JSON to this file, e.g. T.inference.json")
     infer.add_argument("--max-items", type=positive_int, default=DEFAULT_MAX_ITEMS,
                        help=f"read until this many distinct items (default {DEFAULT_MAX_ITEMS}); the output says "
                             "whether it stopped there")
@@ -43,4 +44,5 @@ def infer_contract(args: argparse.Namespace, layout: DataLayout) -> None:
 
     infer_table_contract(args.table, export=args.export, landing=args.landing, sample=args.sample, out=args.out,
                          report_file=args.report, max_items=args.max_items, min_entity_items=args.min_entity_items,
-                         key=args.key, force=args.force, echo=lambda line: print(line, flush=True))
+                         key=args.key, force=args.force, data_dir=layout.root,
+                         echo=lambda line: print(line, flush=True))

@@ -7,8 +7,9 @@ as a contract file and as the report.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from streaming.contracts.inference.attributes import (
     ProposedAttribute,
@@ -25,6 +26,17 @@ from streaming.contracts.inference.kinds import DEFAULT_MIN_ENTITY_ITEMS, Kind, 
 from streaming.contracts.inference.sample import AttributeStats, DynamoItem, InferenceError, ItemSample, attribute_stats
 from streaming.contracts.model import UNROUTED_SUFFIX
 from streaming.contracts.names import CAST_TEXT_SUFFIX, MAX_RAW_TABLE_LENGTH
+
+
+# (attribute name, its column, its DynamoDB JSON value) -> what a proposal may show of it.
+PiiHider = Callable[[str, str, Any], Any]
+# What a PII value shows as without a masker: `quarantine show`'s mask without a PII key
+# (`lakehouse contract infer` passes quarantine's masker, which pseudonymises with one).
+WITHHELD = "***"
+
+
+def withhold(name: str, column: str, value: Any) -> Any:
+    return WITHHELD
 
 
 @dataclass
@@ -96,8 +108,11 @@ def infer_contract(
     *,
     key: Sequence[str] | None = None,
     min_entity_items: int = DEFAULT_MIN_ENTITY_ITEMS,
+    hide_pii: PiiHider = withhold,
 ) -> Proposal:
-    """The contract proposal for DynamoDB table `table` from `sample` (module docstring)."""
+    """The contract proposal for DynamoDB table `table` from `sample` (module docstring).
+    The only sampled values a proposal shows are example keys; `hide_pii` hides those of
+    an attribute the proposal flags PII."""
     items = list(sample.items.values())
     if not items:
         why = ", ".join(f"{count} {reason}" for reason, count in sorted(sample.skipped.items()))
@@ -109,9 +124,7 @@ def infer_contract(
     kinds, routing = find_kinds(items, decision, all_stats, min_entity_items)
     base = table_base_name(table)
     routed = [kind for kind in kinds if kind.route is not None]
-    unrouted = [UnroutedKind(kind.name, len(kind.items), example_key(kind.items[0], decision), kind.why)
-                for kind in kinds if kind.route is None]
-    if not routed or (len(routed) == 1 and not unrouted):
+    if not routed or (len(routed) == 1 and len(kinds) == 1):
         if kinds:
             routing += (f"; {len(kinds)} kind(s) found but fewer than two routable, so one raw table holds "
                         "every item: " + "; ".join(f"{k.name} ({len(k.items)} items)" for k in kinds))
@@ -120,6 +133,15 @@ def infer_contract(
         return _finish(table, raw_table, None, decision, routing, shared, [], [], items, sample)
     entities = [_propose_entity(kind, base, decision) for kind in routed]
     shared = _share(entities, all_stats, len(items), decision)
+    # An example key is shown only once the keys' PII flags are known: a key flagged PII
+    # shows as `hide_pii` gives it (withheld by default).
+    pii_columns = {attribute.name: attribute.column for attribute in shared if attribute.pii}
+
+    def shown(name: str, value: Any) -> Any:
+        return hide_pii(name, pii_columns[name], value) if name in pii_columns else value
+
+    unrouted = [UnroutedKind(kind.name, len(kind.items), example_key(kind.items[0], decision, shown), kind.why)
+                for kind in kinds if kind.route is None]
     unrouted_table = safe_name(base + UNROUTED_SUFFIX, "raw", MAX_RAW_TABLE_LENGTH)
     return _finish(table, None, unrouted_table, decision, routing, shared, entities, unrouted, items, sample)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +106,19 @@ def _keys_by_name(items: list[DynamoItem]) -> tuple[str, ...]:
     return (found[0],) if found[1] is None else (found[0], found[1])
 
 
-def example_key(item: DynamoItem, decision: KeyDecision) -> str:
+def example_key(item: DynamoItem, decision: KeyDecision,
+                shown: Callable[[str, Any], Any] = lambda name, value: value) -> str:
+    """`pk=USER#1, sk=PROFILE`, each value as `shown(name, value)` gives it: a PII-flagged
+    key's value hidden (a pseudonym is shown whole, a clear value cut to 60 characters)."""
     names = [decision.partition_key] + ([decision.sort_key] if decision.sort_key else [])
-    return ", ".join(f"{name}={_text_of(item.get(name))}" for name in names)
+    texts = []
+    for name in names:
+        value = item.get(name)
+        shown_value = shown(name, value)
+        text = _text_of(shown_value)
+        texts.append(f"{name}={text if shown_value is not value or len(text) <= 60 else text[:57] + '...'}")
+    return ", ".join(texts)
 
 
 def _text_of(value: Any) -> str:
-    content = next(iter(value.values())) if isinstance(value, dict) and value else value
-    text = str(content)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return str(next(iter(value.values())) if isinstance(value, dict) and value else value)

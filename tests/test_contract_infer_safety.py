@@ -1,0 +1,172 @@
+"""`lakehouse contract infer` as a hostile operator meets it (issue 45, items B1-B3 and
+B10's paths): no path escapes through `--table`, no file is lost to `--out`/`--report`,
+no error names a file the user never gave, and no PII-flagged value is written in clear."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from lakehouse_dbt.pii_key import KEY_ENV, pseudonym
+from streaming.cli import main
+from streaming.contracts.inference.contract import infer_contract
+from streaming.contracts.inference.sample import ItemSample
+from streaming.contracts.loader import load_contract_file
+
+PII_KEY = "k" * 40
+
+
+def record(table: str, image: dict, keys: tuple[str, ...] = ("pk", "sk"), old: dict | None = None) -> str:
+    """A Kinesis Data Streams record of `table` (INSERT, or MODIFY with `old`)."""
+    change = {"Keys": {name: image[name] for name in keys}, "NewImage": image}
+    if old is not None:
+        change["OldImage"] = old
+    return json.dumps({"tableName": table, "eventName": "MODIFY" if old else "INSERT", "dynamodb": change})
+
+
+def records_file(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def user_items(table: str, count: int = 4) -> list[str]:
+    return [record(table, {"pk": {"S": f"USER#{n}"}, "sk": {"S": "PROFILE"}, "plan": {"S": "free"}})
+            for n in range(count)]
+
+
+def infer(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(["contract", "infer", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --------------------------------------------------------------------------- B1: --table never reaches a path
+
+
+def test_a_table_name_holding_a_path_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    # The check file sat at <tmp>/<random>/<table>.yml: `../../x` put it two folders up.
+    temporary = tmp_path / "a" / "b"
+    temporary.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    victim = tmp_path / "a" / "x.yml"
+    victim.write_text("table: precious\n")
+    sample = records_file(tmp_path / "records.jsonl", user_items("../../x"))
+    code, _, err = infer(["--table", "../../x", "--sample", str(sample)], capsys)
+    assert victim.read_text() == "table: precious\n"
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["a", "b", "records.jsonl", "x.yml"]
+    assert code == 2 and "--table '../../x' is not a DynamoDB table name" in err
+
+
+def test_a_table_name_of_255_characters_is_inferred(tmp_path, capsys):
+    # DynamoDB allows 255 characters; `<255 characters>.yml` is no file name Linux allows.
+    table = "T" * 255
+    sample = records_file(tmp_path / "records.jsonl", user_items(table))
+    code, out, err = infer(["--table", table, "--sample", str(sample)], capsys)
+    assert (code, err) == (0, "")
+    assert f"table: {table}" in out.splitlines()
+
+
+# --------------------------------------------------------------------------- B3 and B10: the files given
+
+
+def test_the_report_never_overwrites_a_file_without_force(tmp_path, capsys):
+    sample = records_file(tmp_path / "records.jsonl", user_items("users"))
+    report_file = tmp_path / "users.inference.json"
+    report_file.write_text('{"reviewed": true}\n')
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--report", str(report_file)], capsys)
+    assert code == 2 and f"--report {report_file} exists; infer never overwrites a file unless --force" in err
+    assert report_file.read_text() == '{"reviewed": true}\n'
+    assert infer(["--table", "users", "--sample", str(sample), "--report", str(report_file), "--force"], capsys)[0] == 0
+    assert json.loads(report_file.read_text())["table"] == "users"
+
+
+def test_the_report_is_json_and_the_proposal_a_contract_file_so_neither_takes_the_others_place(tmp_path, capsys):
+    sample = records_file(tmp_path / "records.jsonl", user_items("users"))
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    contract = contracts / "users.yml"
+    # The same name twice, or a report the contract loader would read as a contract.
+    for out, report_file in ((contract, contract), (contract, contracts / "users.report.yml")):
+        code, _, err = infer(["--table", "users", "--sample", str(sample), "--out", str(out), "--report",
+                              str(report_file), "--force"], capsys)
+        assert code == 2 and f"--report {report_file}: the file name must end in .json" in err
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--out", str(contracts / "users.txt")], capsys)
+    assert code == 2 and "must end in .yml or .yaml (the contract loader reads only these)" in err
+    assert list(contracts.iterdir()) == []
+
+
+@pytest.mark.parametrize("spelling", ["same", "relative", "symlink"])
+def test_a_report_onto_the_sample_is_refused_even_with_force(spelling, tmp_path, capsys, monkeypatch):
+    sample = records_file(tmp_path / "records.json", user_items("users"))
+    before = sample.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    report_file = {"same": sample, "relative": Path("sub/../records.json"), "symlink": tmp_path / "link.json"}[spelling]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.json").symlink_to(sample)
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--report", str(report_file), "--force"], capsys)
+    assert code == 2 and "are the same file; give each its own" in err
+    assert sample.read_bytes() == before
+
+
+def test_errors_name_the_files_given_never_a_temporary_one(tmp_path, capsys):
+    sample = records_file(tmp_path / "records.jsonl", user_items("users"))
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--key", "pk,pk"], capsys)
+    assert code == 2 and err.startswith("lakehouse contract: --key 'pk,pk': give the partition key")
+    folder = tmp_path / "reports.json"
+    folder.mkdir()
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--report", str(folder), "--force"], capsys)
+    assert (code, err) == (2, f"lakehouse contract: --report {folder} is a folder; give a file name\n")
+    assert list(folder.iterdir()) == []
+    assert ".tmp" not in err and tempfile.gettempdir() + "/tmp" not in err
+
+
+def test_an_out_folder_that_does_not_exist_is_refused_not_created(tmp_path, capsys):
+    sample = records_file(tmp_path / "records.jsonl", user_items("users"))
+    out = tmp_path / "missing" / "dir" / "users.yml"
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--out", str(out)], capsys)
+    assert code == 2 and f"folder {out.parent} does not exist; create it first" in err
+    assert not (tmp_path / "missing").exists()
+
+
+# --------------------------------------------------------------------------- B2: no PII in clear
+
+
+def email_keyed_records(table: str) -> list[str]:
+    """Items keyed by e-mail address (so the key is proposed PII), one of a kind too rare
+    for an entity, whose example key the proposal shows."""
+    lines = [record(table, {"pk": {"S": f"member{n}@example.com"}, "sk": {"S": f"{kind}#{n}"}})
+             for kind in ("ORDER", "INVOICE") for n in range(3)]
+    lines.append(record(table, {"pk": {"S": "rare.person@example.com"}, "sk": {"S": "settings"}}))
+    return lines
+
+
+@pytest.mark.parametrize("pii_key", [None, PII_KEY])
+def test_an_example_key_flagged_pii_is_never_written_or_printed_in_clear(pii_key, tmp_path, capsys, monkeypatch):
+    if pii_key is None:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(KEY_ENV, pii_key)
+    sample = records_file(tmp_path / "records.jsonl", email_keyed_records("members"))
+    out, report_file = tmp_path / "members.yml", tmp_path / "members.inference.json"
+    argv = ["--table", "members", "--sample", str(sample), "--data-dir", str(tmp_path / "data")]
+    written = infer([*argv, "--out", str(out), "--report", str(report_file)], capsys)
+    printed = infer(argv, capsys)
+    assert written[0] == printed[0] == 0
+    contract = {c.raw_table: c for c in load_contract_file(out)}["members_unrouted"]
+    assert contract.attribute("pk").pii
+    shown = "***" if pii_key is None else "pii:" + pseudonym(pii_key.encode(), "pk", "rare.person@example.com")
+    for text in (out.read_text(), report_file.read_text(), written[1], printed[1]):
+        assert "@example.com" not in text
+    assert f"e.g. pk={shown}, sk=settings" in out.read_text()
+    assert json.loads(report_file.read_text())["unrouted_kinds"][0]["example_key"] == f"pk={shown}, sk=settings"
+
+
+def test_an_example_key_not_flagged_pii_is_shown_as_it_is():
+    items = ([{"pk": {"S": "T#1"}, "sk": {"S": f"{kind}#{n}"}} for kind in ("A", "B") for n in range(3)]
+             + [{"pk": {"S": "T#1"}, "sk": {"S": "settings"}}])
+    sample = ItemSample()
+    for image in items:
+        sample.add(image, {"pk": image["pk"], "sk": image["sk"]})
+    assert [kind.example_key for kind in infer_contract("things", sample).unrouted] == ["pk=T#1, sk=settings"]
