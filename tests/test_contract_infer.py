@@ -367,7 +367,9 @@ def test_max_items_bounds_the_sample_and_the_output_says_so(records_file):
     proposal = infer_contract("app", sample)
     assert "stopped at --max-items 25" in render_contract(proposal)
     assert report(proposal)["sample"] == {"items": 25, "records_read": sample.records_read, "max_items": 25,
-                                         "stopped_at_max_items": True, "skipped": dict(sample.skipped)}
+                                         "stopped_at_max_items": True, "skipped": dict(sample.skipped),
+                                         "earlier_images": sample.earlier_images,
+                                         "earlier_images_left_out": sample.earlier_left_out}
 
 
 def test_inference_runs_where_pyspark_is_absent():

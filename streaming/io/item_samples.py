@@ -4,7 +4,7 @@ Three sources, each read until the sample holds `max_items` distinct items:
 
 - **an export** (`--export DIR`): the folder backfill reads, validated the same way
   (dynamodb_export.read_export_manifest); a full export's `Item`s, an incremental one's
-  NewImage (OldImage for a deletion) with its `Keys`;
+  NewImage and OldImage with its `Keys`;
 - **landing files** (`--landing DIR`): change records as the stream reads them (listed as
   sources.local_landing_files lists them, split by landing_reader), of both AWS shapes:
   DynamoDB Streams records, whose table is in `eventSourceARN`, and Kinesis Data Streams
@@ -34,6 +34,14 @@ _TABLE_IN_ARN = re.compile(r":table/([^/]+)")
 OTHER_TABLE = "of another table"
 NOT_JSON = "not a JSON object"
 NO_IMAGE = "no item image"
+# A NoSQL Workbench model is one JSON object whose first member is one of the model's own
+# (`ModelName` in the models Workbench exports, e.g. tests/fixtures/inference/), holding
+# text, a list or an object that is no DynamoDB type descriptor: no change record, export
+# line or item opens so. Only the file's first bytes are read to tell.
+_SNIFFED_BYTES = 4096
+_WORKBENCH_OPENING = re.compile(
+    rb'(?:\xef\xbb\xbf)?\s*\{\s*"(?:ModelName|ModelMetadata|DataModel)"\s*:\s*'
+    rb'(?!\{\s*"(?:S|N|B|SS|NS|BS|M|L|NULL|BOOL)"\s*:)[\["{]')
 
 
 def sample_export(export_dir: Path | str, table: str, max_items: int) -> ItemSample:
@@ -51,7 +59,7 @@ def sample_export(export_dir: Path | str, table: str, max_items: int) -> ItemSam
                 if row is None:
                     sample.skip(NOT_JSON)
                 elif incremental:
-                    _add_image(sample, row.get("NewImage") or row.get("OldImage"), row.get("Keys"))
+                    _add_change(sample, row, row.get("Keys"))
                 else:
                     _add_image(sample, row.get("Item"), None)
                 if sample.stopped_early:
@@ -106,20 +114,34 @@ def _add_row(sample: ItemSample, row: Mapping[str, Any], table: str) -> None:
         if (row.get("tableName") or (arn.group(1) if arn else None)) != table:
             sample.skip(OTHER_TABLE)
             return
-        _add_image(sample, change.get("NewImage") or change.get("OldImage"), change.get("Keys"))
+        _add_change(sample, change, change.get("Keys"))
     elif "Item" in row:
         _add_image(sample, row["Item"], None)
     elif "Keys" in row:
-        _add_image(sample, row.get("NewImage") or row.get("OldImage"), row["Keys"])
+        _add_change(sample, row, row["Keys"])
     else:
         _add_image(sample, row, None)
 
 
-def _add_image(sample: ItemSample, image: Any, keys: Any) -> None:
-    if isinstance(image, dict) and image and all(isinstance(value, dict) for value in image.values()):
-        sample.add(image, keys if isinstance(keys, dict) else None)
+def _add_change(sample: ItemSample, change: Mapping[str, Any], keys: Any) -> None:
+    """A change's NewImage as the item's last image, with its OldImage as an earlier one
+    (both are typed); a deletion's OldImage as the last."""
+    new, old = change.get("NewImage"), change.get("OldImage")
+    if new:
+        _add_image(sample, new, keys, old if _is_image(old) else None)
+    else:
+        _add_image(sample, old, keys)
+
+
+def _add_image(sample: ItemSample, image: Any, keys: Any, earlier: Any = None) -> None:
+    if _is_image(image):
+        sample.add(image, keys if isinstance(keys, dict) else None, earlier)
     else:
         sample.skip(NO_IMAGE)
+
+
+def _is_image(image: Any) -> bool:
+    return isinstance(image, dict) and bool(image) and all(isinstance(value, dict) for value in image.values())
 
 
 def _json_object(payload: bytes) -> dict[str, Any] | None:
@@ -131,9 +153,11 @@ def _json_object(payload: bytes) -> dict[str, Any] | None:
 
 
 def _workbench_model(path: Path) -> dict[str, Any] | None:
-    """The file as a NoSQL Workbench model, or None when it is records or items."""
+    """The file as a NoSQL Workbench model, or None when it is records or items. Only a
+    file whose first bytes open a model is read whole: a file of records is streamed, so
+    a large one costs no more memory than `--max-items` items."""
     with open(path, "rb") as stream:
-        if stream.read(1) == b"\x1f":  # GZIP: records, never a model
+        if not _WORKBENCH_OPENING.match(stream.read(_SNIFFED_BYTES)):
             return None
     try:
         document = json.loads(path.read_bytes())

@@ -128,11 +128,13 @@ def infer_contract(
         if kinds:
             routing += (f"; {len(kinds)} kind(s) found but fewer than two routable, so one raw table holds "
                         "every item: " + "; ".join(f"{k.name} ({len(k.items)} items)" for k in kinds))
-        shared = propose_attributes(all_stats, len(items), decision, set())
+        images = sample.images_of(items)
+        shared = propose_attributes(attribute_stats(images), len(images), decision, set())
         raw_table = safe_name(base, "raw", MAX_RAW_TABLE_LENGTH)
         return _finish(table, raw_table, None, decision, routing, shared, [], [], items, sample)
-    entities = [_propose_entity(kind, base, decision) for kind in routed]
-    shared = _share(entities, all_stats, len(items), decision)
+    entities = [_propose_entity(kind, base, decision, sample) for kind in routed]
+    images = sample.images_of(items)
+    shared = _share(entities, attribute_stats(images), len(images), decision)
     # An example key is shown only once the keys' PII flags are known: a key flagged PII
     # shows as `hide_pii` gives it (withheld by default).
     pii_columns = {attribute.name: attribute.column for attribute in shared if attribute.pii}
@@ -160,12 +162,15 @@ def _finish(table: str, raw_table: str | None, unrouted_table: str | None, decis
                     partition_column, f"substring({text}, -1, 1)", len(items), sample)
 
 
-def _propose_entity(kind: Kind, base: str, decision: KeyDecision) -> ProposedEntity:
+def _propose_entity(kind: Kind, base: str, decision: KeyDecision, sample: ItemSample) -> ProposedEntity:
+    """Typed from every image of the kind's items: an attribute an item has lost since is
+    typed too."""
     assert kind.route is not None
-    stats = attribute_stats(kind.items)
+    images = sample.images_of(kind.items)
+    stats = attribute_stats(images)
     raw_table = safe_name(f"{base}_{kind.entity_name}", "raw", MAX_RAW_TABLE_LENGTH)
     entity = ProposedEntity(kind.entity_name, raw_table, kind.route, len(kind.items), kind.how, named=kind.named)
-    entity.attributes = propose_attributes(stats, len(kind.items), decision, set())
+    entity.attributes = propose_attributes(stats, len(images), decision, set())
     return entity
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from streaming.contracts.inference.attributes import ProposedAttribute
 from streaming.contracts.inference.contract import Proposal, ProposedEntity
+from streaming.contracts.inference.sample import ItemSample
 from streaming.contracts.loader import snake_case
 
 # A mapping key or value YAML reads back as the same text when written bare: a word that
@@ -44,8 +45,8 @@ def render_contract(proposal: Proposal) -> str:
     stopped = (f"stopped at --max-items {sample.max_items}: a larger sample may show more kinds and types"
                if sample.stopped_early else f"every record read (--max-items {sample.max_items} not reached)")
     lines = _comment(
-        f"Proposed by `lakehouse contract infer` from {proposal.items} items ({sample.records_read} records "
-        f"read; {stopped}).\n"
+        f"Proposed by `lakehouse contract infer` from {proposal.items} items{_earlier_images(sample)} "
+        f"({sample.records_read} records read; {stopped}).\n"
         "Every decision is explained in a comment; REVIEW marks what a person has to decide, and every\n"
         "`pii: true` is a proposal to confirm. Then `lakehouse scaffold --table` and `lakehouse stream`.", 0)
     lines.append(f"table: {_scalar(proposal.table)}")
@@ -79,6 +80,14 @@ def render_contract(proposal: Proposal) -> str:
         for entity in proposal.entities:
             lines += _entity(entity)
     return "\n".join(lines) + "\n"
+
+
+def _earlier_images(sample: ItemSample) -> str:
+    """The earlier images typed besides the items' last ones, and those left out."""
+    text = f" and {sample.earlier_images} earlier image(s) of them" if sample.earlier_images else ""
+    if sample.earlier_left_out:
+        text += f" ({sample.earlier_left_out} more earlier image(s) past --max-items not typed)"
+    return text
 
 
 def _table_description(proposal: Proposal) -> str:
@@ -134,7 +143,7 @@ def _attribute(attribute: ProposedAttribute, depth: int, *, is_item: bool = Fals
 def _attribute_description(attribute: ProposedAttribute, is_item: bool, in_map: bool) -> str:
     if is_item:
         return f"TODO describe. {attribute.seen} elements seen, type {attribute.type}."
-    return (f"TODO describe. On {attribute.seen} of {attribute.of} sampled {'maps' if in_map else 'items'} "
+    return (f"TODO describe. On {attribute.seen} of {attribute.of} sampled {'maps' if in_map else 'item images'} "
             f"({attribute.coverage:.0%}), type {attribute.type}.")
 
 
@@ -147,7 +156,8 @@ def report(proposal: Proposal) -> dict[str, Any]:
     return {
         "table": proposal.table,
         "sample": {"items": proposal.items, "records_read": sample.records_read, "max_items": sample.max_items,
-                   "stopped_at_max_items": sample.stopped_early, "skipped": dict(sample.skipped)},
+                   "stopped_at_max_items": sample.stopped_early, "skipped": dict(sample.skipped),
+                   "earlier_images": sample.earlier_images, "earlier_images_left_out": sample.earlier_left_out},
         "key": {"partition_key": proposal.key.partition_key, "sort_key": proposal.key.sort_key,
                 "types": proposal.key.types, "how": proposal.key.how},
         "routing": proposal.routing,
@@ -196,7 +206,8 @@ def columns(proposal: Proposal) -> dict[str, dict[str, str]]:
 def summary_lines(proposal: Proposal) -> list[str]:
     """The terminal report: what was read, what each raw table gets, what to review."""
     sample = proposal.sample
-    lines = [f"table {proposal.table}: {proposal.items} items from {sample.records_read} records"
+    lines = [f"table {proposal.table}: {proposal.items} items{_earlier_images(sample)} from {sample.records_read} "
+             "records"
              + (f" (stopped at --max-items {sample.max_items})" if sample.stopped_early else "")]
     if sample.skipped:
         lines.append("  records skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(sample.skipped.items())))

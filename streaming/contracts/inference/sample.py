@@ -7,6 +7,7 @@ their digits, e-mail addresses, ...) that the proposals of attributes.py are mad
 """
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -50,10 +51,20 @@ class InferenceError(OperatorError, ValueError):
 @dataclass
 class ItemSample:
     """The items inference reads: at most `max_items` distinct items, the last image of
-    each (a change record's NewImage, or its OldImage for a REMOVE), in reading order."""
+    each (a change record's NewImage, or its OldImage for a REMOVE), in reading order.
+
+    Every distinct image of those items is kept too (an OldImage, an image a later record
+    replaced), up to `max_items` besides the last ones: attributes are typed from all of
+    them, so one an item has since lost is typed as well. Keys and kinds are decided on
+    the last images."""
 
     max_items: int = DEFAULT_MAX_ITEMS
     items: dict[str, DynamoItem] = field(default_factory=dict)
+    # identity -> image digest -> image: each item's distinct earlier images.
+    earlier: dict[str, dict[str, DynamoItem]] = field(default_factory=dict)
+    earlier_images: int = 0
+    # Earlier images read past the bound above, not typed.
+    earlier_left_out: int = 0
     # The key attribute names the records stated (`Keys`), with how many stated them.
     key_names: Counter[tuple[str, ...]] = field(default_factory=Counter)
     # Key names a source declares outright (a NoSQL Workbench model's KeyAttributes).
@@ -67,9 +78,11 @@ class ItemSample:
     def full(self) -> bool:
         return len(self.items) >= self.max_items
 
-    def add(self, image: DynamoItem, keys: Mapping[str, Any] | None = None) -> None:
-        """One record's item image; `keys` is the record's `Keys` when it has them. A key
-        seen again replaces its earlier image; a new key past `max_items` stops the sample."""
+    def add(self, image: DynamoItem, keys: Mapping[str, Any] | None = None,
+            earlier: DynamoItem | None = None) -> None:
+        """One record's item image, and the image it replaced when the record has one (a
+        MODIFY's OldImage); `keys` is the record's `Keys` when it has them. A key seen
+        again gets this image as its last; a new key past `max_items` stops the sample."""
         self.records_read += 1
         if keys:
             self.key_names[tuple(sorted(keys))] += 1
@@ -77,11 +90,43 @@ class ItemSample:
         if identity not in self.items and self.full:
             self.stopped_early = True
             return
+        digest = _digest(image)
+        kept = self.earlier.setdefault(identity, {})
+        for replaced in (self.items.get(identity), earlier):
+            if replaced is not None:
+                self._keep_earlier(kept, replaced, digest)
+        # The last image is typed as such, not as an earlier one too.
+        if kept.pop(digest, None) is not None:
+            self.earlier_images -= 1
         self.items[identity] = image
+
+    def _keep_earlier(self, kept: dict[str, DynamoItem], image: DynamoItem, last_digest: str) -> None:
+        digest = _digest(image)
+        if digest == last_digest or digest in kept:
+            return
+        if self.earlier_images >= self.max_items:
+            self.earlier_left_out += 1
+            return
+        kept[digest] = image
+        self.earlier_images += 1
+
+    def images_of(self, items: Iterable[DynamoItem]) -> list[DynamoItem]:
+        """Every distinct image read of the sampled `items` (their last images)."""
+        identity_of = {id(image): identity for identity, image in self.items.items()}
+        images = []
+        for item in items:
+            images.append(item)
+            if id(item) in identity_of:
+                images.extend(self.earlier.get(identity_of[id(item)], {}).values())
+        return images
 
     def skip(self, reason: str) -> None:
         self.records_read += 1
         self.skipped[reason] += 1
+
+
+def _digest(image: DynamoItem) -> str:
+    return hashlib.sha256(json.dumps(image, sort_keys=True).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- statistics
