@@ -77,6 +77,8 @@ def hudi_table_rows(table_dir: Path, exclude: Iterable[str] = HUDI_RUN_DEPENDENT
 
     excluded = set(exclude)
     table = read_hudi_snapshot(str(table_dir))
+    if table is None:
+        return Counter()  # no commit of it has completed yet
     names = [name for name in table.column_names
              if name not in excluded and not name.startswith(HUDI_META_PREFIX) and name != raw_layout.BATCH_COLUMN]
     batch_ids = (table.column(raw_layout.BATCH_COLUMN).to_pylist() if raw_layout.BATCH_COLUMN in table.column_names

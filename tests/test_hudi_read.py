@@ -248,3 +248,101 @@ def test_a_commit_file_left_empty_fails_the_read_after_the_retries(
 
     with pytest.raises(Exception, match=hudi_raw.COMMIT_BEING_WRITTEN):
         read_hudi_snapshot(str(table))
+
+
+def _copy_of(hudi_data_dir: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(hudi_data_dir, copy, ignore=shutil.ignore_patterns("lakehouse.duckdb*", "dbt"))
+    return copy
+
+
+def _first_commit_left_in_flight(table: Path) -> None:
+    """The table as a writer killed in its first commit leaves it: the first instant
+    requested and inflight with its data files written, and no completed commit. The
+    sink wrote it; what came after that first commit's completion is taken away."""
+    first, *later = [commit.instant for commit in table_commits(LocalFiles(), str(table))]
+    for completed in completed_instants(LocalFiles(), str(table)):
+        (table / ".hoodie" / completed).unlink()
+        (table / ".hoodie" / f".{completed}.crc").unlink(missing_ok=True)
+    for path in [path for path in table.rglob("*") if path.is_file()]:
+        if any(instant in path.name for instant in later):
+            path.unlink()
+    assert [path.name for path in (table / ".hoodie").glob(f"{first}.*")] != []
+
+
+def test_a_table_whose_first_commit_is_in_flight_reads_as_not_there(hudi_spark, hudi_data_dir: Path, tmp_path: Path,
+                                                                     capsys) -> None:
+    data_dir = _copy_of(hudi_data_dir, tmp_path)
+    for table in ("customers_changes", "customers"):
+        _first_commit_left_in_flight(data_dir / "raw" / table)
+
+    assert read_hudi_snapshot(str(data_dir / "raw" / "customers")) is None
+    assert read_hudi_snapshot(str(data_dir / "raw" / "customers"), as_of="20990101000000000") is None
+    report = status(DataLayout(data_dir))
+    assert (report.change_rows["customers"], report.current_rows["customers"], report.raw_batches["customers"]) == (
+        0, 0, 0)
+    assert report.commits["customers_changes"] == () and report.unrouted_items == {"app_unrouted": 1}
+    assert main(["status", "--data-dir", str(data_dir)]) == 0
+    assert "customers_changes: 0 commits" in capsys.readouterr().out
+
+    lines: list[str] = []
+    run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__customers"], report=lines.append)
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        assert con.sql("select count(*) from lakehouse_staging.stg_dynamodb__customers").fetchall() == [(0,)]
+    assert "raw table customers: no commit of it has completed yet" in "\n".join(lines)
+
+    # Read as empty, the raw side lacks every row the written one holds: a mismatch, not a crash.
+    assert main(["reconcile", "--source", str(hudi_data_dir / "raw"), "--target", str(data_dir / "raw"),
+                 "--table", "customers", "--data-dir", str(data_dir)]) == 1
+
+
+def _newest_commit_cut_short(table: Path) -> None:
+    """The table with its newest completed commit file cut in half (a copy or a disk that
+    failed part way): its timeline no longer parses."""
+    newest = table / ".hoodie" / completed_instants(LocalFiles(), str(table))[-1]
+    written = newest.read_bytes()
+    newest.write_bytes(written[: len(written) // 2])
+
+
+def test_a_raw_table_hudi_rs_cannot_read_stops_neither_the_other_tables_nor_status(
+    hudi_spark, hudi_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from lakehouse_dbt import hudi_raw
+
+    monkeypatch.setattr(hudi_raw, "COMMIT_BEING_WRITTEN_WAIT_S", 0.01)
+    data_dir = _copy_of(hudi_data_dir, tmp_path)
+    _newest_commit_cut_short(data_dir / "raw" / "customers_changes")
+
+    lines: list[str] = []
+    run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__orders"], report=lines.append)
+    [left_out] = [line for line in lines if "customers_changes" in line]
+    assert "hudi-rs cannot read this Hudi table" in left_out and "lakehouse reprocess" in left_out
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        assert con.sql("select count(*) from lakehouse_staging.stg_dynamodb__orders").fetchall() == [(0,)]
+        # The readable tables were loaded; the current state of customers too, though its
+        # models fail with its change log.
+        assert con.sql("select count(*) from raw_hudi.customers").fetchall() == [(2,)]
+    # The unreadable table's own models fail, by name, and are not read as empty.
+    with pytest.raises(DbtFailed, match="stg_dynamodb__customers"):
+        run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__customers"], report=lines.append)
+
+    assert main(["status", "--data-dir", str(data_dir)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    [unreadable] = [line for line in printed if line.startswith("unreadable: ")]
+    assert unreadable.startswith("unreadable: customers: ") and "customers_changes" in unreadable
+    assert any(line.split()[:2] == ["app_unrouted", "3"] for line in printed)
+
+
+def test_a_raw_as_of_that_is_no_time_is_refused_before_the_loaded_tables_are_touched(
+    hudi_spark, hudi_data_dir: Path, tmp_path: Path
+) -> None:
+    data_dir = _copy_of(hudi_data_dir, tmp_path)
+    run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__customers"], report=lambda line: None)
+
+    # Month 13: digits of the right length, but no moment.
+    with pytest.raises(DbtFailed, match="not a Hudi instant"):
+        run_dbt_command(data_dir, ["show", "--select", "stg_dynamodb__customers"], raw_as_of="20261399999999999")
+    with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
+        assert con.sql("select count(*) from raw.customers").fetchall() == [(2,)]

@@ -6,7 +6,9 @@
     (the local sink; <raw dir> is $LAKEHOUSE_RAW_DIR, else <data>/raw), or an empty typed
     view while a table has no files yet.
     raw_format=hudi: a view over raw_hudi.<table>_changes, loaded by lakehouse_dbt.hudi_raw (an
-    empty typed view for a table it did not load).
+    empty typed view for a table it did not load). A table hudi-rs could not read (listed in
+    raw_hudi._unreadable) gets no view, nor does the current state derived from it: the
+    models reading it fail by name, and every other table builds.
   Current state (sources with meta.change_log):
     raw_format=hudi with raw_hudi.<table> loaded: a view over that current-state Hudi table,
     the upsert table Athena reads, in the change log's columns (but _ingest_hour).
@@ -92,6 +94,13 @@
                       ~ " and table_name = " ~ duckdb__sql_string(table)).columns[0].values()[0] > 0) }}
 {% endmacro %}
 
+{# The tables lakehouse_dbt.hudi_raw could not read in its last load (none before it ran). #}
+{% macro duckdb__unreadable_hudi_tables() %}
+  {% set listed = run_query("select count(*) from information_schema.tables where table_schema = 'raw_hudi'"
+                            ~ " and table_name = '_unreadable'").columns[0].values()[0] > 0 %}
+  {{ return(run_query('select table_name from raw_hudi._unreadable').columns[0].values() | list if listed else []) }}
+{% endmacro %}
+
 {#
   The select list of a raw view over `relation` (none: no data yet) in the columns a
   source declares, but those in `skipped`. A declared column the relation lacks (a table
@@ -124,27 +133,34 @@
   {% set statements = ['create schema if not exists raw'] %}
   {% do run_query('create schema if not exists raw') %}
   {% set sources = graph.sources.values() | selectattr('source_name', 'equalto', 'dynamodb') | list %}
+  {% set unreadable = duckdb__unreadable_hudi_tables() if var('raw_format') == 'hudi' else [] %}
   {% for source_node in sources if not source_node.meta.change_log %}
     {% set table = source_node.name %}
-    {% if var('raw_format') == 'hudi' %}
-      {# A table the loader did not load (no Hudi table of it yet) reads as empty, as a
-         change log without Parquet files does. #}
-      {% set relation = 'raw_hudi.' ~ table if duckdb__hudi_table_loaded(table) else none %}
+    {% if table in unreadable %}
+      {% do statements.append('drop view if exists raw.' ~ table) %}
     {% else %}
-      {% set pattern = duckdb__glob_literal(raw_dir) ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
-      {% set file_count = run_query("select count(*) from glob(" ~ duckdb__sql_string(pattern) ~ ")").columns[0].values()[0] %}
-      {% set relation = duckdb__raw_change_log_relation(table, pattern) if file_count > 0 else none %}
+      {% if var('raw_format') == 'hudi' %}
+        {# A table the loader did not load (no Hudi table of it yet, or no completed commit)
+           reads as empty, as a change log without Parquet files does. #}
+        {% set relation = 'raw_hudi.' ~ table if duckdb__hudi_table_loaded(table) else none %}
+      {% else %}
+        {% set pattern = duckdb__glob_literal(raw_dir) ~ '/' ~ table ~ '/_ingest_hour=*/_batch_id=*/*.parquet' %}
+        {% set file_count = run_query("select count(*) from glob(" ~ duckdb__sql_string(pattern) ~ ")").columns[0].values()[0] %}
+        {% set relation = duckdb__raw_change_log_relation(table, pattern) if file_count > 0 else none %}
+      {% endif %}
+      {% set columns = duckdb__raw_columns(source_node.columns, relation) %}
+      {% if relation is not none %}
+        {% set body = 'select ' ~ columns ~ ' from ' ~ relation %}
+      {% else %}
+        {% set body = 'select ' ~ columns ~ ' where false' %}
+      {% endif %}
+      {% do statements.append('create or replace view raw.' ~ table ~ ' as ' ~ body) %}
     {% endif %}
-    {% set columns = duckdb__raw_columns(source_node.columns, relation) %}
-    {% if relation is not none %}
-      {% set body = 'select ' ~ columns ~ ' from ' ~ relation %}
-    {% else %}
-      {% set body = 'select ' ~ columns ~ ' where false' %}
-    {% endif %}
-    {% do statements.append('create or replace view raw.' ~ table ~ ' as ' ~ body) %}
   {% endfor %}
   {% for source_node in sources if source_node.meta.change_log %}
-    {% if var('raw_format') == 'hudi' and duckdb__hudi_table_loaded(source_node.name) %}
+    {% if source_node.name in unreadable or source_node.meta.change_log in unreadable %}
+      {% do statements.append('drop view if exists raw.' ~ source_node.name) %}
+    {% elif var('raw_format') == 'hudi' and duckdb__hudi_table_loaded(source_node.name) %}
       {% set change_log = sources | selectattr('name', 'equalto', source_node.meta.change_log) | first %}
       {% set relation = 'raw_hudi.' ~ source_node.name %}
       {% do statements.append(

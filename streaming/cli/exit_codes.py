@@ -12,12 +12,15 @@ REFUSED = 2
 
 def exit_code_of(exc: BaseException) -> int | None:
     """The exit code of an operator-facing error; None for a bug, whose traceback must show."""
+    # Imported when an error is met, as their modules' imports are heavy (Spark, DuckDB).
+    from lakehouse_dbt.hudi_raw import UnreadableHudiTable
     from streaming.operations.reconcile import ReconcileMismatch
 
     if isinstance(exc, ReconcileMismatch):
         return MISMATCH
-    # The PII key helpers run inside dbt's image, without `streaming`: their error is plain.
-    if isinstance(exc, (OperatorError, PiiKeyError)):
+    # The PII key helpers and the Hudi raw reader run inside dbt's image, without
+    # `streaming`: their errors are plain.
+    if isinstance(exc, (OperatorError, PiiKeyError, UnreadableHudiTable)):
         return REFUSED
     # A file-system error on a named path (missing, a file where a folder belongs, no
     # permission) is the operator's to fix, whichever command met it.

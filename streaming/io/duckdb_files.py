@@ -29,11 +29,15 @@ def sql_string(text: str) -> str:
 def register_change_log(connection: object, name: str, table_dir: Path) -> bool:
     """Make `name` a relation over a local change log, in whichever format it was written:
     the Hudi table's snapshot (read with hudi-rs, as dbt reads it) or the Parquet sink's
-    batch files. False, registering nothing, while the change log has no rows yet."""
+    batch files. False, registering nothing, while the change log has no rows yet (no
+    files, or no completed Hudi commit)."""
     if (table_dir / HUDI_TIMELINE_FOLDER).is_dir():
         from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
-        connection.register(name, read_hudi_snapshot(str(table_dir)))  # type: ignore[attr-defined]
+        snapshot = read_hudi_snapshot(str(table_dir))
+        if snapshot is None:
+            return False
+        connection.register(name, snapshot)  # type: ignore[attr-defined]
         return True
     files = sorted(table_dir.glob(CHANGE_LOG_FILE_GLOB))
     if not files:

@@ -298,8 +298,11 @@ def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: 
     if (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
         from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
+        snapshot = read_hudi_snapshot(str(table_dir.resolve()))
+        if snapshot is None:
+            return None  # its first commit has not completed: no rows yet
         view = f"{alias}_hudi_{table_dir.name}"
-        con.register(view, read_hudi_snapshot(str(table_dir.resolve())))
+        con.register(view, snapshot)
         return _latest_per_key(_ident(view), contract)
     files = raw_layout.change_log_files(table_dir)
     if not files:

@@ -17,7 +17,7 @@ from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
-from streaming.io.hudi_timeline import HudiCommit, LocalFiles, table_commits
+from streaming.io.hudi_timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
 from streaming.operations.recorded_batch import unfinished_operations
@@ -56,6 +56,9 @@ class StatusReport:
     # whose value did not fit it (_cast_misfits); or why they were not counted.
     cast_misfits: dict[str, dict[str, int]] = field(default_factory=dict)
     cast_misfits_not_counted: str | None = None
+    # Per raw table its Hudi tables cannot be read of (hudi-rs or the timeline reader
+    # refused one): why, and what to do. It has no counts; every other table has.
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def commit_lines(self, newest: int = 3) -> list[str]:
         """Each Hudi table's newest commits: instant, operation, rows written, batch."""
@@ -89,6 +92,7 @@ class StatusReport:
             f"{table:<{width}}  {rows:>10}  {self.current_rows[table]:>8}  {self.raw_batches[table]:>7}"
             for table, rows in self.change_rows.items()
         ]
+        out += [f"unreadable: {raw_table}: {problem}" for raw_table, problem in self.unreadable.items()]
         for raw_table, items in self.unrouted_items.items():
             out.append(f"unrouted: {items} items in {raw_table} match no entity of table "
                        f"{self.unrouted_tables[raw_table]}'s contract ({self.unrouted_changes[raw_table]} changes)"
@@ -107,6 +111,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     """Row counts of the local raw change logs, their current state and the quarantine."""
     import duckdb
 
+    from lakehouse_dbt.hudi_raw import REPAIR_UNREADABLE, UnreadableHudiTable
+
     require_data_dir(layout.root)
     contracts = load_checked_contracts(contracts_dir)
     data_dir = layout.root
@@ -116,11 +122,17 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     raw_batches: dict[str, int] = {}
     unrouted_items: dict[str, int] = {}
     commits: dict[str, tuple[HudiCommit, ...]] = {}
+    unreadable: dict[str, str] = {}
     hudi = local_raw_format(layout.raw) == "hudi"
     with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
         for contract in contracts.values():
             if hudi:
-                counts = _hudi_counts(layout.raw, contract)
+                try:
+                    counts = _hudi_counts(layout.raw, contract)
+                except (UnreadableHudiTable, HudiTimelineError) as exc:
+                    unreadable[contract.raw_table] = (
+                        str(exc) if isinstance(exc, UnreadableHudiTable) else f"{exc}; {REPAIR_UNREADABLE}")
+                    continue
                 change_rows[contract.raw_table], current_rows[contract.raw_table], live_items = counts.rows
                 commits.update(counts.commits)
                 raw_batches[contract.raw_table] = sum(
@@ -137,7 +149,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             if contract.unrouted:
                 unrouted_items[contract.raw_table] = _count_live_items(connection, files, contract.key_columns)
         unrouted_changes = {contract.raw_table: changes_to_route(layout.root, contract)
-                            for contract in contracts.values() if contract.unrouted}
+                            for contract in contracts.values() if contract.unrouted and contract.raw_table in change_rows}
         quarantine_files = layout.quarantine_files()
         by_reason: dict[str, int] = {}
         if quarantine_files:
@@ -153,7 +165,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
                         tuple(unfinished_operations(layout.root)), unrouted_items, unrouted_changes,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
-                        commits, cast_misfits, not_counted)
+                        commits, cast_misfits, not_counted, unreadable)
 
 
 # The schema of the staging models in the local DuckDB file (profiles.yml's schema and
@@ -162,14 +174,17 @@ STAGING_SCHEMA = "lakehouse_staging"
 
 
 def _cast_misfits(database: Path, contracts: Mapping[str, TableContract]) -> tuple[dict[str, dict[str, int]], str | None]:
-    """Per staging model of a raw table with top-level casts that the last dbt build wrote
-    (`stg_dynamodb__<raw_table>`, hand-written or scaffolded), per cast column: the rows
+    """Per staging model of a raw table with casts that the last dbt build wrote
+    (`stg_dynamodb__<raw_table>`, hand-written or scaffolded), per cast column (a map
+    field's is `<column>__<field>`, scaffold.staging_cast_columns): the rows
     whose value did not fit the cast, typed null with its text kept in `<column>_text`,
     which is what the dbt test fits_contract_cast counts. Read from the built tables rather
     than raw: staging is where the casts are applied, exactly (counting raw would repeat
     every cast's rules in Python), and the tables hold one row per key, so the count is one
     scan of each; it is as of that build. None but the reason when there is nothing to read."""
     import duckdb
+
+    from streaming.operations.scaffold import staging_cast_columns
 
     if not database.is_file():
         return {}, "no dbt build in this data directory yet (lakehouse dbt build)"
@@ -180,7 +195,7 @@ def _cast_misfits(database: Path, contracts: Mapping[str, TableContract]) -> tup
                 "select table_name from information_schema.tables where table_schema = ?", [STAGING_SCHEMA]).fetchall()}
             for contract in sorted(contracts.values(), key=lambda contract: contract.raw_table):
                 model = f"stg_dynamodb__{contract.raw_table}"
-                columns = [spec.column for spec in contract.attributes if spec.cast is not None]
+                columns = staging_cast_columns(contract)
                 if not columns or model not in built:
                     continue
                 misfits = ", ".join(f'count(*) filter (where "{column}" is null and "{column}_text" is not null)'
@@ -203,7 +218,7 @@ class _HudiCounts:
 def _hudi_counts(raw_dir: Path, contract: TableContract) -> _HudiCounts:
     """A raw table's Hudi change log and current-state table, read with hudi-rs: each
     holds what its own commits wrote (the current state is stored, not derived). A table
-    not created yet (no rows for it so far) counts nothing."""
+    not created yet, or whose first commit has not completed, counts nothing."""
     from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
     tombstones: dict[str, list[bool]] = {}
@@ -211,10 +226,11 @@ def _hudi_counts(raw_dir: Path, contract: TableContract) -> _HudiCounts:
     for table in (contract.changes_table, contract.raw_table):
         path = raw_dir / table
         if (path / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
-            commits[table] = tuple(table_commits(LocalFiles(), str(path)))
             # One small column is all the counts need.
             snapshot = read_hudi_snapshot(str(path.resolve()), columns=["_is_deleted"])
-            tombstones[table] = snapshot.column("_is_deleted").to_pylist()
+            commits[table] = tuple(table_commits(LocalFiles(), str(path)))
+            if snapshot is not None:
+                tombstones[table] = snapshot.column("_is_deleted").to_pylist()
     changes = tombstones.get(contract.changes_table, [])
     current = tombstones.get(contract.raw_table, [])
     return _HudiCounts((len(changes), len(current), current.count(False)), commits)

@@ -254,17 +254,22 @@ def with_dbt_var(dbt_args: Sequence[str], name: str, value: Any) -> list[str]:
     return args
 
 
-def raw_hudi_args(data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None = None) -> list[str]:
+def raw_hudi_args(
+    data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None = None,
+    report: Callable[[str], None] = lambda line: print(line, flush=True),
+) -> tuple[list[str], tuple[str, ...]]:
     """dbt arguments for the data directory's active raw folder. Hudi raw tables (the
     local default sink) are loaded with hudi-rs into DuckDB's raw_hudi schema, each as
     of `raw_as_of` when given, and dbt runs with raw_format=hudi; a Parquet change log
-    is read by dbt directly, as it is."""
+    is read by dbt directly, as it is. A table hudi-rs cannot read is reported and left
+    out, so that its models fail by name while every other table builds; one whose first
+    commit has not completed reads as empty. Returns the arguments and the tables left out."""
     raw_dir = read_pointer(data_dir).raw_dir
     if local_raw_format(raw_dir) != "hudi":
         if raw_as_of is not None:
             raise DbtFailed(f"--raw-as-of reads Hudi raw tables as of a commit; {raw_dir} holds none "
                             "(a Parquet change log keeps no commits to go back to)")
-        return list(dbt_args)
+        return list(dbt_args), ()
     if raw_as_of is not None:
         try:
             check_instant(raw_as_of)
@@ -272,8 +277,13 @@ def raw_hudi_args(data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None
             raise DbtFailed(f"--raw-as-of: {exc}") from exc
     check_database_folder(data_dir.resolve())
     tables = {name: str(path.resolve()) for name, path in hudi_tables(raw_dir).items()}
-    load_hudi_tables(data_dir, tables, raw_as_of)
-    return with_dbt_var(dbt_args, "raw_format", "hudi")
+    loaded = load_hudi_tables(data_dir, tables, raw_as_of)
+    for name in loaded.uncommitted:
+        report(f"raw table {name}: no commit of it has completed yet (its first write is in flight, or was "
+               "stopped in it): read as empty")
+    for name, problem in loaded.unreadable.items():
+        report(f"raw table {name} is left out, its dbt models fail and the other tables build: {problem}")
+    return with_dbt_var(dbt_args, "raw_format", "hudi"), tuple(loaded.unreadable)
 
 
 def run_dbt_command(
@@ -297,7 +307,7 @@ def run_dbt_command(
         raise DbtFailed("name a dbt command, e.g. `lakehouse dbt build`")
     # dbt would create a missing one empty and build nothing from it.
     require_data_dir(data_dir)
-    dbt_args = raw_hudi_args(data_dir, dbt_args, raw_as_of)
+    dbt_args, left_out = raw_hudi_args(data_dir, dbt_args, raw_as_of, report)
     if table is not None:
         selected = table_selection(data_dir, dbt_args, *table)
         counts = ", ".join(f"{count} {kind}" for kind, count in selected.counts().items())
@@ -306,7 +316,13 @@ def run_dbt_command(
     if table is None or command_of(dbt_args) != "build":
         # A table's build selects the seeds it reads; its `run` loads none.
         dbt_args = fill_in_unbuilt_inputs(data_dir, dbt_args, report)
-    _run_or_fail(data_dir, dbt_args)
+    try:
+        _run_or_fail(data_dir, dbt_args)
+    except DbtFailed as exc:
+        if not left_out:
+            raise
+        raise DbtFailed(f"{exc}\nhudi-rs could not read raw table(s) {', '.join(left_out)} (said above): the models "
+                        "reading them fail until they are restored or rebuilt") from exc
 
 
 def _run_or_fail(data_dir: Path, dbt_args: Sequence[str]) -> dbtRunnerResult:
