@@ -1,7 +1,9 @@
 """`lakehouse contract infer` as a hostile operator and a new user meet it (issue 45,
-items B1-B3, B9, B10's paths, C5): no path escapes through `--table`, no file is lost to
+items B1-B3, B9, B10, C4, C5, C7): no path escapes through `--table`, no file is lost to
 `--out`/`--report`, no PII-flagged value is written in clear, a large sample costs no
-more memory than its items, and every image of an item is typed."""
+more memory than its items, every image of an item is typed, and the review notes say
+what was seen, once. Public data where it exists: the DynamoDB developer guide's sample
+tables (tests/fixtures/inference/README.md)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +16,7 @@ from cli_processes import fresh_python
 from lakehouse_dbt.pii_key import KEY_ENV, pseudonym
 from streaming.cli import main
 from streaming.contracts.inference.contract import infer_contract
-from streaming.contracts.inference.render import render_contract, report
+from streaming.contracts.inference.render import render_contract, report, summary_lines
 from streaming.contracts.inference.sample import ItemSample
 from streaming.contracts.loader import load_contract_file
 from streaming.io.item_samples import sample_file
@@ -236,3 +238,124 @@ def test_earlier_images_are_bounded_by_max_items_and_the_output_says_how_many_we
     assert "1 items and 2 earlier image(s) of them (2 more earlier image(s) past --max-items not typed)" in (
         render_contract(proposal))
     assert report(proposal)["sample"]["earlier_images_left_out"] == 2
+
+
+# --------------------------------------------------------------------------- C4: PII detectors on public data
+
+
+GUIDE = Path(__file__).parent / "fixtures" / "inference" / "dynamodb_guide"
+
+
+def guide_items(table: str) -> list[dict]:
+    """The items of one of the developer guide's BatchWriteItem files."""
+    return [request["PutRequest"]["Item"] for request in json.loads((GUIDE / f"{table}.json").read_text())[table]]
+
+
+def sample_of(items: list[dict]) -> ItemSample:
+    sample = ItemSample()
+    for image in items:
+        sample.add(image)
+    return sample
+
+
+def test_the_developer_guides_sample_tables_get_no_pii_proposal_and_no_name_review():
+    """ProductCatalog's ISBNs (`111-1111111111`), Forum's names (`Amazon DynamoDB`) and
+    Thread's `ForumName` name no person and hold no personal data."""
+    keys = {"ProductCatalog": ["Id"], "Forum": ["Name"], "Thread": ["ForumName", "Subject"],
+            "Reply": ["Id", "ReplyDateTime"]}
+    for table, key in keys.items():
+        proposal = infer_contract(table, sample_of(guide_items(table)), key=key)
+        assert [a.name for _, a in proposal.attributes_with_owner() if a.pii] == [], table
+        assert [point for point in proposal.undecided if "name" in point] == [], table
+
+
+@pytest.mark.parametrize("code", ["978-3-16-148410-0", "0-596-52068-9", "978 0 596 52068 7", "111-1111111111",
+                                  "0 12345 67890 5", "192.168.100.200", "2026-11-01", "1234.5678"])
+def test_isbns_product_codes_and_other_numbers_are_not_phone_numbers(code):
+    items = [{"pk": {"S": f"P#{n}"}, "code": {"S": code}} for n in range(3)]
+    (attribute,) = [a for a in infer_contract("products", sample_of(items)).shared if a.name == "code"]
+    assert not any("phone" in note for note in attribute.notes)
+
+
+@pytest.mark.parametrize("phone", ["+14155552671", "+44 20 7946 0000", "(415) 555-2671", "020 7946 0000",
+                                   "415-555-2671", "+1-415-555-2671", "+49 30 901820"])
+def test_phone_numbers_in_e164_and_national_formats_are_still_proposed_pii(phone):
+    items = [{"pk": {"S": f"P#{n}"}, "reach": {"S": phone}} for n in range(3)]
+    (attribute,) = [a for a in infer_contract("people", sample_of(items)).shared if a.name == "reach"]
+    assert attribute.pii and "most values look like phone numbers" in attribute.notes[-1]
+
+
+def test_names_of_things_are_not_reviewed_as_peoples_names_and_names_of_people_still_are():
+    items = [{"pk": {"S": f"V#{n}"}, "vendorName": {"S": "Acme Corp"}, "forumName": {"S": "Amazon S3"},
+              "name": {"S": ["Ana Lima", "Mary-Jane O'Neil", "J. Smith"][n]},
+              "holderName": {"S": "x"}, "contactEmail": {"S": f"c{n}@example.org"}} for n in range(3)]
+    proposal = infer_contract("vendors", sample_of(items))
+    assert {a.name for a in proposal.shared if a.pii} == {"holderName", "contactEmail"}
+    assert [point for point in proposal.undecided if "name" in point] == [
+        "attributes.name: named like a name, and most values are written like people's names: PII when it names "
+        "a person, not when a product or company"]
+
+
+# --------------------------------------------------------------------------- B10: what is typed gets its REVIEW
+
+
+def test_malformed_descriptors_are_typed_with_a_review_and_no_cast():
+    items = [{"pk": {"S": f"A#{n}"}, "count": {"N": 5}, "flag": {"BOOL": "yes"}, "tags": {"SS": []}}
+             for n in range(2)]
+    proposal = infer_contract("things", sample_of(items))
+    attributes = {a.name: a for a in proposal.shared}
+    for name, rule in (("count", "a number written as a JSON string"), ("flag", "true or false"),
+                       ("tags", "a non-empty list of strings")):
+        assert attributes[name].cast is None
+        assert attributes[name].undecided == [
+            f"2 of 2 values are not DynamoDB JSON: type {attributes[name].type} holds {rule}; the stream may read "
+            "such a value as text or quarantine its item: check the source (no cast proposed)"]
+    assert render_contract(proposal).count("# REVIEW: 2 of 2 values are not DynamoDB JSON") == 3
+
+
+def test_a_timestamp_mixing_zoned_and_zoneless_values_keeps_its_cast_with_a_review():
+    items = [{"pk": {"S": f"A#{n}"}, "at": {"S": "2026-11-01T10:00:00" if n % 2 else "2026-11-01T10:00:00+02:00"},
+              "utc": {"S": "2026-11-01T10:00:00Z"}} for n in range(4)]
+    attributes = {a.name: a for a in infer_contract("things", sample_of(items)).shared}
+    assert attributes["at"].cast == attributes["utc"].cast == "timestamp"
+    assert attributes["at"].undecided[0].startswith("2 of 4 date-times carry a zone (Z or an offset), the rest none")
+    assert attributes["utc"].undecided == []
+
+
+def test_accented_names_keep_their_letters_in_columns_and_existing_contracts_keep_theirs(tmp_path):
+    items = [{"pk": {"S": f"A#{n}"}, "ünïcödé": {"S": "x"}, "naïveCafé": {"M": {"crème": {"S": "y"}}}}
+             for n in range(2)]
+    path = tmp_path / "things.yml"
+    path.write_text(render_contract(infer_contract("things", sample_of(items))))
+    (contract,) = load_contract_file(path)
+    assert contract.attribute("ünïcödé").column == "unicode"
+    assert contract.attribute("naïveCafé").column == "naive_cafe"
+    assert [f.column for f in contract.attribute("naïveCafé").fields] == ["creme"]
+    # A contract that names no column keeps the loader's derivation, as before.
+    path.write_text("table: things\nraw_table: things\ndescription: d\nkey:\n  partition_key: pk\n"
+                    "partitioning:\n  column: pk_suffix\n  expression: \"substring(pk, -1, 1)\"\n"
+                    "attributes:\n  pk:\n    type: S\n    description: d\n"
+                    "  ünïcödé:\n    type: S\n    description: d\n")
+    (contract,) = load_contract_file(path)
+    assert contract.attribute("ünïcödé").column == "n_c_d"
+
+
+# --------------------------------------------------------------------------- C7: notes said once, and right
+
+
+def test_a_list_left_out_for_its_elements_is_reviewed_once():
+    items = [{"pk": {"S": f"A#{n}"}, "mixed": {"L": [{"N": "1"}, {"S": "x"}]}} for n in range(2)]
+    proposal = infer_contract("things", sample_of(items))
+    assert [point for point in proposal.undecided if "mixed" in point] == [
+        "attributes.mixed: list elements: seen as N (2 elements) and S (2 elements): one column cannot hold both, "
+        "so it stays in _extra_attributes (declare one type by hand if the other is an error: its items are then "
+        "quarantined as type_mismatch)"]
+    assert sum("mixed" in line for line in summary_lines(proposal)) == 1
+
+
+def test_a_list_holding_a_null_says_how_many_elements_it_typed():
+    items = [{"pk": {"S": "A#1"}, "ages": {"L": [{"N": "35"}, {"NULL": True}]}}]
+    proposal = infer_contract("things", sample_of(items))
+    (ages,) = [a for a in proposal.shared if a.name == "ages"]
+    assert ages.items is not None
+    assert ages.items.notes == ["cast bigint: each element seen is an integer (1 element, 1 NULL aside)"]

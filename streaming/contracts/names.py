@@ -13,6 +13,7 @@ every query a person writes against the table.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # DynamoDB's rule for table names ("Naming rules" in the DynamoDB developer guide,
 # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html):
@@ -136,3 +137,13 @@ def jinja_opener(text: str) -> str | None:
     """The first Jinja delimiter `text` holds, if any."""
     found = [(text.index(opener), opener) for opener in JINJA_OPENERS if opener in text]
     return min(found)[1] if found else None
+
+
+def without_accents(name: str) -> str:
+    """`ünïcödé` -> `unicode`: each letter without its accents (Unicode's compatibility
+    decomposition, NFKD, then the combining marks dropped), so that a name written with
+    accented letters keeps them as letters in a derived column name, where snake_case
+    would drop each accented letter. Letters with no decomposition (`ß`, `ø`) stay as
+    they are. The loader's own derivation (`column` left out) does not use it, so the
+    columns of existing contracts never change; `contract infer` writes every column."""
+    return "".join(char for char in unicodedata.normalize("NFKD", name) if not unicodedata.combining(char))

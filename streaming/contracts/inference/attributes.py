@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.contracts.inference.keys import KeyDecision
-from streaming.contracts.inference.sample import AttributeStats
+from streaming.contracts.inference.sample import DESCRIPTOR_RULES, AttributeStats
 from streaming.contracts.loader import snake_case
 from streaming.contracts.model import ATTRIBUTE_TYPES, MAX_DECIMAL_PRECISION, UNROUTED_SUFFIX
 from streaming.contracts.names import (
@@ -24,6 +24,7 @@ from streaming.contracts.names import (
     MODEL_COLUMNS,
     SQL_NAME,
     reserved_in,
+    without_accents,
 )
 
 # A decimal cast leaves room above the digits seen: 18 is the precision of the packaged
@@ -35,7 +36,9 @@ _PII_WORDS = frozenset({"email", "mail", "phone", "mobile", "telephone", "msisdn
                         "zip", "zipcode", "ip", "birthday", "birthdate", "dob", "ssn", "passport", "iban",
                         "firstname", "lastname", "surname", "fullname"})
 _PERSON_NAME_WORDS = frozenset({"first", "last", "full", "given", "family", "middle", "cust", "customer", "user",
-                                "contact", "person", "display", "maiden"})
+                                "contact", "person", "display", "maiden", "nick", "legal", "real", "owner", "holder",
+                                "author", "member", "employee", "recipient", "sender", "billing", "shipping",
+                                "guest", "patient", "student", "driver", "passenger", "spouse", "parent", "guardian"})
 
 
 @dataclass
@@ -48,6 +51,7 @@ class ProposedAttribute:
     seen: int  # items holding a value other than NULL
     of: int  # items it could be on
     types: dict[str, int]
+    nulls: int = 0  # NULL values (of a list's elements: NULL elements)
     cast: str | None = None
     pii: bool = False
     notes: list[str] = field(default_factory=list)  # each decision, as the YAML comment says it
@@ -105,14 +109,18 @@ def leave_out_case_twins(attributes: Iterable[ProposedAttribute]) -> None:
 
 
 def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, is_key: bool = False,
-             is_item: bool = False) -> ProposedAttribute:
+             is_item: bool = False, unit: str = "items") -> ProposedAttribute:
+    """`unit` names what `total` counts, for the notes: items, maps (of a map's field)."""
+    unit = "elements" if is_item else unit
     column = "" if is_item else unique_column(_safe_column(name), taken)
-    attribute = ProposedAttribute(name, column, None, stats.present, total, dict(stats.types))
-    if not is_item and column != snake_case(name):
-        attribute.notes.append(f"column {column}: {snake_case(name) or name!r} "
-                               f"{_why_renamed(snake_case(name), taken)}")
+    attribute = ProposedAttribute(name, column, None, stats.present, total, dict(stats.types), nulls=stats.nulls)
+    derived = snake_case(without_accents(name))
+    if not is_item and derived != snake_case(name):
+        attribute.notes.append(f"column {column}: {name!r} without its accents")
+    if not is_item and column != derived:
+        attribute.notes.append(f"column {column}: {derived or name!r} {_why_renamed(derived, taken)}")
     if len(stats.types) > 1:
-        attribute.left_out = ("seen as " + " and ".join(f"{t} ({n} items)" for t, n in types_by_count(stats.types))
+        attribute.left_out = ("seen as " + " and ".join(f"{t} ({n} {unit})" for t, n in types_by_count(stats.types))
                               + ": one column cannot hold both, so it stays in _extra_attributes (declare one type "
                               "by hand if the other is an error: its items are then quarantined as type_mismatch)")
         attribute.undecided.append(attribute.left_out)
@@ -129,7 +137,7 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
         return attribute
     if attribute.type == "M":
         field_taken: set[str] = set()
-        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken)
+        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken, unit="maps")
                             for field_name, field_stats in stats.fields.items()]
         if not any(f.left_out is None for f in attribute.fields):
             attribute.left_out = "a map with no field of one type seen; it stays in _extra_attributes"
@@ -142,44 +150,62 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
             why = attribute.items.left_out or "every list seen is empty, so its elements' type is unknown"
             attribute.left_out = f"list elements: {why}"
             attribute.undecided.append(attribute.left_out)
+            # The list's point says it: the elements' own would be the same point twice.
+            attribute.items.undecided.clear()
             return attribute
-    if not is_key:
-        _propose_cast(attribute, stats)
+    if stats.malformed:
+        # Typed by its descriptor, as the stream reads it; its casts are not proposed from
+        # values that are not what the descriptor says.
+        attribute.undecided.append(
+            f"{stats.malformed} of {stats.present} {unit if is_item else 'values'} are not DynamoDB JSON: type "
+            f"{attribute.type} holds {DESCRIPTOR_RULES[attribute.type]}; the stream may read such a value as text "
+            "or quarantine its item: check the source (no cast proposed)")
+    elif not is_key:
+        _propose_cast(attribute, stats, unit if is_item else "values")
     if not is_item:
         _propose_pii(attribute, stats)
     return attribute
 
 
-def _propose_cast(attribute: ProposedAttribute, stats: AttributeStats) -> None:
+def _propose_cast(attribute: ProposedAttribute, stats: AttributeStats, unit: str) -> None:
+    """`unit`: what the values are, `values` or a list's `elements` (NULL ones aside)."""
     values = stats.present
+    noun = unit.removesuffix("s")
+    counted = f"{values} {noun if values == 1 else unit}" + (
+        f", {stats.nulls} NULL aside" if unit == "elements" and stats.nulls else "")
     if attribute.type == "S":
         if stats.timestamps == values:
             attribute.cast = "timestamp"
-            attribute.notes.append(f"cast timestamp: all {values} values are ISO-8601 date-times")
+            attribute.notes.append(f"cast timestamp: each {noun} seen is an ISO-8601 date-time ({counted})")
+            if 0 < stats.zoned_timestamps < values:
+                attribute.undecided.append(
+                    f"{stats.zoned_timestamps} of {values} date-times carry a zone (Z or an offset), the rest none: "
+                    "the cast reads a time without one in the engine's session time zone, not the writer's; "
+                    "check which zone those are in")
         elif stats.dates == values:
             attribute.cast = "date"
-            attribute.notes.append(f"cast date: all {values} values are ISO-8601 dates")
+            attribute.notes.append(f"cast date: each {noun} seen is an ISO-8601 date ({counted})")
         elif stats.boolean_texts == values:
-            attribute.undecided.append(f"all {values} values are 'true'/'false' text; no cast reads text as boolean, "
-                                       "so it stays text")
+            attribute.undecided.append(f"each {noun} seen is 'true'/'false' text ({counted}); no cast reads text as "
+                                       "boolean, so it stays text")
         elif stats.number_texts == values:
-            attribute.undecided.append(f"all {values} values are numbers written as text; casts read numbers from N "
-                                       "attributes only, so it stays text")
+            attribute.undecided.append(f"numbers written as text, each {noun} seen ({counted}); casts read numbers "
+                                       "from N attributes only, so it stays text")
         elif stats.timestamps or stats.dates:
-            attribute.undecided.append(f"{stats.timestamps + stats.dates} of {values} values are ISO-8601 dates or "
+            attribute.undecided.append(f"{stats.timestamps + stats.dates} of {values} {unit} are ISO-8601 dates or "
                                        "times, the rest are not: no cast proposed")
     elif attribute.type == "N":
         if stats.unparsed_numbers:
-            attribute.undecided.append(f"{stats.unparsed_numbers} of {values} values in exponent notation: "
+            attribute.undecided.append(f"{stats.unparsed_numbers} of {values} {unit} in exponent notation: "
                                        "no cast proposed")
         elif stats.integers == values and not stats.over_bigint:
             attribute.cast = "bigint"
             epoch = ("epoch seconds" if stats.epoch_seconds == values else
                      "epoch milliseconds" if stats.epoch_millis == values else None)
-            attribute.notes.append(f"cast bigint: all {values} values are integers"
+            attribute.notes.append(f"cast bigint: each {noun} seen is an integer ({counted})"
                                    + (f" (they read as {epoch}: staging keeps the number)" if epoch else ""))
             if epoch:
-                attribute.undecided.append(f"the values read as {epoch}; no cast turns them into a timestamp")
+                attribute.undecided.append(f"the {unit} read as {epoch}; no cast turns them into a timestamp")
         else:
             precision = stats.integer_digits + stats.scale
             if precision > MAX_DECIMAL_PRECISION:
@@ -206,8 +232,15 @@ def _propose_pii(attribute: ProposedAttribute, stats: AttributeStats) -> None:
         reasons = [f"most values look like {by_shape}" if by_shape else "",
                    f"its name says {by_name!r}" if by_name else "", "a field of it is PII" if nested else ""]
         attribute.notes.append("pii: PROPOSED, confirm: " + "; ".join(r for r in reasons if r))
-    elif "name" in words:
-        attribute.undecided.append("named like a name: PII when it names a person, not when a product or company")
+    elif words == ["name"]:
+        # A bare `name`: whose, only its values can tell. A name that says whose it is
+        # (`vendorName`, `forumName`, `fileName`) is that thing's, a person's ones are above.
+        if stats.present and stats.person_names * 2 > stats.present:
+            attribute.undecided.append("named like a name, and most values are written like people's names: "
+                                       "PII when it names a person, not when a product or company")
+        else:
+            attribute.notes.append("not proposed as PII: most values are not written like people's names "
+                                   "(they hold digits, inner capitals or a company form)")
 
 
 # --------------------------------------------------------------------------- names
@@ -229,7 +262,7 @@ def safe_name(name: str, prefix: str, max_length: int) -> str:
 
 
 def _safe_column(name: str) -> str:
-    return safe_name(snake_case(name), "attr", MAX_COLUMN_LENGTH)
+    return safe_name(snake_case(without_accents(name)), "attr", MAX_COLUMN_LENGTH)
 
 
 def unique_column(column: str, taken: set[str]) -> str:

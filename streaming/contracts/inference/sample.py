@@ -32,9 +32,41 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DECIMAL_TEXT = re.compile(r"-?(\d+)(?:\.(\d+))?")
 _BOOLEAN_TEXTS = frozenset({"true", "false"})
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
-# A phone number: an optional +, then digits with separators, 7 to 15 digits (E.164), and
-# at least a + or a separator, so that a plain numeric id is not one.
-_PHONE = re.compile(r"\+?[0-9][0-9 ().-]{5,}[0-9]")
+# A phone number of 7 to 15 digits (E.164's most), written as people write them: E.164
+# (`+14155552671`), or groups of 2 to 8 digits apart by one separator, after an optional
+# country code and area code (`+44 20 7946 0000`, `(415) 555-2671`, `020 7946 0000`).
+# A plain numeric id has no + and no separator, so it is not one; nor are codes with a
+# one-digit group or a group of 9 or more, as ISBNs (`978-3-16-148410-0`,
+# `111-1111111111`) and UPC/EAN codes (`0 12345 67890 5`) are written.
+_PHONE = re.compile(r"\+[1-9][0-9]{6,14}"
+                    r"|(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,5}\)[ .-]?)?[0-9]{2,8}(?:[ .-][0-9]{2,8})+")
+# A number as DynamoDB writes it in an N value: up to 38 digits, optionally with an exponent.
+_DYNAMODB_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# What the content of each type descriptor must be in DynamoDB JSON, checked and said.
+DESCRIPTOR_RULES = {
+    "S": "a JSON string", "N": "a number written as a JSON string", "B": "base64 text", "BOOL": "true or false",
+    "SS": "a non-empty list of strings", "NS": "a non-empty list of numbers written as strings",
+    "BS": "a non-empty list of base64 texts", "M": "a JSON object", "L": "a JSON list",
+}
+_WELL_FORMED = {
+    "S": lambda content: isinstance(content, str),
+    "N": lambda content: isinstance(content, str) and bool(_DYNAMODB_NUMBER.fullmatch(content.strip())),
+    "B": lambda content: isinstance(content, str),
+    "BOOL": lambda content: isinstance(content, bool),
+    "SS": lambda content: _text_list(content),
+    "NS": lambda content: _text_list(content) and all(_DYNAMODB_NUMBER.fullmatch(n.strip()) for n in content),
+    "BS": lambda content: _text_list(content),
+    "M": lambda content: isinstance(content, dict),
+    "L": lambda content: isinstance(content, list),
+}
+# A person's name as most are written: one to four words of letters, each lower case
+# after its first letter (`Ana`, `Mary-Jane O'Neil`, `J. Smith`, `ana lima`). A product, forum or
+# company name often has digits, inner capitals or a company form (`Amazon DynamoDB`,
+# `Amazon S3`, `Acme Corp`).
+_NAME_WORD = r"[A-Za-z][a-z]*(?:['-][A-Za-z][a-z]+)*\.?"
+_PERSON_NAME = re.compile(rf"{_NAME_WORD}(?: {_NAME_WORD}){{0,3}}")
+_COMPANY_FORMS = frozenset({"inc", "ltd", "llc", "llp", "plc", "corp", "corporation", "company", "co", "gmbh", "ag",
+                            "sa", "sarl", "bv", "nv", "oy", "ab", "as", "group", "holdings", "limited"})
 BIGINT_MAX = 2**63 - 1
 # Integers in these ranges read as epoch times between 2000 and 2100.
 _EPOCH_SECONDS = (946_684_800, 4_102_444_800)
@@ -139,14 +171,18 @@ class AttributeStats:
     present: int = 0  # values other than NULL
     nulls: int = 0
     types: Counter[str] = field(default_factory=Counter)
+    # Values whose content is not DynamoDB JSON for their descriptor (`{"N": 5}`, `{"BOOL": "yes"}`).
+    malformed: int = 0
     # S values: how many have each shape (a cast fits when all of them do).
     timestamps: int = 0
+    zoned_timestamps: int = 0  # with `Z` or an offset
     dates: int = 0
     boolean_texts: int = 0
     number_texts: int = 0
     emails: int = 0
     phones: int = 0
     ips: int = 0
+    person_names: int = 0
     # N values: how many are integers (and in an epoch range), the widest integer part and scale.
     integers: int = 0
     integer_digits: int = 0
@@ -171,6 +207,9 @@ class AttributeStats:
             return
         self.present += 1
         self.types[kind] += 1
+        if kind in _WELL_FORMED and not _WELL_FORMED[kind](content):
+            self.malformed += 1
+            return
         if kind == "S" and isinstance(content, str):
             self._observe_text(content)
         elif kind == "N" and isinstance(content, str):
@@ -187,8 +226,10 @@ class AttributeStats:
     def _observe_text(self, text: str) -> None:
         if len(self.distinct) <= MAX_KINDS:
             self.distinct.add(text)
-        if _ISO_TIMESTAMP.fullmatch(text) and _valid_datetime(text):
+        timestamp = _ISO_TIMESTAMP.fullmatch(text)
+        if timestamp and _valid_datetime(text):
             self.timestamps += 1
+            self.zoned_timestamps += timestamp.group(2) is not None
         if _ISO_DATE.fullmatch(text) and _valid_date(text):
             self.dates += 1
         if text.lower() in _BOOLEAN_TEXTS:
@@ -197,10 +238,15 @@ class AttributeStats:
             self.number_texts += 1
         if _EMAIL.fullmatch(text):
             self.emails += 1
-        if _PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15 and not text.isdigit():
-            self.phones += 1
-        if _is_ip(text):
+        ip = _is_ip(text)
+        if ip:
             self.ips += 1
+        # A date, a time, a decimal number or an IP address can have a phone number's digits.
+        if (_PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15 and not ip
+                and not timestamp and not _ISO_DATE.fullmatch(text) and not _DECIMAL_TEXT.fullmatch(text)):
+            self.phones += 1
+        if _PERSON_NAME.fullmatch(text) and not _COMPANY_FORMS & set(text.lower().split()):
+            self.person_names += 1
 
     def _observe_number(self, text: str) -> None:
         match = _DECIMAL_TEXT.fullmatch(text.strip())
@@ -219,6 +265,11 @@ class AttributeStats:
                 self.epoch_seconds += 1
             elif _EPOCH_MILLIS[0] <= number < _EPOCH_MILLIS[1]:
                 self.epoch_millis += 1
+
+
+def _text_list(content: Any) -> bool:
+    """A set's content: a non-empty list of strings (DynamoDB has no empty set)."""
+    return isinstance(content, list) and bool(content) and all(isinstance(element, str) for element in content)
 
 
 def _valid_datetime(text: str) -> bool:
