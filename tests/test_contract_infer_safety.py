@@ -340,6 +340,11 @@ def test_accented_names_keep_their_letters_in_columns_and_existing_contracts_kee
     assert contract.attribute("ünïcödé").column == "n_c_d"
 
 
+def test_an_entity_named_from_an_accented_value_keeps_its_letters():
+    items = [{"pk": {"S": f"A#{n}"}, "type": {"S": ["Bücher", "Zeitschrift"][n % 2]}} for n in range(4)]
+    assert sorted(e.name for e in infer_contract("shop", sample_of(items)).entities) == ["buchers", "zeitschrifts"]
+
+
 # --------------------------------------------------------------------------- C7: notes said once, and right
 
 

@@ -40,7 +40,7 @@ from streaming.contracts.inference.keys import KeyDecision
 from streaming.contracts.inference.sample import MAX_KINDS, AttributeStats, DynamoItem
 from streaming.contracts.loader import snake_case
 from streaming.contracts.model import Route
-from streaming.contracts.names import SQL_NAME
+from streaming.contracts.names import SQL_NAME, without_accents
 
 # A kind seen once may be a stray item; two items at least make an entity by default.
 DEFAULT_MIN_ENTITY_ITEMS = 2
@@ -306,7 +306,9 @@ def _routable(kinds: list[Kind], min_items: int, decision: KeyDecision,
         if kind.route is None:
             continue
         words, kind.named = _name_of(kind, common_prefix, decision)
-        base = _plural(snake_case(words)) if snake_case(words) else "kind"
+        # Accented letters stay letters (`Bücher` -> `buchers`), as in attribute columns.
+        derived = snake_case(without_accents(words))
+        base = _plural(derived) if derived else "kind"
         base = base if SQL_NAME.fullmatch(base) else f"kind_{base}"
         name, number = base, 1
         while name in names:
