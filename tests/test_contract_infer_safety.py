@@ -139,6 +139,13 @@ def test_an_out_folder_that_does_not_exist_is_refused_not_created(tmp_path, caps
 # --------------------------------------------------------------------------- B2: no PII in clear
 
 
+def sample_of_keyed(items: list[dict]) -> ItemSample:
+    sample = ItemSample()
+    for image in items:
+        sample.add(image, {"pk": image["pk"], "sk": image["sk"]})
+    return sample
+
+
 def email_keyed_records(table: str) -> list[str]:
     """Items keyed by e-mail address (so the key is proposed PII), one of a kind too rare
     for an entity, whose example key the proposal shows."""
@@ -169,13 +176,21 @@ def test_an_example_key_flagged_pii_is_never_written_or_printed_in_clear(pii_key
     assert json.loads(report_file.read_text())["unrouted_kinds"][0]["example_key"] == f"pk={shown}, sk=settings"
 
 
+def test_an_example_key_holding_an_email_is_hidden_even_when_its_key_is_not_flagged():
+    # Most sort keys are ORDER#n, so sk is not proposed PII; the one example is an address.
+    items = ([{"pk": {"S": f"USER#{n}"}, "sk": {"S": f"ORDER#{n}"}} for n in range(6)]
+             + [{"pk": {"S": f"USER#{n}"}, "sk": {"S": f"INVOICE#{n}"}} for n in range(6)]
+             + [{"pk": {"S": "USER#0"}, "sk": {"S": "CONTACT#rare.person@example.com"}}])
+    proposal = infer_contract("things", sample_of_keyed(items))
+    assert not next(a for a in proposal.shared if a.name == "sk").pii
+    assert [kind.example_key for kind in proposal.unrouted] == ["pk=USER#0, sk=***"]
+
+
 def test_an_example_key_not_flagged_pii_is_shown_as_it_is():
     items = ([{"pk": {"S": "T#1"}, "sk": {"S": f"{kind}#{n}"}} for kind in ("A", "B") for n in range(3)]
              + [{"pk": {"S": "T#1"}, "sk": {"S": "settings"}}])
-    sample = ItemSample()
-    for image in items:
-        sample.add(image, {"pk": image["pk"], "sk": image["sk"]})
-    assert [kind.example_key for kind in infer_contract("things", sample).unrouted] == ["pk=T#1, sk=settings"]
+    assert [kind.example_key for kind in infer_contract("things", sample_of_keyed(items)).unrouted] == [
+        "pk=T#1, sk=settings"]
 
 
 # --------------------------------------------------------------------------- B9: memory

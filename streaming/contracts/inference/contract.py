@@ -23,7 +23,14 @@ from streaming.contracts.inference.attributes import (
 )
 from streaming.contracts.inference.keys import KeyDecision, decide_keys, example_key, with_key
 from streaming.contracts.inference.kinds import DEFAULT_MIN_ENTITY_ITEMS, Kind, find_kinds
-from streaming.contracts.inference.sample import AttributeStats, DynamoItem, InferenceError, ItemSample, attribute_stats
+from streaming.contracts.inference.sample import (
+    AttributeStats,
+    DynamoItem,
+    InferenceError,
+    ItemSample,
+    attribute_stats,
+    personal_shapes,
+)
 from streaming.contracts.model import UNROUTED_SUFFIX
 from streaming.contracts.names import CAST_TEXT_SUFFIX, MAX_RAW_TABLE_LENGTH
 
@@ -135,12 +142,17 @@ def infer_contract(
     entities = [_propose_entity(kind, base, decision, sample) for kind in routed]
     images = sample.images_of(items)
     shared = _share(entities, attribute_stats(images), len(images), decision)
-    # An example key is shown only once the keys' PII flags are known: a key flagged PII
-    # shows as `hide_pii` gives it (withheld by default).
-    pii_columns = {attribute.name: attribute.column for attribute in shared if attribute.pii}
+    # An example key is shown only once the keys' PII flags are known. A key flagged PII,
+    # or a value holding an e-mail address, phone number or IP address whatever its key's
+    # flag, shows as `hide_pii` gives it (withheld by default).
+    columns = {attribute.name: attribute.column for attribute in shared}
+    pii = {attribute.name for attribute in shared if attribute.pii}
 
     def shown(name: str, value: Any) -> Any:
-        return hide_pii(name, pii_columns[name], value) if name in pii_columns else value
+        text = value.get("S") if isinstance(value, dict) else None
+        if name in pii or (isinstance(text, str) and personal_shapes(text)):
+            return hide_pii(name, columns.get(name, name), value)
+        return value
 
     unrouted = [UnroutedKind(kind.name, len(kind.items), example_key(kind.items[0], decision, shown), kind.why)
                 for kind in kinds if kind.route is None]

@@ -236,15 +236,10 @@ class AttributeStats:
             self.boolean_texts += 1
         if _DECIMAL_TEXT.fullmatch(text):
             self.number_texts += 1
-        if _EMAIL.fullmatch(text):
-            self.emails += 1
-        ip = _is_ip(text)
-        if ip:
-            self.ips += 1
-        # A date, a time, a decimal number or an IP address can have a phone number's digits.
-        if (_PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15 and not ip
-                and not timestamp and not _ISO_DATE.fullmatch(text) and not _DECIMAL_TEXT.fullmatch(text)):
-            self.phones += 1
+        shapes = personal_shapes(text)
+        self.emails += "e-mail address" in shapes
+        self.phones += "phone number" in shapes
+        self.ips += "IP address" in shapes
         if _PERSON_NAME.fullmatch(text) and not _COMPANY_FORMS & set(text.lower().split()):
             self.person_names += 1
 
@@ -265,6 +260,27 @@ class AttributeStats:
                 self.epoch_seconds += 1
             elif _EPOCH_MILLIS[0] <= number < _EPOCH_MILLIS[1]:
                 self.epoch_millis += 1
+
+
+def personal_shapes(text: str) -> set[str]:
+    """The shapes of personal data `text` holds, whole or as a segment of a key
+    (`USER#ana@example.com`): e-mail address, phone number, IP address."""
+    shapes = set()
+    for part in {text, *text.split("#")}:
+        if _EMAIL.fullmatch(part):
+            shapes.add("e-mail address")
+        if _is_ip(part):
+            shapes.add("IP address")
+        elif _is_phone(part):
+            shapes.add("phone number")
+    return shapes
+
+
+def _is_phone(text: str) -> bool:
+    # A date, a time or a decimal number can have a phone number's digits and separators.
+    return bool(_PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15
+                and not _ISO_TIMESTAMP.fullmatch(text) and not _ISO_DATE.fullmatch(text)
+                and not _DECIMAL_TEXT.fullmatch(text))
 
 
 def _text_list(content: Any) -> bool:
