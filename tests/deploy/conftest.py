@@ -1,4 +1,5 @@
-"""One synthesis of the CDK app per test session, shared by every infrastructure test.
+"""One synthesis of the CDK app per config per test session, shared by every
+infrastructure test: the example config, and the variant of variant_config.py.
 
 The CDK runs its library in Node.js. Without `node` on PATH these tests skip and say
 why; the machine image and CI have Node.js 20, so `make test` runs them there.
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from node_required import require_node
+from variant_config import VARIANT_SETTINGS
 
-from deploy.config import DeployConfig, load_config
+from deploy.config import DeployConfig, load_config, parse_config
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "config.example.yml"
 
@@ -29,15 +31,13 @@ class Synthesized:
         return {lid: res for lid, res in self.template["Resources"].items() if res["Type"] == kind}
 
 
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory) -> Synthesized:
+def synthesize(config: DeployConfig, outdir: Path) -> Synthesized:
     require_node()
     from aws_cdk import assertions
 
     from deploy.app import build_app, summary
 
-    config = load_config(EXAMPLE_CONFIG)
-    app, stack = build_app(config, outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    app, stack = build_app(config, outdir=str(outdir))
     assembly = app.synth()
     artifact = assembly.get_stack_by_name(stack.stack_name)
     template_path = Path(artifact.template_full_path)
@@ -48,3 +48,13 @@ def synthesized(tmp_path_factory) -> Synthesized:
         assertions=assertions.Template.from_json(json.loads(template_path.read_text())),
         summary=summary(assembly),
     )
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory) -> Synthesized:
+    return synthesize(load_config(EXAMPLE_CONFIG), tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def variant_synthesized(tmp_path_factory) -> Synthesized:
+    return synthesize(parse_config(VARIANT_SETTINGS), tmp_path_factory.mktemp("cdk.out"))

@@ -1,6 +1,6 @@
-"""The stack under non-default settings: a provisioned stream, an existing PII secret,
-named analysts, an alarm e-mail, an optional job parameter and Lake Formation grants.
-One more synthesis."""
+"""The stack under non-default settings (variant_config.py): a provisioned stream, an
+existing PII secret, named analysts, an alarm e-mail, an optional job parameter and
+Lake Formation grants."""
 from __future__ import annotations
 
 import json
@@ -9,37 +9,14 @@ from pathlib import Path
 
 import pytest
 from cfn_template import grants, render, role_statements
-from node_required import require_node
+from variant_config import ANALYST, SECRET
 
-from deploy.config import parse_config
 from deploy.static_checks import cfn_lint
-
-SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:lakehouse/pii-AbCdEf"
-ANALYST = "arn:aws:iam::123456789012:role/data-analysts"
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory) -> dict:
-    require_node()
-    from deploy.app import build_app
-
-    config = parse_config(
-        {
-            "dynamodb_tables": ["orders"],
-            "prefix": "shop",
-            "stream_on_demand": False,
-            "stream_shard_count": 3,
-            "pii_secret_arn": SECRET,
-            "analyst_principal_arns": [ANALYST],
-            "alarm_email": "data-oncall@example.com",
-            "job_arguments": {"starting_position": "latest", "sync_mode": "glue"},
-            "lake_formation_grants": True,
-        }
-    )
-    app, stack = build_app(config, outdir=str(tmp_path_factory.mktemp("cdk.out")))
-    artifact = app.synth().get_stack_by_name(stack.stack_name)
-    with open(artifact.template_full_path) as handle:
-        return json.load(handle)
+def template(variant_synthesized) -> dict:
+    return variant_synthesized.template
 
 
 def of_type(template: dict, kind: str) -> list[dict]:
