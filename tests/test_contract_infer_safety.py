@@ -20,6 +20,7 @@ from streaming.contracts.inference.render import render_contract, report, summar
 from streaming.contracts.inference.sample import ItemSample
 from streaming.contracts.loader import load_contract_file
 from streaming.io.item_samples import sample_file
+from streaming.operations import contract_infer
 
 PII_KEY = "k" * 40
 
@@ -126,6 +127,18 @@ def test_errors_name_the_files_given_never_a_temporary_one(tmp_path, capsys):
     assert (code, err) == (2, f"lakehouse contract: --report {folder} is a folder; give a file name\n")
     assert list(folder.iterdir()) == []
     assert ".tmp" not in err and tempfile.gettempdir() + "/tmp" not in err
+
+
+def test_a_failed_write_names_the_file_given_not_its_temporary_neighbour(tmp_path, capsys, monkeypatch):
+    def full_disk(path, text):
+        temporary = Path(path).parent / f".{Path(path).name}.x1y2.tmp"
+        raise OSError(28, "No space left on device", str(temporary))
+
+    monkeypatch.setattr(contract_infer, "write_text_atomically", full_disk)
+    sample = records_file(tmp_path / "records.jsonl", user_items("users"))
+    out = tmp_path / "users.yml"
+    code, _, err = infer(["--table", "users", "--sample", str(sample), "--out", str(out)], capsys)
+    assert (code, err) == (2, f"lakehouse contract: {out}: cannot write it: No space left on device\n")
 
 
 def test_an_out_folder_that_does_not_exist_is_refused_not_created(tmp_path, capsys):
