@@ -1,0 +1,173 @@
+"""Hudi's own catalog sync into the local metastore, read back through Athena's catalog name.
+
+The generator's full mix (both record formats, deletes, TTL deletes, the single-table
+`app` design with its unrouted table) is streamed into Hudi tables, and every raw table
+is synced the way the Glue job's writes sync: `run_meta_sync` with the write options of
+sync_mode "hms" (HiveSyncTool), here pointed at the engine's Thrift metastore. Then:
+- the metastore holds every raw table on disk, each partition folder, the last synced
+  commit and Hudi's input format, as HiveSyncTool writes them into Glue;
+- Trino's rows of `"awsdatacatalog"."raw"."<table>"` equal hudi-rs's, cell by cell.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pytest
+from hudi import HudiReadOptions, HudiTableBuilder
+
+from streaming.contracts.loader import load_contracts
+from streaming.io import layout as raw_layout
+from streaming.io.hudi_options import change_log_write_options, current_state_write_options, hudi_table_path
+from streaming.io.hudi_sink import run_meta_sync
+from streaming.io.hudi_timeline import LocalFiles, table_commits
+from streaming.io.layout import DataLayout
+from streaming.operations.stream import stream
+from streaming.runtime.athena_local import HOST, query
+from streaming.samples.generator import write_landing_files
+
+pytestmark = pytest.mark.athena
+
+RAW_DATABASE = "raw"
+# hudi-hadoop-common's input format for copy-on-write tables, which HiveSyncTool records
+# (HoodieInputFormatUtils.getInputFormatClassName for COPY_ON_WRITE and PARQUET).
+HUDI_INPUT_FORMAT = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
+
+
+def sync_all_raw_tables(spark, raw_dir: Path, raw_base: str, metastore_port: int) -> list[str]:
+    """Every raw table under `raw_base`, synced as a Hudi write with sync_mode "hms" syncs it.
+
+    Hive reads the metastore address from the JVM's system properties
+    (HiveConf.applySystemProperties), which reach the sync tool from the shared session."""
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("hive.metastore.uris", f"thrift://{HOST}:{metastore_port}")
+    synced = []
+    try:
+        for contract in load_contracts().values():
+            for table, options in (
+                (contract.changes_table, change_log_write_options(
+                    contract, base_path=raw_base, database=RAW_DATABASE, sync_mode="hms")),
+                (contract.raw_table, current_state_write_options(
+                    contract, base_path=raw_base, database=RAW_DATABASE, sync_mode="hms")),
+            ):
+                if (raw_dir / table / ".hoodie").is_dir():
+                    run_meta_sync(spark, options, hudi_table_path(raw_base, table))
+                    synced.append(table)
+    finally:
+        system.clearProperty("hive.metastore.uris")
+    return synced
+
+
+def metastore_view(spark, metastore_port: int) -> dict[str, dict]:
+    """What the metastore holds for each raw table, read with Hive's own client."""
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("hive.metastore.uris", f"thrift://{HOST}:{metastore_port}")
+    hive = spark.sparkContext._jvm.org.apache.hadoop.hive
+    client = hive.metastore.HiveMetaStoreClient(hive.conf.HiveConf())
+    try:
+        view = {}
+        for table in client.getAllTables(RAW_DATABASE):
+            found = client.getTable(RAW_DATABASE, table)
+            view[table] = {
+                "partitions": sorted(tuple(partition.getValues())
+                                     for partition in client.listPartitions(RAW_DATABASE, table, -1)),
+                "last_synced": found.getParameters().get("last_commit_time_sync"),
+                "input_format": found.getSd().getInputFormat(),
+                "location": found.getSd().getLocation(),
+            }
+        return view
+    finally:
+        client.close()
+        system.clearProperty("hive.metastore.uris")
+
+
+@pytest.fixture(scope="module")
+def synced(engine, hudi_spark, tmp_path_factory):
+    _, state = engine
+    layout = DataLayout(tmp_path_factory.mktemp("synced") / "data")
+    write_landing_files(layout.landing, customers=12, tenants=2, seed=11, record_format="mixed")
+    stream(layout, sink="hudi", spark=hudi_spark, out=lambda _: None)
+    # The base path the local Hudi sink writes with (streaming.io.sinks.choose_sink).
+    raw_base = raw_layout.uri(str(layout.root.resolve()), raw_layout.RAW_FOLDER)
+    raw_dir = layout.root / raw_layout.RAW_FOLDER
+    synced_tables = sync_all_raw_tables(hudi_spark, raw_dir, raw_base, state["metastore_port"])
+    return raw_dir, synced_tables, metastore_view(hudi_spark, state["metastore_port"])
+
+
+def hudi_tables_on_disk(raw_dir: Path) -> list[str]:
+    return sorted(path.name for path in raw_dir.iterdir() if (path / ".hoodie").is_dir())
+
+
+def partition_folders(table: Path) -> list[tuple[str, ...]]:
+    """The partition values the folders of a table name (`<column>=<value>`), as written."""
+    folders = {path.parent.relative_to(table) for path in table.rglob("*.parquet") if ".hoodie" not in path.parts}
+    return sorted(tuple(part.split("=", 1)[1] for part in folder.parts) for folder in folders if folder.parts)
+
+
+def test_every_raw_table_and_partition_is_registered_with_hudis_input_format(synced):
+    raw_dir, synced_tables, catalog = synced
+    on_disk = hudi_tables_on_disk(raw_dir)
+    assert len(on_disk) == 12  # customers, orders and the app design's four tables, each twice
+    assert sorted(synced_tables) == on_disk == sorted(catalog)
+    for table in on_disk:
+        assert catalog[table]["partitions"] == partition_folders(raw_dir / table), table
+        assert catalog[table]["last_synced"] == table_commits(LocalFiles(), str(raw_dir / table))[-1].instant, table
+        assert catalog[table]["input_format"] == HUDI_INPUT_FORMAT, table
+        location = urlparse(catalog[table]["location"])
+        assert (location.scheme, Path(location.path)) == ("file", (raw_dir / table).resolve()), table
+
+
+def as_trino_json(value, trino_type: str):
+    """An Arrow value as Trino's client protocol writes a value of `trino_type`."""
+    if value is None:
+        return None
+    if trino_type.startswith("timestamp"):
+        digits = int(re.match(r"timestamp\((\d+)\)", trino_type).group(1))
+        assert isinstance(value, datetime)
+        fraction = f"{value.microsecond:06d}".ljust(digits, "0")[:digits]
+        return f"{value:%Y-%m-%d %H:%M:%S}" + (f".{fraction}" if digits else "")
+    if trino_type == "varbinary":
+        return base64.b64encode(value).decode()
+    if trino_type.startswith("array("):
+        element = trino_type[len("array("):-1]
+        return [as_trino_json(item, element) for item in value]
+    if trino_type.startswith("row("):
+        return [as_trino_json(value[name], field_type) for name, field_type in row_fields(trino_type)]
+    return value
+
+
+def row_fields(trino_type: str) -> list[tuple[str, str]]:
+    """The (name, type) fields of `row(a varchar, b array(row(...)))`, nesting respected."""
+    body, fields, depth, start = trino_type[len("row("):-1], [], 0, 0
+    for index, char in enumerate(body + ","):
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            name, field_type = body[start:index].strip().split(" ", 1)
+            fields.append((name.strip('"'), field_type))
+            start = index + 1
+    return fields
+
+
+def canonical(rows: list[list]) -> list[str]:
+    return sorted(json.dumps(row, sort_keys=True) for row in rows)
+
+
+def test_trinos_rows_equal_hudi_rs_rows_for_every_raw_table(engine, synced):
+    _, state = engine
+    raw_dir, _, _ = synced
+    for table in hudi_tables_on_disk(raw_dir):
+        columns, trino_rows = query(state["trino_port"], f'select * from "awsdatacatalog"."raw"."{table}"')
+        read_by_rs = pa.Table.from_batches(
+            HudiTableBuilder.from_base_uri(str(raw_dir / table)).build().read(HudiReadOptions()))
+        names = [column["name"] for column in columns]
+        assert sorted(names) == sorted(read_by_rs.column_names), table
+        expected = [[as_trino_json(row[column["name"]], column["type"]) for column in columns]
+                    for row in read_by_rs.to_pylist()]
+        assert len(trino_rows) == read_by_rs.num_rows > 0, table
+        assert canonical(trino_rows) == canonical(expected), table
