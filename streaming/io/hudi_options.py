@@ -73,6 +73,23 @@ _ARCHIVAL_MARGIN = 20
 
 _PROTECTED_KEYS = (TABLE_VERSION_KEY, AUTO_UPGRADE_KEY, COMMIT_METADATA_PREFIX_KEY)
 
+# Hudi 1.0.2 writes a COW base file through parquet-avro (1.13.1 inside the Spark bundle):
+# HoodieAvroFileWriterFactory.getHoodieAvroWriteSupport (hudi-hadoop-common/src/main/java/
+# org/apache/hudi/io/hadoop/HoodieAvroFileWriterFactory.java) converts the schema with
+# `new AvroSchemaConverter(storage.getConf())`, and AvroWriteSupport.init reads the same
+# Hadoop configuration: the session's, not a write option. Both default to the old 2-level
+# list (`repeated <type> array`), which cannot hold a null element, so a DynamoDB list with
+# a NULL in it (`{"L": [{"N": "35"}, {"NULL": true}]}`) failed the whole commit with
+# "Array contains a null element". The 3-level list (`list.element`, optional) is the one
+# parquet-format specifies; Spark, hudi-rs (arrow-rs) and Athena (Trino's
+# lib/trino-parquet/src/main/java/io/trino/parquet/ParquetTypeUtils.java,
+# getArrayElementColumn) read both, also in one table. Hudi's own reader of an old file
+# (org/apache/parquet/avro/HoodieAvroReadSupport.java) reads it in the structure it was
+# written with, so a COW merge of an old file writes the new one.
+PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY = "parquet.avro.write-old-list-structure"
+# Set on the Hadoop configuration of every session that writes Hudi (hudi_sink.HudiSink).
+HUDI_HADOOP_CONF = {PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY: "false"}
+
 
 class HudiOptionsError(ValueError):
     """The requested options would produce a table Athena or the raw layer cannot use."""

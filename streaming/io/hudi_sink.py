@@ -29,6 +29,7 @@ from streaming.io.hudi_options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
     DEFAULT_SYNC_MODE,
+    HUDI_HADOOP_CONF,
     SyncMode,
     batch_marker,
     batch_marker_options,
@@ -81,6 +82,15 @@ def table_column_order(frame_columns: Sequence[str], table_columns: Sequence[str
             "never removed or renamed (reprocess into a new table instead)"
         )
     return [*table_columns, *(name for name in frame_columns if name not in table_columns)]
+
+
+def use_hudi_hadoop_conf(spark: SparkSession) -> None:
+    """Set HUDI_HADOOP_CONF on the session's Hadoop configuration, which Hudi's Parquet
+    writers read (hudi_options.py says why): every runner's session gets it, also one this
+    project did not build (Glue's, spark-submit's), before its first Hudi write."""
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in HUDI_HADOOP_CONF.items():
+        hadoop_conf.set(key, value)
 
 
 def save_with_hudi(df: DataFrame, options: Mapping[str, str], path: str) -> None:
@@ -180,6 +190,7 @@ class HudiSink:
         raw_table = self._known(contract.raw_table)
         if (changes.isEmpty() if rows is None else rows == 0):
             return
+        use_hudi_hadoop_conf(changes.sparkSession)
         current_state = latest_per_key(changes, contract).select(*raw_schema(contract).fieldNames())
         targets = (
             (contract.changes_table, self._change_log_options[raw_table], changes),

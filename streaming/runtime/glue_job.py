@@ -30,6 +30,10 @@ Glue settings the job needs:
     --additional-python-modules      PyYAML at pyproject.toml's pin (the contracts are YAML;
                                      deploy/job_arguments.py says why it is not left to Glue)
 
+No argument sets the Parquet list structure (parquet.avro.write-old-list-structure=false,
+which lets a list hold a NULL): the Hudi sink sets it on Glue's session before each write
+(streaming/io/hudi_options.py, HUDI_HADOOP_CONF).
+
 DynamoDB side: set ApproximateCreationDateTimePrecision=MICROSECOND on the table's Kinesis
 streaming destination. Records of Kinesis Data Streams for DynamoDB carry no sequence
 number, so the change time is the only order between two writes to one item; at

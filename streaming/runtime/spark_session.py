@@ -17,6 +17,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
+from streaming.io.hudi_options import HUDI_HADOOP_CONF
 from streaming.runtime.data_lock import PRIVATE_UMASK
 from streaming.runtime.jars import HUDI_SPARK_BUNDLE, HUDI_SPARK_CONF, local_jar
 from streaming.runtime.jvm_lookups import remember_jvm_classes
@@ -126,7 +127,10 @@ def hudi_conf() -> dict[str, str]:
     bundle = local_jar(HUDI_SPARK_BUNDLE)
     if bundle is None:
         return {}
-    return {"spark.jars": str(bundle), **HUDI_SPARK_CONF}
+    # HUDI_HADOOP_CONF from the session's start; the Hudi sink sets it again on sessions
+    # this module did not build.
+    hadoop = {f"spark.hadoop.{key}": value for key, value in HUDI_HADOOP_CONF.items()}
+    return {"spark.jars": str(bundle), **HUDI_SPARK_CONF, **hadoop}
 
 
 def local_session(
