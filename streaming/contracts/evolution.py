@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.atomic_files import write_text_atomically
-from streaming.contracts.model import CHANGES_SUFFIX, AttributeSpec, Route, TableContract
+from streaming.contracts.model import CHANGES_SUFFIX, MAX_NESTING_DEPTH, AttributeSpec, Route, TableContract
 from streaming.errors import OperatorError
 from streaming.s3_locations import S3_SCHEMES, s3_bucket_and_key, url_scheme
 
@@ -225,6 +225,15 @@ def evolution_changes(previous: Mapping[str, Any], current: TableContract) -> Ev
     if previous["description"] != now["description"]:
         changes.harmless.append(f"description: {_show(previous['description'])} -> {_show(now['description'])}")
     _compare_members(previous["attributes"], now["attributes"], "", changes)
+    # The loader refuses such an attribute now, so it cannot be restored: the way is a rebuild.
+    for name, spec in previous["attributes"].items():
+        depth = _document_depth(spec)
+        if depth > MAX_NESTING_DEPTH:
+            changes.refused.append(
+                f"attribute {_quote(name)} was registered {depth} levels of maps and lists deep, deeper than "
+                f"hudi-rs reads ({MAX_NESTING_DEPTH}): its raw tables cannot be kept as they are; rebuild them "
+                "under the new contract (below), where what it no longer declares lands in _extra_attributes"
+            )
     return EvolutionReport(
         table=current.table,
         raw_table=current.raw_table,
@@ -285,6 +294,15 @@ def _compare_member(old: Mapping[str, Any], new: Mapping[str, Any], path: str, c
     for key in ANNOTATION_KEYS:
         if old.get(key) != new.get(key):
             changes.harmless.append(f"attribute {_quote(path)}: {key} {_show(old.get(key))} -> {_show(new.get(key))}")
+
+
+def _document_depth(spec: Mapping[str, Any]) -> int:
+    """model.nesting_depth of an attribute as a schema document registers it."""
+    if spec["type"] == "L" and "items" in spec:
+        return 1 + _document_depth(spec["items"])
+    if spec["type"] == "M":
+        return 1 + max((_document_depth(member) for member in spec.get("fields", {}).values()), default=0)
+    return 0
 
 
 def _describe(spec: Mapping[str, Any]) -> str:

@@ -26,11 +26,13 @@ from streaming.contracts.model import (
     CAST_TYPES,
     KEY_TYPES,
     MAX_DECIMAL_PRECISION,
+    MAX_NESTING_DEPTH,
     UNROUTED_SUFFIX,
     AttributeSpec,
     ContractError,
     Route,
     TableContract,
+    nesting_depth,
     parse_cast,
 )
 from streaming.contracts.names import (
@@ -286,6 +288,7 @@ def _parse_contract(document: Any, source: _Source) -> tuple[TableContract, ...]
     _refuse_nondeterministic(partition_expression, {spec.column for spec in attributes}, source)
 
     _check_columns(attributes, partition_column, source, lambda spec: f"attributes.{spec.name}")
+    _check_nesting(attributes, source, lambda spec: f"attributes.{spec.name}")
     description = document.get("description") or ""
     if not isinstance(description, str):
         raise ContractError(f"{source}: description must be text")
@@ -379,6 +382,8 @@ def _parse_entities(
                 f"{where}.attributes.{spec.name}" if spec.name in own_names else f"attributes.{spec.name}"
             ),
         )
+        own_attributes = tuple(spec for spec in entity.attributes if spec.name in own_names)
+        _check_nesting(own_attributes, source, lambda spec, where=where: f"{where}.attributes.{spec.name}")
         entities.append(entity)
     _refuse_case_twins(attribute_names, source)
     for position, first in enumerate(entities):
@@ -551,6 +556,22 @@ def _check_columns(
         )
     columns = [spec.column for spec in attributes]
     _check_unique([*columns, partition_column], source, "attributes/partitioning.column")
+
+
+def _check_nesting(
+    attributes: tuple[AttributeSpec, ...], source: _Source, where_of: Callable[[AttributeSpec], str]
+) -> None:
+    """No attribute nests deeper than the raw tables' readers follow (model.MAX_NESTING_DEPTH):
+    one that did would make its raw table unreadable to hudi-rs, so to status, reconcile and dbt."""
+    for spec in attributes:
+        depth = nesting_depth(spec)
+        if depth > MAX_NESTING_DEPTH:
+            raise ContractError(
+                f"{source.at(where_of(spec))}: attribute {spec.name!r} nests {depth} levels of maps and lists; "
+                f"the raw tables' readers follow at most {MAX_NESTING_DEPTH} (hudi-rs cannot parse a deeper "
+                f"table schema). Declare it {MAX_NESTING_DEPTH} levels deep at most: what is not declared lands "
+                "in _extra_attributes as DynamoDB JSON"
+            )
 
 
 def _check_sql_name(name: Any, source: _Source, where: str, hint: str, *, max_length: int) -> None:

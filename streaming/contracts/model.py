@@ -110,6 +110,30 @@ class AttributeSpec:
     fields: tuple[AttributeSpec, ...] = ()
 
 
+# The most M and L levels one declared attribute may nest, itself counted (nesting_depth).
+# DynamoDB allows 32 levels in an item, so an attribute can nest 31; the raw tables'
+# readers cannot all follow. hudi-rs (PyPI `hudi` 0.5, as dbt, status and reconcile read
+# the raw tables) parses a table's Avro schema with serde_json, which refuses JSON nested
+# more than 128 arrays and objects deep: each map level costs four (the field, its type
+# union, the record, its field list), each list level two. Measured on Hudi tables written
+# by the sink: 30 levels of maps read, 31 fail ("Failed to parse Avro schema"), and with
+# them every reader of the table. Athena and Glue document no nesting limit, only the
+# length of a column's type text (131,072 characters,
+# https://docs.aws.amazon.com/glue/latest/webapi/API_Column.html). Deeper values stay
+# undeclared: they land in `_extra_attributes` as DynamoDB JSON.
+MAX_NESTING_DEPTH = 30
+
+
+def nesting_depth(spec: AttributeSpec) -> int:
+    """The M and L levels on the way to an attribute's deepest declared value, its own
+    included: 0 for a scalar or a set, 1 for a map of scalars, 2 for a list of such maps."""
+    if spec.type == "L" and spec.items is not None:
+        return 1 + nesting_depth(spec.items)
+    if spec.type == "M":
+        return 1 + max((nesting_depth(field) for field in spec.fields), default=0)
+    return 0
+
+
 @dataclass(frozen=True)
 class Route:
     """Which items of a DynamoDB table belong to an entity: every condition given holds.

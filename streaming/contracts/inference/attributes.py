@@ -16,7 +16,7 @@ from typing import Any
 from streaming.contracts.inference.keys import KeyDecision
 from streaming.contracts.inference.sample import DESCRIPTOR_RULES, AttributeStats
 from streaming.contracts.loader import snake_case
-from streaming.contracts.model import ATTRIBUTE_TYPES, MAX_DECIMAL_PRECISION, UNROUTED_SUFFIX
+from streaming.contracts.model import ATTRIBUTE_TYPES, MAX_DECIMAL_PRECISION, MAX_NESTING_DEPTH, UNROUTED_SUFFIX
 from streaming.contracts.names import (
     CAST_TEXT_SUFFIX,
     MAX_COLUMN_LENGTH,
@@ -35,6 +35,9 @@ MIN_DECIMAL_PRECISION = 18
 _PII_WORDS = frozenset({"email", "mail", "phone", "mobile", "telephone", "msisdn", "address", "street", "postcode",
                         "zip", "zipcode", "ip", "birthday", "birthdate", "dob", "ssn", "passport", "iban",
                         "firstname", "lastname", "surname", "fullname"})
+# Why a map or list is left out for its depth (model.MAX_NESTING_DEPTH); a map or list
+# holding only such values says the same.
+_TOO_DEEP = f"deeper than the raw tables' readers follow ({MAX_NESTING_DEPTH} levels of maps and lists)"
 _PERSON_NAME_WORDS = frozenset({"first", "last", "full", "given", "family", "middle", "cust", "customer", "user",
                                 "contact", "person", "display", "maiden", "nick", "legal", "real", "owner", "holder",
                                 "author", "member", "employee", "recipient", "sender", "billing", "shipping",
@@ -109,8 +112,9 @@ def leave_out_case_twins(attributes: Iterable[ProposedAttribute]) -> None:
 
 
 def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, is_key: bool = False,
-             is_item: bool = False, unit: str = "items") -> ProposedAttribute:
-    """`unit` names what `total` counts, for the notes: items, maps (of a map's field)."""
+             is_item: bool = False, unit: str = "items", depth: int = 1) -> ProposedAttribute:
+    """`unit` names what `total` counts, for the notes: items, maps (of a map's field).
+    `depth`: the M and L levels this value would nest at, counted as model.nesting_depth does."""
     unit = "elements" if is_item else unit
     column = "" if is_item else unique_column(_safe_column(name), taken)
     attribute = ProposedAttribute(name, column, None, stats.present, total, dict(stats.types), nulls=stats.nulls)
@@ -135,17 +139,26 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
                               "items, so the contract leaves it out")
         attribute.undecided.append(attribute.left_out)
         return attribute
+    if attribute.type in ("M", "L") and depth > MAX_NESTING_DEPTH:
+        # The loader refuses it: hudi-rs cannot read a table schema nested deeper.
+        attribute.left_out = (f"a {attribute.type} nested {depth} levels deep, {_TOO_DEEP}; "
+                              "it stays in _extra_attributes")
+        attribute.undecided.append(attribute.left_out)
+        return attribute
     if attribute.type == "M":
         field_taken: set[str] = set()
-        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken, unit="maps")
+        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken, unit="maps", depth=depth + 1)
                             for field_name, field_stats in stats.fields.items()]
         if not any(f.left_out is None for f in attribute.fields):
-            attribute.left_out = "a map with no field of one type seen; it stays in _extra_attributes"
+            too_deep = any(_TOO_DEEP in (f.left_out or "") for f in attribute.fields)
+            attribute.left_out = (f"a map whose fields nest {_TOO_DEEP}" if too_deep
+                                  else "a map with no field of one type seen") + "; it stays in _extra_attributes"
             attribute.undecided.append(attribute.left_out)
             return attribute
     if attribute.type == "L":
         element_stats = stats.items or AttributeStats()
-        attribute.items = _propose("items", element_stats, element_stats.present, set(), is_item=True)
+        attribute.items = _propose("items", element_stats, element_stats.present, set(), is_item=True,
+                                   depth=depth + 1)
         if attribute.items.left_out is not None or attribute.items.type is None:
             why = attribute.items.left_out or "every list seen is empty, so its elements' type is unknown"
             attribute.left_out = f"list elements: {why}"
