@@ -3,10 +3,11 @@ Hudi sink must give the same raw rows and the same dbt tables, cell for cell.
 
 The landing files are the generator's full mix (both AWS record formats, duplicates,
 records out of order, deletes, TTL deletes, malformed records, and the single-table
-`app` design with unrouted kinds). The Hudi side is read three ways: by Spark's Hudi
-datasource, by hudi-rs (as dbt reads it locally), and by dbt. Only the columns that say
-when a batch was written (`_ingested_at`, and the `_ingest_hour` derived from it) may
-differ between the two runs; every other value must be equal.
+`app` design with unrouted kinds), and orders holding the values that once stopped the
+Hudi sink (VALUE_SHAPES). The Hudi side is read three ways: by Spark's Hudi datasource,
+by hudi-rs (as dbt reads it locally), and by dbt. Only the columns that say when a batch
+was written (`_ingested_at`, and the `_ingest_hour` derived from it) may differ between
+the two runs; every other value must be equal.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from dbt_tables import TABLES
+from value_shapes import VALUE_SHAPES, write_value_shapes
 
 from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.contracts.loader import load_contracts
@@ -45,6 +47,7 @@ def both_sinks(hudi_spark, tmp_path_factory) -> dict[str, Path]:
     for sink in ("parquet", "hudi"):
         layout = DataLayout(tmp_path_factory.mktemp(f"differential_{sink}") / "data")
         write_landing_files(layout.landing, customers=12, tenants=2, seed=11, record_format="mixed")
+        write_value_shapes(layout.landing)
         stream(layout, sink=sink, spark=hudi_spark, out=lambda _: None)
         roots[sink] = layout.root
     return roots
@@ -137,6 +140,9 @@ def test_the_raw_rows_are_the_same_through_both_sinks(both_sinks, hudi_spark):
         assert spark_rows(hudi_spark, state_dir, state_columns) == expected_state, contract.raw_table
         landed += len(expected_log)
     assert landed > 200, "the generated mix landed in the raw tables"
+    orders = load_contracts()["orders"]
+    shapes = {row[0] for row in hudi_rs_rows(raw_layout.change_log_dir(hudi / "raw", orders), ["order_id"])}
+    assert shapes >= set(VALUE_SHAPES) - {"mixed-lines"}, "every value shape landed on the Hudi sink"
 
 
 def rows_but_write_time(data_dir: Path, table: str) -> list[tuple]:
