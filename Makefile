@@ -63,8 +63,17 @@ test-fast: venv
 athena-local: venv
 	$(BIN)/python -m streaming.runtime.athena_local start
 
+# dbt-trino beside the project's dbt pins, in a virtualenv of its own: the dbt `trino` target.
+TRINO_VENV := .venv-trino
+TRINO_STAMP := $(TRINO_VENV)/.installed
+$(TRINO_STAMP): constraints.txt
+	$(PYTHON) -m venv $(TRINO_VENV)
+	$(TRINO_VENV)/bin/pip install --quiet --upgrade pip
+	$(TRINO_VENV)/bin/pip install --quiet -c constraints.txt dbt-core dbt-trino==1.11.0
+	@touch $@
+
 # Athena's engine and catalog in the loop (tests/athena/): the tier starts its own engine.
-test-athena: venv
+test-athena: venv $(TRINO_STAMP)
 	$(BIN)/python -m streaming.runtime.athena_local fetch
 	$(BIN)/python -m pytest -m athena -p no:xdist tests/athena
 

@@ -1,9 +1,8 @@
 """Hudi's own catalog sync into the local metastore, read back through Athena's catalog name.
 
-The generator's full mix (both record formats, deletes, TTL deletes, the single-table
-`app` design with its unrouted table) is streamed into Hudi tables, and every raw table
-is synced the way the Glue job's writes sync: `run_meta_sync` with the write options of
-sync_mode "hms" (HiveSyncTool), here pointed at the engine's Thrift metastore. Then:
+The generator's full mix is streamed into Hudi tables, and every raw table is synced the way the Glue job's writes sync: `run_meta_sync` with the write options of
+sync_mode "hms" (HiveSyncTool), here pointed at the engine's Thrift metastore
+(tests/athena/conftest.py). Then:
 - the metastore holds every raw table on disk, each partition folder, the last synced
   commit and Hudi's input format, as HiveSyncTool writes them into Glue;
 - Trino's rows of `"awsdatacatalog"."raw"."<table>"` equal hudi-rs's, cell by cell.
@@ -21,82 +20,14 @@ import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from streaming.contracts.loader import load_contracts
-from streaming.io import layout as raw_layout
-from streaming.io.hudi_options import change_log_write_options, current_state_write_options, hudi_table_path
-from streaming.io.hudi_sink import run_meta_sync
 from streaming.io.hudi_timeline import LocalFiles, table_commits
-from streaming.io.layout import DataLayout
-from streaming.operations.stream import stream
-from streaming.runtime.athena_local import HOST, query
-from streaming.samples.generator import write_landing_files
+from streaming.runtime.athena_local import query
 
 pytestmark = pytest.mark.athena
 
-RAW_DATABASE = "raw"
 # hudi-hadoop-common's input format for copy-on-write tables, which HiveSyncTool records
 # (HoodieInputFormatUtils.getInputFormatClassName for COPY_ON_WRITE and PARQUET).
 HUDI_INPUT_FORMAT = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
-
-
-def sync_all_raw_tables(spark, raw_dir: Path, raw_base: str, metastore_port: int) -> list[str]:
-    """Every raw table under `raw_base`, synced as a Hudi write with sync_mode "hms" syncs it.
-
-    Hive reads the metastore address from the JVM's system properties
-    (HiveConf.applySystemProperties), which reach the sync tool from the shared session."""
-    system = spark.sparkContext._jvm.java.lang.System
-    system.setProperty("hive.metastore.uris", f"thrift://{HOST}:{metastore_port}")
-    synced = []
-    try:
-        for contract in load_contracts().values():
-            for table, options in (
-                (contract.changes_table, change_log_write_options(
-                    contract, base_path=raw_base, database=RAW_DATABASE, sync_mode="hms")),
-                (contract.raw_table, current_state_write_options(
-                    contract, base_path=raw_base, database=RAW_DATABASE, sync_mode="hms")),
-            ):
-                if (raw_dir / table / ".hoodie").is_dir():
-                    run_meta_sync(spark, options, hudi_table_path(raw_base, table))
-                    synced.append(table)
-    finally:
-        system.clearProperty("hive.metastore.uris")
-    return synced
-
-
-def metastore_view(spark, metastore_port: int) -> dict[str, dict]:
-    """What the metastore holds for each raw table, read with Hive's own client."""
-    system = spark.sparkContext._jvm.java.lang.System
-    system.setProperty("hive.metastore.uris", f"thrift://{HOST}:{metastore_port}")
-    hive = spark.sparkContext._jvm.org.apache.hadoop.hive
-    client = hive.metastore.HiveMetaStoreClient(hive.conf.HiveConf())
-    try:
-        view = {}
-        for table in client.getAllTables(RAW_DATABASE):
-            found = client.getTable(RAW_DATABASE, table)
-            view[table] = {
-                "partitions": sorted(tuple(partition.getValues())
-                                     for partition in client.listPartitions(RAW_DATABASE, table, -1)),
-                "last_synced": found.getParameters().get("last_commit_time_sync"),
-                "input_format": found.getSd().getInputFormat(),
-                "location": found.getSd().getLocation(),
-            }
-        return view
-    finally:
-        client.close()
-        system.clearProperty("hive.metastore.uris")
-
-
-@pytest.fixture(scope="module")
-def synced(engine, hudi_spark, tmp_path_factory):
-    _, state = engine
-    layout = DataLayout(tmp_path_factory.mktemp("synced") / "data")
-    write_landing_files(layout.landing, customers=12, tenants=2, seed=11, record_format="mixed")
-    stream(layout, sink="hudi", spark=hudi_spark, out=lambda _: None)
-    # The base path the local Hudi sink writes with (streaming.io.sinks.choose_sink).
-    raw_base = raw_layout.uri(str(layout.root.resolve()), raw_layout.RAW_FOLDER)
-    raw_dir = layout.root / raw_layout.RAW_FOLDER
-    synced_tables = sync_all_raw_tables(hudi_spark, raw_dir, raw_base, state["metastore_port"])
-    return raw_dir, synced_tables, metastore_view(hudi_spark, state["metastore_port"])
 
 
 def hudi_tables_on_disk(raw_dir: Path) -> list[str]:
@@ -110,7 +41,7 @@ def partition_folders(table: Path) -> list[tuple[str, ...]]:
 
 
 def test_every_raw_table_and_partition_is_registered_with_hudis_input_format(synced):
-    raw_dir, synced_tables, catalog = synced
+    raw_dir, synced_tables, catalog = synced.raw_dir, synced.synced_tables, synced.catalog
     on_disk = hudi_tables_on_disk(raw_dir)
     assert len(on_disk) == 12  # customers, orders and the app design's four tables, each twice
     assert sorted(synced_tables) == on_disk == sorted(catalog)
@@ -160,7 +91,7 @@ def canonical(rows: list[list]) -> list[str]:
 
 def test_trinos_rows_equal_hudi_rs_rows_for_every_raw_table(engine, synced):
     _, state = engine
-    raw_dir, _, _ = synced
+    raw_dir = synced.raw_dir
     for table in hudi_tables_on_disk(raw_dir):
         columns, trino_rows = query(state["trino_port"], f'select * from "awsdatacatalog"."raw"."{table}"')
         read_by_rs = pa.Table.from_batches(
