@@ -150,9 +150,13 @@ def hudi_rs_rows(table: Path) -> dict[str, dict[str, Any]]:
     return {row["id"]: comparable(row) for row in pa.Table.from_batches(batches).to_pylist()}
 
 
-def spark_rows(spark, table: Path) -> dict[str, dict[str, Any]]:
+def spark_rows_of(spark, table: Path) -> list[dict[str, Any]]:
     frame = spark.read.format("hudi").load(str(table)).select(*COMPARED)
-    return {row["id"]: comparable(row.asDict(recursive=True)) for row in frame.collect()}
+    return [comparable(row.asDict(recursive=True)) for row in frame.collect()]
+
+
+def spark_rows(spark, table: Path) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in spark_rows_of(spark, table)}
 
 
 def parquet_sink_rows(table: Path) -> dict[str, dict[str, Any]]:
@@ -303,3 +307,10 @@ def test_a_table_of_old_list_files_takes_new_ones_and_reads_whole(hudi_spark, co
                 for key in OLD_KEYS}
     assert hudi_rs_rows(table) == expected
     assert spark_rows(hudi_spark, table) == expected
+    # The change log, which dbt reads, holds both structures side by side: every change reads.
+    change_log = layout.root / "raw" / "shapes_changes"
+    batches = HudiTableBuilder.from_base_uri(str(change_log)).build().read(HudiReadOptions())
+    read_by_rs = sorted((row["id"], row["scores"]) for row in pa.Table.from_batches(batches).to_pylist())
+    assert read_by_rs == sorted([(key, ["1"]) for key in OLD_KEYS] + [(key, ["35", None]) for key in changed])
+    read_by_spark = spark_rows_of(hudi_spark, change_log)
+    assert sorted((row["id"], row["scores"]) for row in read_by_spark) == read_by_rs
