@@ -149,7 +149,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
             if contract.unrouted:
                 unrouted_items[contract.raw_table] = _count_live_items(connection, files, contract.key_columns)
         unrouted_changes = {contract.raw_table: changes_to_route(layout.root, contract)
-                            for contract in contracts.values() if contract.unrouted and contract.raw_table in change_rows}
+                            for contract in contracts.values()
+                            if contract.unrouted and contract.raw_table not in unreadable}
         quarantine_files = layout.quarantine_files()
         by_reason: dict[str, int] = {}
         if quarantine_files:
