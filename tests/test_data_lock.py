@@ -86,7 +86,10 @@ def test_every_command_that_writes_the_data_dir_is_refused_while_another_process
     }
     for name, argv in commands.items():
         assert main([*argv, "--data-dir", str(data)]) == 2, name
-        refusal = capsys.readouterr().err
+        printed = capsys.readouterr()
+        refusal = printed.err
+        # A refused command shows no plan of what it would have written (backfill, reprocess).
+        assert "write raw table" not in printed.out, name
         assert f"pid {holder.pid} on host" in refusal, name
         if name != "stream":
             # A stream never finishes by itself: the refusal says how to stop it and what then.

@@ -428,6 +428,12 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
+def _print_plan(plan: BackfillPlan, out: Printer) -> None:
+    out(f"export {plan.manifest.export_dir} is valid")
+    for line in plan.describe():
+        out(line)
+
+
 def backfill(
     layout: DataLayout,
     export_dir: Path,
@@ -447,14 +453,14 @@ def backfill(
         plan = plan_backfill(export_dir, contracts, target.root, table)
     except ValueError as exc:  # ExportValidationError included
         raise BackfillError(str(exc)) from exc
-    out(f"export {plan.manifest.export_dir} is valid")
-    for line in plan.describe():
-        out(line)
     if dry_run:
+        _print_plan(plan, out)
         out("dry run: nothing was written")
         return None
     with hold_data_dir(layout.root, "backfill", report=out):
         check_contract_changes(target.raw, contracts, out)
+        # Printed after the refusals, so that a refused backfill shows no plan as if it had run.
+        _print_plan(plan, out)
         with session_for(spark, out) as session:
             # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
             # commit marker "backfill:<batch id>" lets a retry skip the tables already committed.

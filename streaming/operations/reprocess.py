@@ -267,22 +267,26 @@ def reprocess(
 
     contracts = load_checked_contracts(contracts_dir)
     plan = plan_reprocess(layout.root, to, from_landing)
-    for line in plan.describe():
-        out(line)
     if dry_run:
+        for line in plan.describe():
+            out(line)
         out("dry run: nothing was written")
         return None
     # Named apart from a running stream's query; the checkpoint folder is the stream's.
     options = StreamOptions(sink=sink, max_files_per_trigger=max_files_per_trigger,
                             max_bytes_per_trigger=max_bytes_per_trigger, query_name="reprocess")
-    with hold_data_dir(layout.root, "reprocess", report=out), session_for(spark, out) as session:
-        try:
-            seconds = run_reprocess(session, plan, contracts, options, out=out)
-        except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
-            refusal = refusal_of(options.query_name) if isinstance(exc, StreamingQueryException) else None
-            raise OperatorError(
-                f"reprocess stopped (run it again to resume from its checkpoint): {refusal or exc}"
-            ) from exc
+    with hold_data_dir(layout.root, "reprocess", report=out):
+        # Printed once the lock is held, so that a refused reprocess shows no plan as if it ran.
+        for line in plan.describe():
+            out(line)
+        with session_for(spark, out) as session:
+            try:
+                seconds = run_reprocess(session, plan, contracts, options, out=out)
+            except (StreamingQueryException, BackfillError, ExportValidationError) as exc:
+                refusal = refusal_of(options.query_name) if isinstance(exc, StreamingQueryException) else None
+                raise OperatorError(
+                    f"reprocess stopped (run it again to resume from its checkpoint): {refusal or exc}"
+                ) from exc
     rebuilt = status(DataLayout(plan.target), contracts_dir=contracts_dir)
     for line in rebuilt.lines():
         out(line)
