@@ -80,7 +80,7 @@ def test_start_stream_claims_checks_builds_runs_the_runners_own_step_then_starts
         "before stream into raw sink",
         "source",
         "query over kinesis envelope: {'checkpoint_dir': 's3://lake/checkpoints/job', "
-        "'trigger': 'processing-time', 'interval': '2 minutes', 'query_name': 'job'}",
+        "'trigger': 'processing-time', 'interval': '2 minutes', 'query_name': 'job', 'raw_root': 's3://lake/raw'}",
     ]
     assert (started.query, started.pipeline.quarantine, started.source) == ("query", "quarantine", "kinesis envelope")
 

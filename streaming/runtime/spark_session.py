@@ -176,7 +176,9 @@ def local_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    _drop_expected_hudi_warnings(spark)
+    _drop_redundant_log_lines(spark)
+    if is_local_master(master):
+        _quiet_repeated_task_failures(spark)
     remember_jvm_classes(spark)
     if not is_local_master(master):
         ship_package_to_executors(spark)
@@ -191,22 +193,51 @@ def local_session(
 EXPECTED_HUDI_WARNING = (
     r"Table version \{\} is lower than or equal to config's first version \{\}\. Config \{\} will be ignored\."
 )
+# Spark's MicroBatchExecution logs this, with the whole exception, when a batch raised.
+# The same exception reaches Python as the StreamingQueryException that awaitTermination
+# raises, and the command prints it there: a refusal as its own message (a stream of
+# KEYS_ONLY records, a full disk), anything else in full. Logged as well, it only put a
+# second traceback before the refusal.
+QUERY_TERMINATED_WITH_ERROR = r"Query .* terminated with error"
 _HUDI_WARNING_FILTERED = "lakehouse.expected-hudi-warning-filtered"
 
 
-def _drop_expected_hudi_warnings(spark: SparkSession) -> None:
-    """Install a log4j filter for the driver JVM's log that drops EXPECTED_HUDI_WARNING,
-    once per JVM (a process's later sessions share it)."""
+def _drop_redundant_log_lines(spark: SparkSession) -> None:
+    """Install a log4j filter for the driver JVM's log that drops EXPECTED_HUDI_WARNING and
+    QUERY_TERMINATED_WITH_ERROR, once per JVM (a process's later sessions share it)."""
     if spark._jvm.System.getProperty(_HUDI_WARNING_FILTERED) is not None:
         return
     spark._jvm.System.setProperty(_HUDI_WARNING_FILTERED, "true")
     log4j = spark._jvm.org.apache.logging.log4j
     result = log4j.core.Filter.Result
-    expected = log4j.core.filter.RegexFilter.createFilter(EXPECTED_HUDI_WARNING, None, True, result.DENY,
-                                                          result.NEUTRAL)
+    # RegexFilter matches the whole message.
+    redundant = f"(?:{EXPECTED_HUDI_WARNING})|(?:{QUERY_TERMINATED_WITH_ERROR})"
+    expected = log4j.core.filter.RegexFilter.createFilter(redundant, None, True, result.DENY, result.NEUTRAL)
     context = log4j.LogManager.getContext(False)
     context.getConfiguration().addFilter(expected)
     context.updateLoggers()
+
+
+# In local mode a failed task fails its job at once (local[N] tries a task once), and the
+# job's exception, which holds the task's, reaches Python, where the command prints it
+# (the cause alone for a refusal such as a full disk, anything else in full). The same
+# failure was also logged, each time with its whole stack, by the executor, by the task
+# scheduler, by the block manager and by Hudi's writers: 500 lines of a full disk before
+# the one that names it. Those loggers keep their errors without the repeats: the task
+# scheduler's one-line "aborting job" stays, the executor's and Hudi's write errors go.
+REPEATED_TASK_FAILURE_LOG_LEVELS = {
+    "org.apache.spark.executor.Executor": "OFF",
+    "org.apache.spark.scheduler.TaskSetManager": "ERROR",
+    "org.apache.spark.storage.BlockManager": "ERROR",
+    "org.apache.hudi.table.action.commit.BaseSparkCommitActionExecutor": "OFF",
+    "org.apache.hudi.common.util.queue.SimpleExecutor": "OFF",
+}
+
+
+def _quiet_repeated_task_failures(spark: SparkSession) -> None:
+    log4j = spark._jvm.org.apache.logging.log4j
+    for logger, level in REPEATED_TASK_FAILURE_LOG_LEVELS.items():
+        log4j.core.config.Configurator.setLevel(logger, log4j.Level.getLevel(level))
 
 
 def _start_driver_jvm(settings: dict[str, str]) -> None:

@@ -265,5 +265,5 @@ def start_stream(
         before_stream(pipeline)
     source = ends.source(spark, report)
     query = run_stream(spark, pipeline, source, checkpoint_dir=ends.checkpoint_dir, trigger=ends.trigger,
-                       interval=ends.interval, query_name=ends.query_name)
+                       interval=ends.interval, query_name=ends.query_name, raw_root=str(ends.raw_root))
     return StartedStream(query, pipeline, source)

@@ -19,6 +19,7 @@ from streaming.errors import OperatorError
 from streaming.io.layout import QUERY_NAME
 from streaming.io.sources import LandingStream
 from streaming.pipeline.batch import Pipeline
+from streaming.runtime.disk_full import disk_full_refusal, is_disk_full
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ def run_stream(
     trigger: Trigger = "available-now",
     interval: str = DEFAULT_INTERVAL,
     query_name: str = QUERY_NAME,
+    raw_root: str | None = None,
 ) -> StreamingQuery:
     """Start the query over `source` (a streaming envelope, or the landing files whose
     batches are turned into envelopes). `available-now` drains what is there and returns
@@ -51,7 +53,8 @@ def run_stream(
 
     A batch that raises stops the query; with `available-now` the error is raised here
     (StreamingQueryException), so nothing is skipped or committed past it. When it was an
-    OperatorError, `refusal_of(query_name)` returns it.
+    OperatorError, `refusal_of(query_name)` returns it; so it does for a write that met a
+    full disk (NoSpaceLeft, naming `raw_root`, else the checkpoint's folder).
     """
     if isinstance(source, LandingStream):
         source_df = source.files
@@ -72,6 +75,14 @@ def run_stream(
         except OperatorError as exc:
             _refusals[query_name] = exc
             raise
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            refusal = disk_full_refusal(raw_root or checkpoint_dir, batch_id)
+            _refusals[query_name] = refusal
+            raise refusal from exc
+
+    _quiet_py4j_about_refusals()
     if not source_df.isStreaming:
         raise ValueError("run_stream needs a streaming DataFrame (spark.readStream...)")
     if any(active.name == query_name for active in spark.streams.active):
@@ -93,6 +104,25 @@ def run_stream(
         query.awaitTermination()
         log.info("query=%s drained all available input", query_name)
     return query
+
+
+class _RefusalTraceback(logging.Filter):
+    """Drops py4j's log of an exception raised in a batch when it is an OperatorError: the
+    command prints the refusal's own message (refusal_of), and the traceback before it
+    only buries it. Other exceptions, bugs, keep their traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], OperatorError))
+
+
+def _quiet_py4j_about_refusals() -> None:
+    # py4j logs a Python callback's exception from whichever of its two servers ran it
+    # (py4j/clientserver.py and py4j/java_gateway.py, "There was an exception while
+    # executing the Python Proxy on the Python Side").
+    for name in ("py4j.clientserver", "py4j.java_gateway"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(existing, _RefusalTraceback) for existing in logger.filters):
+            logger.addFilter(_RefusalTraceback())
 
 
 @contextmanager
