@@ -13,6 +13,7 @@ import pytest
 from cli_processes import LakehouseProcess
 
 from streaming.cli import main
+from streaming.cli.exit_codes import REFUSED, exit_code_of, message_of
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 from streaming.runtime.disk_full import NO_SPACE_LEFT, is_disk_full
@@ -45,6 +46,16 @@ def test_a_full_disk_is_told_apart_however_it_was_wrapped(spark) -> None:
     except RuntimeError as wrapped:
         assert is_disk_full(wrapped)
     assert not is_disk_full(RuntimeError("a bug"))
+
+
+def test_a_full_disk_met_outside_a_stream_ends_the_command_in_one_line(spark) -> None:
+    # A backfill's or a replay's Hudi write, whose Py4JJavaError reaches the command itself.
+    jvm_write = _jvm_error(spark, NO_SPACE_LEFT)
+    assert exit_code_of(jvm_write) == REFUSED
+    assert message_of(jvm_write).splitlines() == [message_of(jvm_write)]
+    assert message_of(jvm_write).startswith(NO_SPACE_LEFT)
+    assert exit_code_of(_jvm_error(spark, "Permission denied")) is None, "a bug keeps its traceback"
+    assert exit_code_of(OSError(errno.ENOSPC, NO_SPACE_LEFT)) == REFUSED
 
 
 def _stream(data_dir: Path, *args: str) -> tuple[int, str]:
