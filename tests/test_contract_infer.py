@@ -498,6 +498,12 @@ def test_shapes_one_prefix_cannot_tell_apart_are_split_by_a_type_most_of_them_ho
     assert set(proposed("shop", sample_of(items), tmp_path)) == {"shop_orders", "shop_lines", "shop_unrouted"}
 
 
+def test_a_word_as_sort_key_under_partition_keys_without_a_prefix_is_a_value_not_a_kind():
+    items = [item(f"c{n}", ["ACTIVE", "INACTIVE"][n % 2], plan={"S": "free"}) for n in range(12)]
+    proposal = infer_contract("subscriptions", sample_of(items))
+    assert proposal.entities == [] and proposal.raw_table == "subscriptions"
+
+
 @pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
 def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
     table = fixture.stem

@@ -166,9 +166,14 @@ def key_part(text: str | None, whole_values: frozenset[str] = frozenset()) -> Ke
     return KeyPart(prefix, prefix + "#".join(shaped))
 
 
-def _whole_sort_keys(items: list[DynamoItem], sort_key: str) -> frozenset[str]:
-    """Sort keys without a prefix that several items share (`PROFILE` under each user);
-    none when there are many such values, which are then data, not constants."""
+def _whole_sort_keys(items: list[DynamoItem], partition_key: str, sort_key: str) -> frozenset[str]:
+    """Sort keys without a prefix that several items share (`PROFILE` under each user).
+    None when there are many such values, which are then data, not constants; nor when
+    most partition keys have no `KIND#` prefix: such a constant is an item's own record
+    under a partition that names its kind, and without one it is a value (`ACTIVE`)."""
+    prefixed = sum(1 for item in items if _KEY_PREFIX.match(_text(item, partition_key) or "") is not None)
+    if prefixed * 2 <= len(items):
+        return frozenset()
     counts = Counter(text for item in items
                      if (text := _text(item, sort_key)) is not None and _KEY_PREFIX.match(text) is None
                      and _WHOLE_KEY.fullmatch(text) and re.search(r"[A-Za-z]", text))
@@ -186,7 +191,8 @@ def _kinds_by_keys(items: list[DynamoItem], decision: KeyDecision,
     if not dimensions:
         return None
     reads_sort_key = decision.sort_key is not None and _SORT_KEY in dict(dimensions)
-    whole = _whole_sort_keys(items, decision.sort_key) if reads_sort_key and decision.sort_key else frozenset()
+    whole = (_whole_sort_keys(items, decision.partition_key, decision.sort_key)
+             if reads_sort_key and decision.sort_key else frozenset())
     parts = [{label: key_part(_text(item, name), whole if label == _SORT_KEY else frozenset())
               for label, name in dimensions} for item in items]
     if all(part.rule is None for item_parts in parts for part in item_parts.values()):
