@@ -14,10 +14,15 @@
   window, is found only by the full check (--full-refresh, `dbt test`, or var
   full_data_tests: run one regularly, e.g. nightly). The cutoff is a literal on every
   target (changed_rows_cutoff), so Athena prunes the `_ingest_hour` partitions too.
+
+  `staged_key_columns` names the model's columns holding the keys as raw has them, in
+  the order of `key_columns`, where they differ: a number key the model types keeps its
+  raw text in `<key>_text`.
 #}
-{% test holds_latest_raw_change(model, raw_table, key_columns) %}
+{% test holds_latest_raw_change(model, raw_table, key_columns, staged_key_columns=none) %}
 {%- set cutoff = changed_rows_cutoff(as_literal=true) -%}
 {%- set key_list = key_columns | join(', ') -%}
+{%- set staged_keys = staged_key_columns or key_columns -%}
 {%- if cutoff is none %}
 with latest_raw as (
     select
@@ -33,7 +38,7 @@ select
     staged._ordering_value as staged_ordering_value
 from latest_raw
 left join {{ model }} as staged
-    on {% for key in key_columns %}latest_raw.{{ key }} = staged.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+    on {% for key in key_columns %}latest_raw.{{ key }} = staged.{{ staged_keys[loop.index0] }}{% if not loop.last %} and {% endif %}{% endfor %}
 where staged._ordering_value is null
     or staged._ordering_value <> latest_raw.max_ordering_value
 {%- else %}
@@ -53,7 +58,7 @@ latest_read as (
 ),
 
 staged_written as (
-    select {{ key_list }}, _ordering_value
+    select {% for key in key_columns %}staged_change.{{ staged_keys[loop.index0] }} as {{ key }}, {% endfor %}_ordering_value
     from {{ model }} as staged_change
     where {{ changed_rows_condition('staged_change') }}
 )
@@ -64,7 +69,7 @@ select
     staged._ordering_value as staged_ordering_value
 from latest_read
 left join {{ model }} as staged
-    on {% for key in key_columns %}latest_read.{{ key }} = staged.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+    on {% for key in key_columns %}latest_read.{{ key }} = staged.{{ staged_keys[loop.index0] }}{% if not loop.last %} and {% endif %}{% endfor %}
 where staged._ordering_value is null
     or staged._ordering_value < latest_read.max_ordering_value
 

@@ -31,13 +31,15 @@
   typed_by_contract made it null (the model's is_<column>_valid is false). `relation`
   holds the typed column and its text as received, `<column>_text`; `list_column`
   names a list of maps whose item fields are checked (line_items), none for the
-  table's own columns. A cast added to a contract adds its code.
+  table's own columns, where a field inside a map (`info.rating`) is typed in a column
+  of its own, `info__rating` (the scaffolded staging models). A cast added to a
+  contract adds its code.
 #}
 {% macro contract_cast_issues(raw_table, relation=none, list_column=none) %}
   {%- set path_prefix = list_column ~ '[].' if list_column else '' -%}
   {%- set issues = [] -%}
   {%- for path in contract_casts().get(raw_table, {}) if path.startswith(path_prefix) -%}
-    {%- set column = path[path_prefix | length:] -%}
+    {%- set column = path[path_prefix | length:] if list_column else path | replace('.', '__') -%}
     {%- if '.' not in column and '[' not in column -%}
       {%- set typed = _column_of(relation, column) -%}
       {%- do issues.append(issue_if(column ~ '_invalid', typed ~ ' is null and ' ~ typed ~ '_text is not null')) -%}

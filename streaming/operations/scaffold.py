@@ -54,7 +54,7 @@ from streaming.contracts.model import (
     TableContract,
     contracts_of_table,
 )
-from streaming.contracts.names import NAME_LIMIT
+from streaming.contracts.names import CAST_TEXT_SUFFIX, NAME_LIMIT
 from streaming.errors import OperatorError
 from streaming.operations import contract_casts, contract_pii
 from streaming.runtime.dbt_runner import PROJECT_DIR
@@ -327,9 +327,57 @@ def _source_columns(contract: TableContract) -> list[dict[str, str]]:
 
 
 def _typed(contract: TableContract) -> dict[str, str]:
-    """Column -> cast of the top-level attributes with a `cast:` (nested ones stay in
-    their list or map column, as raw has them)."""
+    """Column -> cast of the top-level attributes with a `cast:`, keys included (a number
+    key gets its exact numeric type; its text stays in <key>_text, which the merge and the
+    key tests use, so that a key that does not fit its cast still has one row)."""
     return {spec.column: spec.cast for spec in contract.attributes if spec.cast is not None}
+
+
+@dataclass(frozen=True)
+class MapFieldCast:
+    """A `cast:` of a field inside a map (at any depth, not inside a list): staging types it
+    in a column of its own, `<column>__<field>`, beside the map column raw has, and keeps
+    its text in `<column>__<field>_text`, as for a top-level cast. A field inside a list is
+    typed where a model unnests the list (typed_by_contract with the element's path)."""
+
+    column: str  # the staging column
+    path: str  # the path in contract_casts.sql, which is also the SQL reaching the field
+    cast: str
+
+
+def _map_field_casts(contract: TableContract) -> dict[str, list[MapFieldCast]]:
+    """Top-level map column -> the casts of the fields inside it, in contract order."""
+    found: dict[str, list[MapFieldCast]] = {}
+
+    def walk(spec: AttributeSpec, top: str, path: str) -> None:
+        for part in spec.fields:
+            inner = f"{path}.{part.column}"
+            if part.cast is not None:
+                found.setdefault(top, []).append(MapFieldCast(inner.replace(".", "__"), inner, part.cast))
+            walk(part, top, inner)
+
+    for spec in contract.attributes:
+        walk(spec, spec.column, spec.column)
+    taken = {*contract.business_columns, *(column + CAST_TEXT_SUFFIX for column in _typed(contract))}
+    clashes = [cast.column for casts in found.values() for cast in casts
+               if {cast.column, cast.column + CAST_TEXT_SUFFIX} & taken]
+    if clashes:
+        raise OperatorError(f"contract {contract.table!r}: the staging columns of map field casts {clashes} would "
+                            "take the name of another column; rename that column (`column:`) in the contract")
+    return found
+
+
+def staging_cast_columns(contract: TableContract) -> list[str]:
+    """The columns a current-state staging model types by a contract cast, each with its
+    text in `<column>_text`: the top-level attributes' (keys included) and the map fields'."""
+    return [*_typed(contract), *(cast.column for casts in _map_field_casts(contract).values() for cast in casts)]
+
+
+def _merge_keys(contract: TableContract) -> list[str]:
+    """The staging columns holding the keys as raw has them: what the merge, the key tests
+    and the incremental join match on (`<key>_text` for a key the model types)."""
+    typed = _typed(contract)
+    return [key + CAST_TEXT_SUFFIX if key in typed else key for key in contract.key_columns]
 
 
 def _non_key_columns(contract: TableContract) -> list[str]:
@@ -401,7 +449,8 @@ def _environment() -> jinja2.Environment:
     environment.globals.update(
         source_name=SOURCE_NAME, staging_model=staging_model, changes_model=changes_model,
         history_model=history_model, who=_who, typed=_typed, non_key_columns=_non_key_columns,
-        describe=_describe_column, source_columns=_source_columns,
+        describe=_describe_column, source_columns=_source_columns, map_field_casts=_map_field_casts,
+        merge_keys=_merge_keys,
     )
     return environment
 

@@ -173,7 +173,9 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
             f"{stats.malformed} of {stats.present} {unit if is_item else 'values'} are not DynamoDB JSON: type "
             f"{attribute.type} holds {DESCRIPTOR_RULES[attribute.type]}; the stream may read such a value as text "
             "or quarantine its item: check the source (no cast proposed)")
-    elif not is_key:
+    elif not is_key or attribute.type == "N":
+        # A number key is cast too: staging types it exactly and keeps its text in
+        # <key>_text, which the merge matches on. A text key names items: it stays text.
         _propose_cast(attribute, stats, unit if is_item else "values")
     if not is_item:
         _propose_pii(attribute, stats)

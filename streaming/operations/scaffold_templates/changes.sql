@@ -21,7 +21,8 @@ range and deletes those raw no longer holds (emitted with a null _ingested_at, w
 replace_live_rows strategy deletes, macros/materializations/replace_live_rows.sql). A row from a backfilled export is the item's snapshot at
 the export time, not a change made then, though the export names it INSERT: _is_snapshot marks it
 (macros/staging/backfill_snapshots.sql), so that counts of events leave it out, as
-int_customers__change_events does. PII in clear: staging is restricted.
+int_customers__change_events does. Attributes the contract does not name stay in _extra_attributes
+(DynamoDB JSON, by path). PII in clear: staging is restricted.
 [% endfilter %]
 #}
 [% set columns = contract.business_columns %]
@@ -44,6 +45,7 @@ deliveries as (
 [% for column in columns %]
         [[ column ]],
 [% endfor %]
+        _extra_attributes,
         _event_name,
         coalesce(_is_ttl_delete, false) as _is_ttl_delete,
         cast(_event_ts as {{ type_timestamp() }}) as _event_ts,
@@ -61,6 +63,7 @@ first_deliveries as (
 [% for column in columns %]
         [[ column ]],
 [% endfor %]
+        _extra_attributes,
         _event_name,
         _is_ttl_delete,
         _event_ts,
@@ -77,6 +80,7 @@ select
 [% for column in columns %]
     first_deliveries.[[ column ]],
 [% endfor %]
+    first_deliveries._extra_attributes,
     first_deliveries._event_name,
     first_deliveries._is_ttl_delete,
     first_deliveries._event_ts,
@@ -98,6 +102,7 @@ select
 [% for column in columns %]
     stored.[[ column ]],
 [% endfor %]
+    stored._extra_attributes,
     stored._event_name,
     stored._is_ttl_delete,
     stored._event_ts,

@@ -21,21 +21,27 @@ Current state of [[ who(contract) ]]: one row per key ([[ contract.key_columns |
 change log, the change with the greatest ordering value, deletes kept as rows (is_deleted). The rules it
 shares with every current-state model (which raw rows a run reads, which change wins, when it replaces the
 stored row) are in macros/staging/current_state.sql. Columns with a contract `cast:` are typed by
-typed_by_contract, exact or null.
-[% if typed(contract) %]
+typed_by_contract, exact or null, a map field's in a column of its own (<column>__<field>).
+[% if typed(contract) or map_field_casts(contract) %]
 A value that does not fit its cast becomes null, its text stays in <column>_text, and the live row is
 flagged in quality_issues (macros/quality/quality_issues.sql).
 [% endif %]
+[% if merge_keys(contract) != contract.key_columns | list %]
+A typed number key keeps its text in <key>_text, which the merge matches on.
+[% endif %]
+Attributes the contract does not name stay in _extra_attributes (DynamoDB JSON, by path).
 PII in clear: staging is restricted.
 [% endfilter %]
 #}
 [% set keys = contract.key_columns %]
 [% set typed = typed(contract) %]
+[% set fields_typed = map_field_casts(contract) %]
+[% set merge_keys = merge_keys(contract) %]
 {{ config(
-    unique_key=[[ keys | sql_list ]],
+    unique_key=[[ merge_keys | sql_list ]],
     incremental_strategy='merge',
     on_schema_change='append_new_columns',
-    partitioned_by=athena_partitioning(['bucket([[ keys[0] ]], 16)'])
+    partitioned_by=athena_partitioning(['bucket([[ merge_keys[0] ]], 16)'])
 ) }}
 
 with changes as (
@@ -62,7 +68,12 @@ latest as (
 cleaned as (
     select
 [% for key in keys %]
+[% if key in typed %]
+        {{ typed_by_contract('[[ contract.raw_table ]]', '[[ key ]]') }} as [[ key ]],
+        [[ key ]] as [[ key ]]_text,
+[% else %]
         [[ key ]],
+[% endif %]
 [% endfor %]
         {{ composite_key([[ keys | sql_list ]]) }} as item_key,
 [% for column in non_key_columns(contract) %]
@@ -72,7 +83,12 @@ cleaned as (
 [% else %]
         [[ column ]],
 [% endif %]
+[% for field in fields_typed.get(column, []) %]
+        {{ typed_by_contract('[[ contract.raw_table ]]', '[[ field.path ]]', 'latest.[[ field.path ]]') }} as [[ field.column ]],
+        latest.[[ field.path ]] as [[ field.column ]]_text,
 [% endfor %]
+[% endfor %]
+        _extra_attributes,
         {{ change_metadata_columns() }}
     from latest
 )
@@ -80,6 +96,9 @@ cleaned as (
 select
 [% for key in keys %]
     cleaned.[[ key ]],
+[% if key in typed %]
+    cleaned.[[ key ]]_text,
+[% endif %]
 [% endfor %]
     cleaned.item_key,
 [% for column in non_key_columns(contract) %]
@@ -87,8 +106,13 @@ select
 [% if column in typed %]
     cleaned.[[ column ]]_text,
 [% endif %]
+[% for field in fields_typed.get(column, []) %]
+    cleaned.[[ field.column ]],
+    cleaned.[[ field.column ]]_text,
 [% endfor %]
-[% if typed %]
+[% endfor %]
+    cleaned._extra_attributes,
+[% if typed or fields_typed %]
     {{ change_metadata_columns_of('cleaned') }},
     -- A deleted item has no attributes left to check.
     case
@@ -101,7 +125,7 @@ select
 from cleaned
 {%- if is_incremental() %}
 left join {{ this }} as existing
-    on [% for key in keys %]cleaned.[[ key ]] = existing.[[ key ]][[ ' and ' if not loop.last ]][% endfor %]
+    on [% for key in merge_keys %]cleaned.[[ key ]] = existing.[[ key ]][[ ' and ' if not loop.last ]][% endfor %]
 
 where {{ is_newer_than_existing('cleaned', 'existing') }}
 {%- endif %}
