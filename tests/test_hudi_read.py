@@ -306,14 +306,31 @@ def _newest_commit_cut_short(table: Path) -> None:
     newest.write_bytes(written[: len(written) // 2])
 
 
+def _schema_nested_too_deep(table: Path) -> None:
+    """The table's newest writer schema (in its newest commit, where readers take it) with a
+    field nested 40 levels, as a DynamoDB map nested 31 levels deep gives: deeper than the
+    JSON recursion hudi-rs parses an Avro schema with."""
+    newest = table / ".hoodie" / completed_instants(LocalFiles(), str(table))[-1]
+    metadata = json.loads(newest.read_text())
+    schema = json.loads(metadata["extraMetadata"]["schema"])
+    nested: object = "string"
+    for level in range(40):
+        nested = ["null", {"type": "record", "name": f"level{level}", "fields": [
+            {"name": "m", "type": nested, "default": None}]}]
+    schema["fields"].append({"name": "deep", "type": nested, "default": None})
+    metadata["extraMetadata"]["schema"] = json.dumps(schema)
+    newest.write_text(json.dumps(metadata))
+
+
+@pytest.mark.parametrize("damage", [_newest_commit_cut_short, _schema_nested_too_deep])
 def test_a_raw_table_hudi_rs_cannot_read_stops_neither_the_other_tables_nor_status(
-    hudi_spark, hudi_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    hudi_spark, hudi_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, damage
 ) -> None:
     from lakehouse_dbt import hudi_raw
 
     monkeypatch.setattr(hudi_raw, "COMMIT_BEING_WRITTEN_WAIT_S", 0.01)
     data_dir = _copy_of(hudi_data_dir, tmp_path)
-    _newest_commit_cut_short(data_dir / "raw" / "customers_changes")
+    damage(data_dir / "raw" / "customers_changes")
 
     lines: list[str] = []
     run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__orders"], report=lines.append)
