@@ -504,6 +504,18 @@ def test_a_word_as_sort_key_under_partition_keys_without_a_prefix_is_a_value_not
     assert proposal.entities == [] and proposal.raw_table == "subscriptions"
 
 
+def test_a_rule_that_could_take_another_kinds_items_is_left_unrouted_with_why_and_the_proposal_loads(tmp_path):
+    # The notes have no key prefix; their `type` alone would also match a USER# item.
+    items = ([item("T#1", f"USER#{n}", email={"S": f"u{n}@example.com"}) for n in range(6)]
+             + [item("T#1", f"n{n:03d}x", type={"S": "note"}, text={"S": "t"}) for n in range(5)]
+             + [item("T#1", f"m{n:03d}x", type={"S": "memo"}, body={"S": "b"}) for n in range(5)])
+    proposal = infer_contract("docs", sample_of(items))
+    assert [(entity.name, entity.match) for entity in proposal.entities] == [("users", {"sort_key_prefix": "USER#"})]
+    assert sorted((kind.kind, kind.why) for kind in proposal.unrouted) == [
+        (value, f"its rule (type = '{value}') could also take the items of kind USER# (sort key starts with 'USER#')")
+        for value in ("memo", "note")]
+    assert set(proposed("docs", sample_of(items), tmp_path)) == {"docs_users", "docs_unrouted"}
+
 @pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
 def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
     table = fixture.stem
