@@ -516,6 +516,21 @@ def test_a_rule_that_could_take_another_kinds_items_is_left_unrouted_with_why_an
         for value in ("memo", "note")]
     assert set(proposed("docs", sample_of(items), tmp_path)) == {"docs_users", "docs_unrouted"}
 
+
+def test_without_key_prefixes_a_type_attribute_most_items_hold_makes_the_entities(tmp_path):
+    items = ([{"id": {"S": f"a{n}"}, "__typename": {"S": "Author"}, "born": {"S": "1970-01-01"}} for n in range(6)]
+             + [{"id": {"S": f"b{n}"}, "__typename": {"S": "Book"}, "isbn": {"S": "978"}} for n in range(6)]
+             + [{"id": {"S": "c0"}, "isbn": {"S": "979"}}])
+    sample = ItemSample()
+    for image in items:
+        sample.add(image, {"id": image["id"]})
+    proposal = infer_contract("library", sample)
+    assert [(entity.name, entity.match) for entity in proposal.entities] == [
+        ("authors", {"attribute": "__typename", "equals": "Author"}),
+        ("books", {"attribute": "__typename", "equals": "Book"})]
+    assert [(kind.items, "which these items do not hold" in kind.why) for kind in proposal.unrouted] == [(1, True)]
+    assert "held by most items" in proposal.routing
+
 @pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
 def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
     table = fixture.stem

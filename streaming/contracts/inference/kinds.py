@@ -15,7 +15,8 @@ In this order:
    hold different values of an attribute named like a type (held by most of them: users
    and organizations both under `ACCOUNT#`), or shapes its prefixes cannot tell apart,
    is split by that attribute, its rule reading the keys and the attribute.
-3. Else any other text attribute on every item whose values' items each hold an
+3. Else, when no key has a prefix, an attribute named like a type that most items hold.
+4. Else any other text attribute on every item whose values' items each hold an
    attribute no other value's items hold (a `status` does not).
 
 A kind with fewer than `min_items` items, one no rule can tell apart from another
@@ -98,6 +99,13 @@ def find_kinds(items: list[DynamoItem], decision: KeyDecision, stats: Mapping[st
     if by_keys is not None:
         kinds, how, common_prefix = by_keys
         return _routable(kinds, min_items, decision, common_prefix), how
+    for name in named:
+        everything = Kind("every item", items)
+        kinds = _split_by_type(everything, {}, [name])
+        if kinds != [everything]:
+            return _routable(kinds, min_items, decision), (
+                f"by the attribute {name!r}, named like an entity type and held by most items (the keys have no "
+                "`KIND#` prefix); the items without it stay unrouted")
     for name, attribute in stats.items():
         if name in keys or name in named:
             continue
@@ -275,8 +283,8 @@ def _split_by_type(kind: Kind, conditions: dict[str, str], type_names: list[str]
         without = [item for item in kind.items if _text(item, name) is None]
         if without:
             split.append(Kind(f"{kind.name} without {name}", without,
-                              why=f"its keys ({kind.name}) hold several kinds told apart by {name!r}, which these "
-                                  "items do not hold"))
+                              why=f"the items of {kind.name} are of several kinds told apart by {name!r}, which "
+                                  "these items do not hold"))
         return split
     return [kind]
 
