@@ -531,6 +531,16 @@ def test_without_key_prefixes_a_type_attribute_most_items_hold_makes_the_entitie
     assert [(kind.items, "which these items do not hold" in kind.why) for kind in proposal.unrouted] == [(1, True)]
     assert "held by most items" in proposal.routing
 
+
+def test_a_type_attribute_whose_values_hold_the_same_attributes_does_not_split_a_routed_kind():
+    # AnOnlineShop's payments carry `Type` GiftCard or MasterCard: a payment method, not an entity.
+    items = ([item(f"o#{n}", f"pm#{n}", Type={"S": ["GiftCard", "MasterCard"][n % 2]}, Amount={"N": "5"})
+              for n in range(6)]
+             + [item(f"o#{n}", f"sh#{n}", ShipDate={"S": "2020-06-22"}) for n in range(6)])
+    proposal = infer_contract("shop", sample_of(items))
+    assert [(entity.match, entity.items) for entity in proposal.entities] == [
+        ({"sort_key_prefix": "pm#"}, 6), ({"sort_key_prefix": "sh#"}, 6)]
+
 @pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
 def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
     table = fixture.stem

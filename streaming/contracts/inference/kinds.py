@@ -270,7 +270,9 @@ def _kinds_on(items: list[DynamoItem], parts: list[dict[str, KeyPart]], chosen: 
 def _split_by_type(kind: Kind, conditions: dict[str, str], type_names: list[str]) -> list[Kind]:
     """The kind split by an attribute named like a type that most of its items hold with
     two values or more, each value's rule the kind's key conditions and the value; the
-    kind itself when none does."""
+    kind itself when none does. A kind the keys route already is split only when each
+    value's items hold an attribute the others' do not: a payment's `Type` (GiftCard,
+    MasterCard) names no entity."""
     for name in type_names:
         values = Counter(text for item in kind.items if (text := _text(item, name)) is not None)
         if not 2 <= len(values) <= MAX_KINDS or sum(values.values()) <= len(kind.items) * _TYPE_SHARE:
@@ -280,6 +282,8 @@ def _split_by_type(kind: Kind, conditions: dict[str, str], type_names: list[str]
             route = {**conditions, "attribute": name, "equals": value}
             members = [item for item in kind.items if _text(item, name) == value]
             split.append(Kind(value, members, route, how=Route(**route).describe()))
+        if kind.route is not None and not _each_has_own_attribute(split):
+            continue
         without = [item for item in kind.items if _text(item, name) is None]
         if without:
             split.append(Kind(f"{kind.name} without {name}", without,
