@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contract_files import load_contract, write_contract
-from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+from lakehouse_dbt.hudi_raw import UnreadableHudiTable, read_hudi_snapshot
 from streaming.contracts.evolution import ContractEvolutionError, check_evolution, schema_document
 from streaming.contracts.inference.contract import infer_contract
 from streaming.contracts.inference.render import render_contract
 from streaming.contracts.inference.sample import ItemSample
 from streaming.contracts.loader import load_contract_file
 from streaming.contracts.model import MAX_NESTING_DEPTH, AttributeSpec, ContractError, nesting_depth
+from streaming.contracts.spark_schema import change_log_schema
+from streaming.io.hudi_sink import HudiSchemaError, HudiSink, table_column_order
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 
@@ -94,22 +97,33 @@ def test_an_entity_attribute_too_deep_is_refused_at_its_own_place(tmp_path):
         load_contract_file(write_contract(tmp_path, document))
 
 
-def test_a_table_registered_with_a_too_deep_attribute_is_told_to_rebuild_without_it(tmp_path):
-    """An earlier version registered the 31-level map (the loader now refuses it, so it is
-    built here as that version loaded it): removing it, or cutting it to the limit, is
-    refused with the reason and the way out, since the old contract cannot come back."""
+def registered_too_deep(tmp_path):
+    """The contract as an earlier version registered it, with the 31-level map (the loader
+    now refuses it, so it is built here as that version loaded it), and the same contract
+    cut down to the limit."""
     current = load_contract(write_contract(tmp_path, contract_document(nested_maps(MAX_NESTING_DEPTH))))
     deep = current.attribute("deep")
     too_deep = replace(deep, fields=(AttributeSpec("m", "m", "M", fields=deep.fields),))
     assert nesting_depth(too_deep) == DYNAMODB_DEEPEST_MAP
-    registered = schema_document(replace(current, attributes=(current.attribute("id"), too_deep)))
-    without = replace(current, attributes=(current.attribute("id"),))
-    for edited in (without, current):
-        with pytest.raises(ContractEvolutionError) as refused:
-            check_evolution(registered, edited)
-        message = str(refused.value)
-        assert "attribute 'deep' was registered 31 levels of maps and lists deep" in message
-        assert "lakehouse reprocess --to <new data root>" in message
+    return schema_document(replace(current, attributes=(current.attribute("id"), too_deep))), current
+
+
+def test_removing_an_attribute_registered_too_deep_is_allowed_and_reported(tmp_path):
+    registered, current = registered_too_deep(tmp_path)
+    report = check_evolution(registered, replace(current, attributes=(current.attribute("id"),)))
+    assert report.allowed and report.current_version != report.previous_version
+    (removed,) = report.harmless
+    assert removed.startswith("attribute 'deep': column 'deep' (M) -> removed: it nests 31 levels")
+    assert "its column is dropped from the raw tables" in removed
+
+
+def test_cutting_an_attribute_registered_too_deep_is_refused_with_the_way_out(tmp_path):
+    registered, current = registered_too_deep(tmp_path)
+    with pytest.raises(ContractEvolutionError) as refused:
+        check_evolution(registered, current)
+    message = str(refused.value)
+    assert "attribute 'deep' was registered 31 levels of maps and lists deep" in message
+    assert "remove it from the contract" in message and "lakehouse reprocess --to <new data root>" in message
 
 
 def deepest_item(key: str) -> dict[str, Any]:
@@ -182,3 +196,53 @@ def test_hudi_rs_reads_the_deepest_declarable_value_and_the_rest_is_in_extra_att
         for _ in range(MAX_NESTING_DEPTH):
             beyond = beyond["M"]["m"]
         assert json.loads(row["_extra_attributes"]) == {"deep" + ".m" * MAX_NESTING_DEPTH: beyond}
+
+
+def test_only_a_column_too_deep_for_hudi_rs_may_leave_the_table():
+    table = ("id", "deep", "name", "_meta")
+    assert table_column_order(["id", "name", "_meta", "added"], table, droppable={"deep"}) == [
+        "id", "name", "_meta", "added"]
+    with pytest.raises(HudiSchemaError, match=r"\['name'\]"):
+        table_column_order(["id", "_meta"], table, droppable={"deep"})
+
+
+def changes_of(spark, contract, keys: list[str], batch: int, deep: Any = None):
+    """A batch of the change log's rows for `keys`, each holding `deep` when the contract declares it."""
+    schema = change_log_schema(contract)
+    rows = []
+    for key in keys:
+        row = {name: None for name in schema.fieldNames()}
+        row.update(id=key, id_suffix=key[-1], _event_name="INSERT", _is_deleted=False, _is_ttl_delete=False,
+                   _ordering_value=f"{batch:020d}" + "0" * 64, _event_id=f"{key}-{batch}", _batch_id=batch,
+                   _ingested_at=datetime(2026, 11, 1, tzinfo=timezone.utc), _ingest_hour="2026-11-01-00")
+        if "deep" in schema.fieldNames():
+            row["deep"] = deep
+        rows.append(tuple(row[name] for name in schema.fieldNames()))
+    return spark.createDataFrame(rows, schema)
+
+
+def test_a_table_written_too_deep_reads_again_once_the_attribute_is_removed(hudi_spark, tmp_path):
+    """A table an earlier version wrote with a 31-level map is unreadable to hudi-rs; once
+    the contract no longer declares it, the sink's next write drops its column and hudi-rs
+    reads every row again, those written before included."""
+    _, current = registered_too_deep(tmp_path)
+    deep = current.attribute("deep")
+    too_deep_contract = replace(current, attributes=(
+        current.attribute("id"), replace(deep, fields=(AttributeSpec("m", "m", "M", fields=deep.fields),))))
+    value: Any = ("leaf",)
+    for _ in range(DYNAMODB_DEEPEST_MAP - 1):
+        value = (value,)
+    raw = tmp_path / "raw"
+    HudiSink(str(raw), "raw", {"things": too_deep_contract}, sync_mode="none", stream_id="s").write(
+        changes_of(hudi_spark, too_deep_contract, ["k1", "k2"], 1, value), too_deep_contract, 1)
+    with pytest.raises(UnreadableHudiTable, match="Failed to parse Avro schema"):
+        read_hudi_snapshot(str(raw / "things"))
+
+    without = replace(current, attributes=(current.attribute("id"),))
+    HudiSink(str(raw), "raw", {"things": without}, sync_mode="none", stream_id="s").write(
+        changes_of(hudi_spark, without, ["k2", "k3"], 2), without, 2)
+    for table, expected in (("things", ["k1", "k2", "k3"]), ("things_changes", ["k1", "k2", "k2", "k3"])):
+        read = read_hudi_snapshot(str(raw / table))
+        assert "deep" not in read.column_names, table
+        assert sorted(read.column("id").to_pylist()) == expected, table
+        assert sorted(row.id for row in hudi_spark.read.format("hudi").load(str(raw / table)).collect()) == expected

@@ -9,6 +9,9 @@ start compares the contracts it was given with the registered ones:
 * only additions (a new attribute, a new field in an M, also inside a list's items):
   allowed; rows written earlier read the new column as null. A new version is registered.
 * `description`, `pii` or `cast` edits: allowed and reported; raw columns stay as they are.
+* removing an attribute registered deeper than model.MAX_NESTING_DEPTH (before the loader
+  refused such): allowed and reported, since hudi-rs cannot read its raw tables; the Hudi
+  sink drops its column, and its values land in `_extra_attributes`.
 * anything else (a removed or renamed attribute, a new column name, a new DynamoDB type,
   another key, partition column or expression, raw_table or table name): refused before
   anything is written.
@@ -225,14 +228,15 @@ def evolution_changes(previous: Mapping[str, Any], current: TableContract) -> Ev
     if previous["description"] != now["description"]:
         changes.harmless.append(f"description: {_show(previous['description'])} -> {_show(now['description'])}")
     _compare_members(previous["attributes"], now["attributes"], "", changes)
-    # The loader refuses such an attribute now, so it cannot be restored: the way is a rebuild.
+    # The loader refuses such an attribute now, so it cannot be restored; cut down, it is
+    # a removal of nested fields, which the raw tables cannot take in place.
     for name, spec in previous["attributes"].items():
         depth = _document_depth(spec)
-        if depth > MAX_NESTING_DEPTH:
+        if depth > MAX_NESTING_DEPTH and name in now["attributes"]:
             changes.refused.append(
                 f"attribute {_quote(name)} was registered {depth} levels of maps and lists deep, deeper than "
-                f"hudi-rs reads ({MAX_NESTING_DEPTH}): its raw tables cannot be kept as they are; rebuild them "
-                "under the new contract (below), where what it no longer declares lands in _extra_attributes"
+                f"hudi-rs reads ({MAX_NESTING_DEPTH}): remove it from the contract (its column is then dropped "
+                "and its values land in _extra_attributes), or rebuild the raw tables under the new contract"
             )
     return EvolutionReport(
         table=current.table,
@@ -271,6 +275,16 @@ def _compare_members(
                 f"column {_quote(old[old_name]['column'])} now fed by a renamed attribute"
             )
     for name in removed:
+        depth = _document_depth(old[name])
+        if not prefix and depth > MAX_NESTING_DEPTH:
+            # Registered before the loader refused it; the raw tables are unreadable to
+            # hudi-rs while they hold its column, which the Hudi sink drops on its next write.
+            changes.harmless.append(
+                f"attribute {_quote(name)}: {_describe(old[name])} -> removed: it nests {depth} levels of maps "
+                f"and lists, deeper than hudi-rs reads ({MAX_NESTING_DEPTH}); its column is dropped from the raw "
+                "tables and its values land in _extra_attributes"
+            )
+            continue
         changes.refused.append(f"attribute {_quote(prefix + name)}: {_describe(old[name])} -> removed")
     for name in added:
         changes.additions.append(

@@ -90,6 +90,12 @@ PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY = "parquet.avro.write-old-list-structure"
 # Set on the Hadoop configuration of every session that writes Hudi (hudi_sink.HudiSink).
 HUDI_HADOOP_CONF = {PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY: "false"}
 
+# With it, a write whose schema lacks one of the table's columns drops that column from the
+# table's schema instead of failing (off by default; HoodieWriteConfig, hudi-client/
+# hudi-client-common/src/main/java/org/apache/hudi/config/HoodieWriteConfig.java). The sink
+# sets it only for a write that drops a column nested deeper than hudi-rs reads.
+DROP_COLUMNS_KEY = "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"
+
 
 class HudiOptionsError(ValueError):
     """The requested options would produce a table Athena or the raw layer cannot use."""

@@ -19,7 +19,7 @@ schema evolution on write accepts them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +29,7 @@ from streaming.io.hudi_options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
     DEFAULT_SYNC_MODE,
+    DROP_COLUMNS_KEY,
     HUDI_HADOOP_CONF,
     SyncMode,
     batch_marker,
@@ -63,7 +64,9 @@ class HudiSchemaError(ValueError):
     """A batch's columns cannot be written to the table without breaking its readers."""
 
 
-def table_column_order(frame_columns: Sequence[str], table_columns: Sequence[str] | None) -> list[str]:
+def table_column_order(
+    frame_columns: Sequence[str], table_columns: Sequence[str] | None, droppable: Collection[str] = ()
+) -> list[str]:
     """The frame's columns, ordered so that the table's columns keep their places.
 
     Hudi's schema evolution on write accepts a new nullable column at the end of the
@@ -71,17 +74,20 @@ def table_column_order(frame_columns: Sequence[str], table_columns: Sequence[str
     "Add a new nullable column and change the ordering of fields" is unsupported). A
     contract attribute added later lands before the partition and metadata columns of
     raw_schema, so it is moved to the end here. A table column the frame lacks is refused:
-    removing a contract attribute is not an evolution the raw layer allows.
+    removing a contract attribute is not an evolution the raw layer allows, but for one in
+    `droppable` (nested too deep for hudi-rs to read the table, TimelineHead.too_deep),
+    which the write then drops.
     """
     if table_columns is None:
         return list(frame_columns)
-    missing = [name for name in table_columns if name not in frame_columns]
+    missing = [name for name in table_columns if name not in frame_columns and name not in droppable]
     if missing:
         raise HudiSchemaError(
             f"the table has columns this batch lacks: {missing}; a contract attribute may be added, "
             "never removed or renamed (reprocess into a new table instead)"
         )
-    return [*table_columns, *(name for name in frame_columns if name not in table_columns)]
+    kept = [name for name in table_columns if name in frame_columns]
+    return [*kept, *(name for name in frame_columns if name not in table_columns)]
 
 
 def use_hudi_hadoop_conf(spark: SparkSession) -> None:
@@ -199,7 +205,12 @@ class HudiSink:
         for table, options, frame in targets:
             path = hudi_table_path(self.base_path, table)
             head = read_timeline_head(self._table_files(changes.sparkSession), path)
-            frame = frame.select(*table_column_order(frame.columns, head.columns))
+            frame = frame.select(*table_column_order(frame.columns, head.columns, head.too_deep))
+            dropped = sorted(head.too_deep - set(frame.columns))
+            if dropped:
+                log.warning("hudi %s: dropping %s, nested deeper than hudi-rs reads; the contract no longer "
+                            "declares them", table, dropped)
+                options = {**options, DROP_COLUMNS_KEY: "true"}
             if self.stream_id is None:
                 self._writer(frame, options, path)
                 continue

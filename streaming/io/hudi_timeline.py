@@ -13,8 +13,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from streaming.contracts.model import MAX_NESTING_DEPTH
 from streaming.io.hudi_options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY
 from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
@@ -89,6 +90,9 @@ class TimelineHead:
     """`<stream_id>:<batch_id>` of the newest commit that records one."""
     columns: tuple[str, ...] | None
     """Top-level columns of the newest commit's writer schema, in the table's order."""
+    too_deep: frozenset[str] = frozenset()
+    """Those of them nesting more records and arrays than MAX_NESTING_DEPTH: hudi-rs cannot
+    read the table while its schema holds one (written before contracts were held to it)."""
 
 
 def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
@@ -98,23 +102,43 @@ def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
     the marker. A steady stream costs one listing and one small read per write.
     """
     marker: str | None = None
-    columns: tuple[str, ...] | None = None
+    fields: list[dict[str, Any]] | None = None
     for instant_file in reversed(completed_instants(files, table_path)):
         extra = commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}
         if marker is None and extra.get(BATCH_MARKER_KEY) is not None:
             marker = str(extra[BATCH_MARKER_KEY])
-        if columns is None and extra.get("schema"):
-            columns = _schema_columns(extra["schema"], f"{table_path}/{HUDI_TIMELINE_FOLDER}/{instant_file}")
-        if marker is not None and columns is not None:
+        if fields is None and extra.get("schema"):
+            fields = _schema_fields(extra["schema"], f"{table_path}/{HUDI_TIMELINE_FOLDER}/{instant_file}")
+        if marker is not None and fields is not None:
             break
-    return TimelineHead(marker, columns)
+    if fields is None:
+        return TimelineHead(marker, None)
+    too_deep = frozenset(field["name"] for field in fields if _avro_depth(field["type"]) > MAX_NESTING_DEPTH)
+    return TimelineHead(marker, tuple(field["name"] for field in fields), too_deep)
 
 
-def _schema_columns(avro_schema: str, source: str) -> tuple[str, ...]:
+def _schema_fields(avro_schema: str, source: str) -> list[dict[str, Any]]:
     try:
-        return tuple(field["name"] for field in json.loads(avro_schema)["fields"])
+        return [{"name": field["name"], "type": field.get("type")} for field in json.loads(avro_schema)["fields"]]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise HudiTimelineError(f"{source}: extraMetadata.schema is not an Avro record schema: {exc}") from exc
+
+
+def _avro_depth(schema: Any) -> int:
+    """Records, arrays and maps on the way to the deepest value of an Avro type; a union
+    (Spark's nullable) counts its deepest branch."""
+    if isinstance(schema, list):
+        return max((_avro_depth(branch) for branch in schema), default=0)
+    if not isinstance(schema, dict):
+        return 0
+    kind = schema.get("type")
+    if kind == "record":
+        return 1 + max((_avro_depth(field["type"]) for field in schema.get("fields", [])), default=0)
+    if kind == "array":
+        return 1 + _avro_depth(schema.get("items"))
+    if kind == "map":
+        return 1 + _avro_depth(schema.get("values"))
+    return _avro_depth(kind)
 
 
 @dataclass(frozen=True)
