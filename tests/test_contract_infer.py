@@ -541,6 +541,28 @@ def test_a_type_attribute_whose_values_hold_the_same_attributes_does_not_split_a
     assert [(entity.match, entity.items) for entity in proposal.entities] == [
         ({"sort_key_prefix": "pm#"}, 6), ({"sort_key_prefix": "sh#"}, 6)]
 
+
+def test_the_public_online_shop_with_its_entity_type_on_most_items_is_routed_by_keys_and_named_by_type():
+    # AWS's model with EntityType taken off its one invoice: no attribute is on every item,
+    # so the keys route, EntityType splits `p#` (products and order items), and names.
+    (table,) = json.loads(ONLINE_SHOP.read_text())["DataModel"]
+    sample = ItemSample()
+    for image in (image for facet in table["TableFacets"] for image in facet["TableData"]):
+        if image["SK"]["S"].startswith("i#"):
+            image = {name: value for name, value in image.items() if name != "EntityType"}
+        sample.add(image, {"PK": image["PK"], "SK": image["SK"]})
+    proposal = infer_contract("OnlineShop", sample)
+    assert {entity.name: entity.match for entity in proposal.entities} == {
+        "customers": {"sort_key_prefix": "c#"}, "shipment_items": {"sort_key_prefix": "shp#"},
+        "payments": {"sort_key_prefix": "pmn#"}, "shipments": {"sort_key_prefix": "sh#"},
+        "products": {"sort_key_prefix": "p#", "attribute": "EntityType", "equals": "product"},
+        "order_items": {"sort_key_prefix": "p#", "attribute": "EntityType", "equals": "orderItem"},
+        "warehouses": {"sort_key_prefix": "w#", "attribute": "EntityType", "equals": "warehouse"},
+        "warehouse_items": {"sort_key_prefix": "w#", "attribute": "EntityType", "equals": "warehouseItem"}}
+    customers = next(entity for entity in proposal.entities if entity.name == "customers")
+    assert customers.named == "named from the EntityType value its items hold"
+    assert [(kind.kind, kind.items) for kind in proposal.unrouted] == [("i#", 1)]
+
 @pytest.mark.parametrize("fixture", [BATTLE_ROYALE, CONSTANT_SORT_KEYS, GITHUB])
 def test_every_kind_of_five_items_or_more_gets_an_entity_of_its_own(fixture, tmp_path):
     table = fixture.stem

@@ -23,7 +23,8 @@ A kind with fewer than `min_items` items, one no rule can tell apart from anothe
 (`ORDER#1` and `ORDER#1#LINE#2` without a type attribute), or one whose rule could take
 another kind's items, gets no rule: it stays unrouted, with the reason.
 
-Kinds are named from what identifies them: a type value (`users`); else the words of
+Kinds are named from what identifies them: a type value (`users`), also the one value a
+type-named attribute has on the items of a kind the keys route; else the words of
 the key shapes (`ORDER#*#LINE#*` gives `order_lines`). An item's own record (a constant
 sort key, or one repeating the partition key's id: `#METADATA#u7` under `USER#u7`) is
 named by its partition key (`users`); a partition key prefix every item shares
@@ -98,7 +99,7 @@ def find_kinds(items: list[DynamoItem], decision: KeyDecision, stats: Mapping[st
     by_keys = _kinds_by_keys(items, decision, named)
     if by_keys is not None:
         kinds, how, common_prefix = by_keys
-        return _routable(kinds, min_items, decision, common_prefix), how
+        return _routable(kinds, min_items, decision, common_prefix, named), how
     for name in named:
         everything = Kind("every item", items)
         kinds = _split_by_type(everything, {}, [name])
@@ -314,7 +315,7 @@ def _without_overlaps(kinds: list[Kind]) -> list[Kind]:
 
 
 def _routable(kinds: list[Kind], min_items: int, decision: KeyDecision,
-              common_prefix: str | None = None) -> list[Kind]:
+              common_prefix: str | None = None, type_names: list[str] | None = None) -> list[Kind]:
     """Kinds with enough items keep their rule and get an entity name; the rest stay unrouted."""
     names: set[str] = set()
     for kind in sorted(kinds, key=lambda k: (-len(k.items), k.name)):
@@ -323,7 +324,7 @@ def _routable(kinds: list[Kind], min_items: int, decision: KeyDecision,
             kind.why = f"fewer items than --min-entity-items {min_items}; its rule would be {kind.how}"
         if kind.route is None:
             continue
-        words, kind.named = _name_of(kind, common_prefix, decision)
+        words, kind.named = _name_of(kind, common_prefix, decision, type_names or [])
         # Accented letters stay letters (`Bücher` -> `buchers`), as in attribute columns.
         derived = snake_case(without_accents(words))
         base = _plural(derived) if derived else "kind"
@@ -339,11 +340,16 @@ def _routable(kinds: list[Kind], min_items: int, decision: KeyDecision,
     return sorted(kinds, key=lambda k: (k.route is None, -len(k.items), k.name))
 
 
-def _name_of(kind: Kind, common_prefix: str | None, decision: KeyDecision) -> tuple[str, str]:
+def _name_of(kind: Kind, common_prefix: str | None, decision: KeyDecision,
+             type_names: list[str]) -> tuple[str, str]:
     """The words an entity is named from, and why (module docstring)."""
     assert kind.route is not None
     if "equals" in kind.route:
         return kind.route["equals"], f"named from its {kind.route['attribute']} value"
+    for name in type_names:
+        values = Counter(text for item in kind.items if (text := _text(item, name)) is not None)
+        if len(values) == 1 and values.total() * 10 >= len(kind.items) * 9:
+            return next(iter(values)), f"named from the {name} value its items hold"
     partition, sort = kind.shapes.get(_PARTITION_KEY, KeyPart()), kind.shapes.get(_SORT_KEY, KeyPart())
     partition_words, sort_words = _shape_words(partition), _shape_words(sort)
     if not partition_words:
