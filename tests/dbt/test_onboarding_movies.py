@@ -1,7 +1,8 @@
 """Issue 45 B7, C1-C3: a new user onboards a plain (not single-table) DynamoDB table with
 the documented flow and no hand edits: `contract infer`, `scaffold`, stream, `dbt build`;
 then adds an attribute and a map field to the contract, scaffolds again, streams more and
-builds incrementally.
+builds incrementally. On both sinks: the Hudi tables are read by hudi-rs, as `lakehouse
+dbt` reads them (dbt's tests run on the Parquet side, as in test_contract_infer_round_trip).
 
 The table has the shape of the Movies sample of the DynamoDB developer guide
 (moviedata.json: `year` N partition key, `title` S sort key, an `info` map holding
@@ -20,8 +21,11 @@ import pytest
 import yaml
 from project_copy import copy_contracts, copy_project
 
+from lakehouse_dbt.hudi_raw import load_hudi_tables
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
+from streaming.io import layout as raw_layout
+from streaming.io.hudi_sink import HudiSink
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract
@@ -76,22 +80,30 @@ def add_studio_and_budget(contract_file: Path) -> None:
     contract_file.write_text(yaml.safe_dump(document, sort_keys=False))
 
 
-def stream_and_build(spark, contracts_dir: Path, project: Path, data_dir: Path, lines: list[str], batch_id: int):
+def stream_and_build(spark, sink_name: str, contracts_dir: Path, project: Path, data_dir: Path, lines: list[str],
+                     batch_id: int):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
-        contracts = load_contracts()
-        scaffold(TABLE, project_dir=project, contracts=contracts)
+        movies = contracts_of_table(load_contracts(), TABLE)
+        scaffold(TABLE, project_dir=project, contracts=load_contracts())
+        sink = (HudiSink(str(data_dir / "raw"), "raw", movies, sync_mode="none", stream_id="movies")
+                if sink_name == "hudi" else LocalParquetSink(str(data_dir)))
         envelope = spark.createDataFrame([(line, None, "movies") for line in lines], ENVELOPE_SCHEMA)
-        report = Pipeline(contracts_of_table(contracts, TABLE), LocalParquetSink(str(data_dir)),
-                          QuarantineWriter(str(data_dir))).process_batch(envelope, batch_id)
-        result = run_dbt(["build", "--project-dir", str(project), "--profiles-dir", str(project),
-                          "--select", "source:dynamodb.movies_changes+"], data_dir)
+        report = Pipeline(movies, sink, QuarantineWriter(str(data_dir))).process_batch(envelope, batch_id)
+        args = ["build", "--project-dir", str(project), "--profiles-dir", str(project),
+                "--select", "source:dynamodb.movies_changes+"]
+        if sink_name == "hudi":
+            load_hudi_tables(data_dir, {name: str(path) for name, path in raw_layout.hudi_tables(data_dir / "raw").items()})
+            args += ["--vars", "{raw_format: hudi}", "--exclude-resource-type", "test", "unit_test"]
+        result = run_dbt(args, data_dir)
     return report, result
 
 
-@pytest.fixture(scope="module")
-def movies(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("onboarding_movies")
+@pytest.fixture(scope="module", params=["parquet", "hudi"])
+def movies(request: pytest.FixtureRequest, spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    sink_name = request.param
+    spark = request.getfixturevalue("hudi_spark") if sink_name == "hudi" else spark
+    root = tmp_path_factory.mktemp(f"onboarding_movies_{sink_name}")
     sample = root / "moviedata.jsonl"
     sample.write_text("".join(json.dumps(item) + "\n" for item in FIRST_LOAD))
     contracts_dir = copy_contracts(root / "contracts", {})
@@ -100,10 +112,10 @@ def movies(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
                          min_entity_items=2, echo=lambda line: None)
     proposal = contract_file.read_text()
     project, data_dir = copy_project(root / "project"), root / "data"
-    first = stream_and_build(spark, contracts_dir, project, data_dir,
+    first = stream_and_build(spark, sink_name, contracts_dir, project, data_dir,
                              [record(item, number) for number, item in enumerate(FIRST_LOAD)], 0)
     add_studio_and_budget(contract_file)
-    second = stream_and_build(spark, contracts_dir, project, data_dir,
+    second = stream_and_build(spark, sink_name, contracts_dir, project, data_dir,
                               [record(item, 100 + number, "INSERT" if number == 0 else "MODIFY")
                                for number, item in enumerate(SECOND_LOAD)], 1)
     with pytest.MonkeyPatch.context() as patch:
@@ -111,8 +123,8 @@ def movies(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
         report = status(DataLayout(data_dir), contracts_dir=str(contracts_dir))
     # Last, a change an incremental run cannot take: a wider cast changes a column's type.
     contract_file.write_text(contract_file.read_text().replace('cast: decimal(18,1)', 'cast: decimal(18,2)'))
-    refused = stream_and_build(spark, contracts_dir, project, data_dir, [], 2)[1]
-    return {"proposal": proposal, "first": first, "second": second, "data_dir": data_dir, "status": report,
+    refused = stream_and_build(spark, sink_name, contracts_dir, project, data_dir, [], 2)[1]
+    return {"sink": sink_name, "proposal": proposal, "first": first, "second": second, "data_dir": data_dir, "status": report,
             "refused": refused}
 
 
@@ -165,10 +177,11 @@ def test_a_map_field_cast_is_applied_flagged_tested_and_counted(movies: dict) ->
         ("Drive", None, "7.85", "DECIMAL(18,1)", None, "info__rating_invalid"),
         ("Rush", "8.3", "8.3", "DECIMAL(18,1)", None, None),
         ("Whiplash", "8.5", "8.5", "DECIMAL(18,1)", 3300000, None)]
-    _report, result = movies["second"]
-    tests = {name: status for name, status in _statuses(result).items() if name.startswith("fits_contract_cast")}
-    assert tests["fits_contract_cast_stg_dynamodb__movies_info__rating"] == "warn"
-    assert tests["fits_contract_cast_stg_dynamodb__movies_year"] == "pass"
+    if movies["sink"] == "parquet":
+        _report, result = movies["second"]
+        tests = {name: status for name, status in _statuses(result).items() if name.startswith("fits_contract_cast")}
+        assert tests["fits_contract_cast_stg_dynamodb__movies_info__rating"] == "warn"
+        assert tests["fits_contract_cast_stg_dynamodb__movies_year"] == "pass"
     assert movies["status"].cast_misfits["stg_dynamodb__movies"]["info__rating"] == 1
     assert "cast misfits: 1 rows hold a value that does not fit" in "\n".join(movies["status"].lines())
 
