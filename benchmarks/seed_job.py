@@ -39,6 +39,7 @@ from benchmarks.measure import tree_cpu_seconds
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.io.hudi_options import ATHENA_TABLE_VERSION, AUTO_UPGRADE_KEY, COMPLEX_KEY_GENERATOR, TABLE_VERSION_KEY
+from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
 # The article's envelope columns, as its ApplyMapping names them.
 ENVELOPE_COLUMNS = {"eventName": ("eventName",), "eventID": ("eventID",), "awsRegion": ("awsRegion",),
@@ -124,7 +125,7 @@ def mapped_table(frame: DataFrame, key_columns: list[str], attributes: list[Attr
 
 def completed_commits(table_dir: Path) -> int:
     """Completed commits on a table version 6 timeline (`.hoodie/<instant>.commit`)."""
-    return len(list((table_dir / ".hoodie").glob("*.commit")))
+    return len(list((table_dir / HUDI_TIMELINE_FOLDER).glob("*.commit")))
 
 
 def run_seed_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -173,7 +174,7 @@ def run_seed_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
 def _keyed(table_dir: Path, key_columns: list[str], event_column: str, *, live_only: bool) -> dict[tuple, str]:
     from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
-    if not (table_dir / ".hoodie").is_dir():
+    if not (table_dir / HUDI_TIMELINE_FOLDER).is_dir():
         return {}
     table = read_hudi_snapshot(str(table_dir))
     columns = table.select([*key_columns, event_column, *(["_is_deleted"] if live_only else [])]).to_pylist()

@@ -27,7 +27,7 @@ NOT_THE_DATA_DIR = {
     # dbt's target folder of the project (where the shared parse is kept), not of a data directory.
     ("streaming/runtime/dbt_runner.py", "target"),
     # The bucket prefixes of Athena's query results and the marts, not the data directory's dbt/.
-    ("deploy/stacks/lakehouse.py", "dbt"),
+    ("deploy/stacks/parts/storage.py", "dbt"),
     # Work folders of the benchmarks named after what they measure, each a data directory itself.
     ("benchmarks/drills.py", "dbt"),
     ("benchmarks/run.py", "dbt"),
