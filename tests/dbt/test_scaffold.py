@@ -359,3 +359,73 @@ def test_a_models_yaml_that_is_not_a_mapping_is_refused_by_name(
     with pytest.raises(ScaffoldRefused, match=rf"staging/notes\.yml: its top level is a {kind}, not the mapping"):
         scaffold("widgets", project_dir=project, contracts=contracts_with_widgets)
     assert not (project / STAGING / "stg_dynamodb__widgets.sql").exists()
+
+
+SENSORS_CONTRACT = """\
+table: sensors
+raw_table: sensors
+description: Readings.
+key:
+  partition_key: sensorId
+  sort_key: readingAt
+attributes:
+  sensorId: {type: N, cast: bigint, description: Sensor.}
+  readingAt: {type: S, description: When.}
+  probe:
+    type: M
+    description: Probe.
+    fields:
+      calibration:
+        type: M
+        description: Calibration.
+        fields:
+          drift: {type: N, cast: "decimal(9,3)", description: Drift.}
+      samples:
+        type: L
+        description: Samples.
+        items: {type: N, cast: bigint, description: A sample.}
+partitioning:
+  column: sensor_bucket
+  expression: "substring(sensor_id, -1, 1)"
+"""
+
+
+def _sensors(tmp_path: Path, text: str = SENSORS_CONTRACT) -> dict[str, str]:
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    (folder / "sensors.yml").write_text(text, encoding="utf-8")
+    return {str(generated.path): generated.text for generated in scaffold_files(load_contracts(folder), "sensors")}
+
+
+def test_a_number_key_and_a_map_field_at_any_depth_are_typed_and_the_merge_matches_the_key_text(tmp_path: Path) -> None:
+    """Issue 45 C2, C3: staging kept number keys and map fields' casts as raw text."""
+    files = _sensors(tmp_path)
+    model = files["dbt_project/models/staging/stg_dynamodb__sensors.sql"]
+    assert "{{ typed_by_contract('sensors', 'sensor_id') }} as sensor_id,\n        sensor_id as sensor_id_text," in model
+    assert "unique_key=['sensor_id_text', 'reading_at']" in model
+    assert "on cleaned.sensor_id_text = existing.sensor_id_text and cleaned.reading_at = existing.reading_at" in model
+    assert ("{{ typed_by_contract('sensors', 'probe.calibration.drift', 'latest.probe.calibration.drift') }} "
+            "as probe__calibration__drift,\n        latest.probe.calibration.drift as probe__calibration__drift_text,"
+            in model)
+    assert "samples" not in model.split("cleaned as (")[1]  # a list element's cast: the unnesting model's
+    assert "        _extra_attributes,\n" in model
+    models = {model["name"]: model for model in yaml.safe_load(
+        files["dbt_project/models/staging/_dynamodb__sensors__models.yml"])["models"]}
+    current = models["stg_dynamodb__sensors"]
+    assert current["data_tests"][0]["unique_combination"]["arguments"] == {"combination": ["sensor_id_text", "reading_at"]}
+    assert current["data_tests"][1]["holds_latest_raw_change"]["arguments"] == {
+        "raw_table": "sensors_changes", "key_columns": ["sensor_id", "reading_at"],
+        "staged_key_columns": ["sensor_id_text", "reading_at"]}
+    columns = {column["name"]: column for column in current["columns"]}
+    assert [next(iter(test)) for test in columns["sensor_id"]["data_tests"]] == ["fits_contract_cast"]
+    assert [next(iter(test)) for test in columns["sensor_id_text"]["data_tests"]] == ["not_null"]
+    assert [next(iter(test)) for test in columns["probe__calibration__drift"]["data_tests"]] == ["fits_contract_cast"]
+    assert "sensor_id_invalid, probe__calibration__drift_invalid" in columns["quality_issues"]["description"]
+
+
+def test_a_map_field_cast_whose_column_another_column_has_is_refused_by_name(tmp_path: Path) -> None:
+    clashing = SENSORS_CONTRACT.replace("  readingAt: {type: S, description: When.}\n",
+                                        "  readingAt: {type: S, description: When.}\n"
+                                        "  other: {type: S, column: probe__calibration__drift, description: X.}\n")
+    with pytest.raises(OperatorError, match=r"\['probe__calibration__drift'\] would take the name of another column"):
+        _sensors(tmp_path, clashing)
