@@ -114,7 +114,7 @@ def test_a_full_disk_under_a_hudi_write_is_one_line_and_the_restart_lands_the_ba
         assert code == 2, err
         assert err.splitlines()[-1] == (
             f"lakehouse stream: {data_dir / 'raw'}: {NO_SPACE_LEFT} (batch 0 was not committed). Free space there "
-            "and start the stream again: it writes the batch again from its start, and nothing of it lands twice")
+            "and run the command again: it writes the batch again from its start, and nothing of it lands twice")
         # Was 1,367 lines: each layer's trace of the same failure. A trace the JVM prints
         # itself for a thread of Hudi's timeline server may remain (not a log4j line).
         assert "Traceback" not in err and len(err.splitlines()) < 60, err

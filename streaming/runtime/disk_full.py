@@ -61,6 +61,6 @@ def _java_chain_says_disk_full(throwable: Any) -> bool:
 def disk_full_refusal(where: str, batch_id: int) -> NoSpaceLeft:
     """The one line for a batch stopped by a full disk under `where`."""
     return NoSpaceLeft(
-        f"{where}: {NO_SPACE_LEFT} (batch {batch_id} was not committed). Free space there and start the stream "
+        f"{where}: {NO_SPACE_LEFT} (batch {batch_id} was not committed). Free space there and run the command "
         "again: it writes the batch again from its start, and nothing of it lands twice"
     )
