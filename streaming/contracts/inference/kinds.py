@@ -154,7 +154,7 @@ def _text(item: DynamoItem, name: str) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def key_part(text: str | None, whole_values: frozenset[str] = frozenset()) -> KeyPart:
+def _key_part(text: str | None, whole_values: frozenset[str] = frozenset()) -> KeyPart:
     """`USER#u7` -> prefix `USER#`, shape `USER#*`; a value of `whole_values` -> itself."""
     if text is None:
         return KeyPart()
@@ -202,7 +202,7 @@ def _kinds_by_keys(items: list[DynamoItem], decision: KeyDecision,
     reads_sort_key = decision.sort_key is not None and _SORT_KEY in dict(dimensions)
     whole = (_whole_sort_keys(items, decision.partition_key, decision.sort_key)
              if reads_sort_key and decision.sort_key else frozenset())
-    parts = [{label: key_part(_text(item, name), whole if label == _SORT_KEY else frozenset())
+    parts = [{label: _key_part(_text(item, name), whole if label == _SORT_KEY else frozenset())
               for label, name in dimensions} for item in items]
     if all(part.rule is None for item_parts in parts for part in item_parts.values()):
         return None
