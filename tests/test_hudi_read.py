@@ -363,3 +363,31 @@ def test_a_raw_as_of_that_is_no_time_is_refused_before_the_loaded_tables_are_tou
         run_dbt_command(data_dir, ["show", "--select", "stg_dynamodb__customers"], raw_as_of="20261399999999999")
     with duckdb.connect(str(data_dir / "lakehouse.duckdb"), read_only=True) as con:
         assert con.sql("select count(*) from raw.customers").fetchall() == [(2,)]
+
+
+def test_a_stream_killed_in_a_tables_first_commit_leaves_it_read_as_empty(hudi_spark, tmp_path: Path) -> None:
+    import signal
+
+    from cli_processes import LakehouseProcess
+
+    data_dir = tmp_path / "data"
+    assert main(["generate", "--data-dir", str(data_dir), "--customers", "5"]) == 0
+
+    def first_commit_in_flight() -> Path | None:
+        return next((hoodie.parent for hoodie in (data_dir / "raw").glob("*/.hoodie")
+                     if any(hoodie.glob("*.inflight")) and not completed_instants(LocalFiles(), str(hoodie.parent))),
+                    None)
+
+    stream = LakehouseProcess(["stream", "--data-dir", str(data_dir)], cwd=tmp_path)
+    try:
+        stream.wait_until(lambda: first_commit_in_flight() is not None, "a table's first commit in flight")
+        stream.signal_group(signal.SIGKILL)
+    finally:
+        stream.stop()
+    killed = first_commit_in_flight()
+    assert killed is not None and read_hudi_snapshot(str(killed)) is None
+
+    assert main(["status", "--data-dir", str(data_dir)]) == 0
+    lines: list[str] = []
+    run_dbt_command(data_dir, ["run", "--select", "stg_dynamodb__customers"], report=lines.append)
+    assert f"raw table {killed.name}: no commit of it has completed yet" in "\n".join(lines)
