@@ -30,7 +30,7 @@ from streaming.io import layout as raw_layout
 from streaming.io.dynamodb_export import read_export_manifest
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
-from streaming.operations.backfill import (
+from streaming.operations.batches.backfill import (
     BackfillError,
     backfill,
     backfill_run_id,
@@ -39,7 +39,7 @@ from streaming.operations.backfill import (
     run_log_path,
 )
 from streaming.operations.reconcile import reconcile
-from streaming.operations.recorded_batch import BACKFILLS
+from streaming.operations.batches.recorded_batch import BACKFILLS
 from streaming.operations.stream import stream
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.dbt_runner import run_dbt

@@ -25,7 +25,7 @@ import pytest
 from cli_processes import REPO, LakehouseProcess, checkout_env
 
 from streaming.io.layout import DATA_DIR_ENV, RAW_DIR_ENV
-from streaming.operations.backfill import backfill_run_id, run_log_path
+from streaming.operations.batches.backfill import backfill_run_id, run_log_path
 from streaming.samples.export_writer import write_full_export
 from streaming.samples.generator import ORDERS, GeneratedCDC, generate_cdc, land_cdc
 

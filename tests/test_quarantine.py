@@ -23,9 +23,10 @@ from streaming.cli import main
 from streaming.contracts.loader import load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations import quarantine as ops
-from streaming.operations.quarantine import quarantine_replay
-from streaming.operations.recorded_batch import QUARANTINE_REPLAYS
-from streaming.operations.reprocess import reprocess
+from streaming.operations.batches import quarantine_replay as replay_ops
+from streaming.operations.batches.quarantine_replay import quarantine_replay
+from streaming.operations.batches.recorded_batch import QUARANTINE_REPLAYS
+from streaming.operations.batches.reprocess import reprocess
 from streaming.operations.stream import stream
 from streaming.samples.generator import generate_cdc, land_cdc
 
@@ -213,10 +214,10 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     from streaming.io.sinks import LocalParquetSink
 
     contracts = load_contracts(contract_dirs[1])
-    plan = ops.plan_replay(streamed.root, table="customers")
+    plan = replay_ops.plan_replay(streamed.root, table="customers")
     with pytest.raises(OSError):
-        ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
-                       out=lambda _: None)
+        replay_ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
+                              out=lambda _: None)
     assert json.loads(plan.run_log.read_text())["status"] == "failed"
     assert _raw_rows(streamed.root, "customers"), "the interrupted attempt left rows in raw"
     assert _status_warnings(streamed, contract_dirs[1]) == [
@@ -226,10 +227,10 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     ]
 
     # A new, different selection must not start while the interrupted one is unfinished.
-    resumed = ops.plan_replay(streamed.root, reason="missing_key")
+    resumed = replay_ops.plan_replay(streamed.root, reason="missing_key")
     assert resumed.resumed and resumed.batch_id == plan.batch_id
     assert {row.record_id for row in resumed.records} == {row.record_id for row in plan.records}
-    result = ops.run_replay(spark, resumed, contracts, LocalParquetSink(str(streamed.root)), out=lambda _: None)
+    result = replay_ops.run_replay(spark, resumed, contracts, LocalParquetSink(str(streamed.root)), out=lambda _: None)
 
     landed = _raw_rows(streamed.root, "customers")
     assert len(landed) == len(cdc.true_events("customers")) == len({event for event, _ in landed})
@@ -402,11 +403,11 @@ def test_replay_leaves_out_rows_that_do_not_hold_their_record_and_says_what_to_d
     }
     write_quarantine_rows(tmp_path, rows)
 
-    plan = ops.plan_replay(tmp_path)
+    plan = replay_ops.plan_replay(tmp_path)
     assert plan.records == () and sorted(row.reason for row in plan.not_replayable) == sorted(rows)
     assert main(["quarantine", "replay", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for reason, advice in ops.NOT_REPLAYABLE_REASONS.items():
+    for reason, advice in replay_ops.NOT_REPLAYABLE_REASONS.items():
         assert f"left out 1 record(s) with reason {reason}: {advice}" in out
     assert "nothing to replay" in out and not QUARANTINE_REPLAYS.directory(tmp_path).exists()
 

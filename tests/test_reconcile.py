@@ -13,7 +13,7 @@ from app_items import audit, invoice, tenant, user, write_app_full_export
 from streaming.cli import main
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import DataLayout
-from streaming.operations.backfill import backfill
+from streaming.operations.batches.backfill import backfill
 from streaming.operations.reconcile import ReconcileError, reconcile
 from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc

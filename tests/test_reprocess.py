@@ -11,7 +11,7 @@ from streaming.cli import main
 from streaming.contracts.loader import load_contracts
 from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
-from streaming.operations.reprocess import (
+from streaming.operations.batches.reprocess import (
     PREVIOUS_LOCATION_PARAMETER,
     SwitchError,
     plan_reprocess,
@@ -304,7 +304,7 @@ def test_glue_switch_moves_table_and_partitions_and_rolls_back(glue):
 
 
 def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
-    from streaming.operations.reprocess import switch
+    from streaming.operations.batches.reprocess import switch
 
     switch(DataLayout(Path("unused")), "s3://lake/raw_v2", glue_database="dynamodb_raw", glue_client=glue)
 
@@ -320,7 +320,7 @@ def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
 
 def test_reprocess_starts_its_stream_through_start_stream_on_the_target_with_the_backfills_first(
         tmp_path, monkeypatch):
-    import streaming.operations.reprocess as reprocess_module
+    import streaming.operations.batches.reprocess as reprocess_module
 
     data_dir = tmp_path / "data"
     write_landing_files(data_dir / "landing", seed=3, customers=2, records_per_file=10)

@@ -21,8 +21,8 @@ from test_quarantine import SinkThatDiesAfterWriting
 from streaming.cli import main
 from streaming.io.layout import LOCK_FILE, DataLayout
 from streaming.io.sinks import LocalParquetSink
-from streaming.operations import unrouted as ops
-from streaming.operations.recorded_batch import UNROUTED_REPLAYS
+from streaming.operations.batches import unrouted_replay as ops
+from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS
 from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.pipeline.decode import RETIRING_ORDERING_SUFFIX

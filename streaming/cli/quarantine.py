@@ -42,7 +42,7 @@ def show(args: argparse.Namespace, layout: DataLayout) -> None:
 
 
 def replay(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.quarantine import quarantine_replay
+    from streaming.operations.batches.quarantine_replay import quarantine_replay
 
     quarantine_replay(layout, reason=args.reason, table=args.table, batches=args.batches, sink=args.sink,
                       contracts_dir=args.contracts_dir)

@@ -45,14 +45,14 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
 
 
 def backfill(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.backfill import backfill as load_export
+    from streaming.operations.batches.backfill import backfill as load_export
 
     load_export(layout, args.export, table=args.table, dry_run=args.dry_run, sink=args.sink,
                 contracts_dir=args.contracts_dir)
 
 
 def reprocess(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.reprocess import reprocess as rebuild
+    from streaming.operations.batches.reprocess import reprocess as rebuild
 
     rebuild(layout, args.to, from_landing=args.from_landing, dry_run=args.dry_run, sink=args.sink,
             max_files_per_trigger=args.max_files_per_trigger, max_bytes_per_trigger=args.max_bytes_per_trigger,
@@ -60,7 +60,7 @@ def reprocess(args: argparse.Namespace, layout: DataLayout) -> None:
 
 
 def switch(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.reprocess import switch as move_readers
+    from streaming.operations.batches.reprocess import switch as move_readers
 
     move_readers(layout, args.to, rollback=args.rollback, glue_database=args.glue_database, table=args.table,
                  contracts_dir=args.contracts_dir)

@@ -21,6 +21,6 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
 
 
 def replay(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.unrouted import unrouted_replay
+    from streaming.operations.batches.unrouted_replay import unrouted_replay
 
     unrouted_replay(layout, table=args.table, sink=args.sink, contracts_dir=args.contracts_dir)

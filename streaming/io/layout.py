@@ -30,7 +30,7 @@ no `streaming`). tests/test_layout_names.py fails on any of these names written 
 path anywhere else.
 
 The data root is the data directory itself until `lakehouse switch` points readers at a
-rebuilt copy (streaming/operations/reprocess.py). Every reader lists change-log files
+rebuilt copy (streaming/operations/batches/reprocess.py). Every reader lists change-log files
 with `CHANGE_LOG_FILE_GLOB`, so a batch folder under `_tmp` is invisible until its rename.
 On S3 (Glue) the same folder names sit under the job's prefixes; `uri` joins them.
 """
@@ -78,7 +78,7 @@ STREAM_IDENTITY_FILE = "_stream.json"
 # committed batch.
 CHECKPOINT_METADATA_FILE = "metadata"
 CHECKPOINT_COMMITS_FOLDER = "commits"
-# The run logs of the one-off batches (streaming/operations/recorded_batch.py).
+# The run logs of the one-off batches (streaming/operations/batches/recorded_batch.py).
 BACKFILLS_FOLDER = "backfills"
 # Inside backfills/: a backfill's input and output until it is published.
 BACKFILL_STAGING_FOLDER = "_staging"

@@ -2,7 +2,7 @@
 `<root>/_batch_id=<n>/*.parquet`, each with the identity of the record it refused.
 
 `lakehouse quarantine` reads them to summarise, show and select for a replay; a one-off
-batch (streaming/operations/recorded_batch.py) reads the rows of its own batch to check
+batch (streaming/operations/batches/recorded_batch.py) reads the rows of its own batch to check
 that every record it took either landed or was quarantined.
 """
 from __future__ import annotations

@@ -20,8 +20,8 @@ from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.hudi_timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
-from streaming.operations.recorded_batch import unfinished_operations
-from streaming.operations.unrouted import changes_to_route
+from streaming.operations.batches.recorded_batch import unfinished_operations
+from streaming.operations.batches.unrouted_replay import changes_to_route
 from streaming.runtime.startup import load_checked_contracts
 
 

@@ -10,7 +10,7 @@ from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import SinkName
 from streaming.io.sources import local_landing_files
-from streaming.operations.recorded_batch import unfinished_operations
+from streaming.operations.batches.recorded_batch import unfinished_operations
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import LandingFiles, StreamOptions, claim_stream, load_checked_contracts, start_stream

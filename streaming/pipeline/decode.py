@@ -336,7 +336,7 @@ def tombstone_columns(contract: TableContract, keys: Mapping[str, Column], *, be
     change's ordering value and eventID, and in an unrouted table keeps its record, by
     which a replay knows the row for a move (a deletion whose record is no REMOVE).
 
-    An unrouted replay (streaming/operations/unrouted.py) makes one `beside_change`: in the
+    An unrouted replay (streaming/operations/batches/unrouted_replay.py) makes one `beside_change`: in the
     unrouted table that holds the change it retires. There it must win over that change,
     hence an ordering value just above the change's (RETIRING_ORDERING_SUFFIX; an ordering
     value is fixed-width digits and then hex digits or "~", so any later real change of

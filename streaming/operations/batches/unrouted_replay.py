@@ -36,7 +36,7 @@ moves from the unrouted table to an entity: a deletion whose change record is a 
 The change itself is in the entity's table already.
 
 Exactly once, as the quarantine's replays: each is a recorded one-off batch
-(streaming/operations/recorded_batch.py). A change is identified by its `_ordering_value`
+(streaming/operations/batches/recorded_batch.py). A change is identified by its `_ordering_value`
 (two distinct changes never share one, copies of one change always do). Each replay gets
 a negative batch id of its own, and its run log,
 `<data root>/unrouted_replays/<replay-id>.json`, names the changes it reads before
@@ -64,7 +64,7 @@ from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
 from streaming.io.layout import DataLayout, require_data_dir
 from streaming.io.sinks import SinkName
-from streaming.operations.recorded_batch import UNROUTED_REPLAYS, explaining_retry, recording, run_batch
+from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS, explaining_retry, recording, run_batch
 from streaming.pipeline.batch import as_change_log_rows
 from streaming.pipeline.decode import tombstone_columns
 from streaming.runtime.data_lock import hold_data_dir

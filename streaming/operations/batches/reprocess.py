@@ -37,9 +37,9 @@ from streaming.io.layout import (
 )
 from streaming.io.sinks import SinkName
 from streaming.io.sources import local_landing_files
-from streaming.operations.backfill import BackfillError, plan_backfill, run_backfill
-from streaming.operations.quarantine import repeat_replays
-from streaming.operations.recorded_batch import BACKFILLS, QUARANTINE_REPLAYS
+from streaming.operations.batches.backfill import BackfillError, plan_backfill, run_backfill
+from streaming.operations.batches.quarantine_replay import repeat_replays
+from streaming.operations.batches.recorded_batch import BACKFILLS, QUARANTINE_REPLAYS
 from streaming.operations.status import StatusReport, status
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
@@ -208,7 +208,7 @@ def run_reprocess(
     out: Printer = print,
 ) -> float:
     """Replay the backfills, stream the landing files into `plan.target`, then repeat the
-    recorded quarantine replays (`streaming.operations.quarantine`); returns seconds.
+    recorded quarantine replays (`streaming.operations.batches.quarantine_replay`); returns seconds.
 
     The start-up is the stream's (streaming.runtime.startup.start_stream), on the target,
     with the backfills written through its pipeline before the stream starts; its stream

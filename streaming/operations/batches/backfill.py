@@ -17,7 +17,7 @@ commits cannot be moved by a rename) the writes are held back until the batch's 
 are checked, then made. A failed run is recorded as "failed" and leaves live raw as it was.
 
 Each run is recorded in `<data root>/backfills/<export-id>.json`, a recorded one-off batch
-(streaming/operations/recorded_batch.py); `reprocess` replays the succeeded backfills into
+(streaming/operations/batches/recorded_batch.py); `reprocess` replays the succeeded backfills into
 a new location, so a rebuilt raw table keeps its bootstrap.
 
 A backfill never writes beside a stream: both hold the data directory's lock while they
@@ -50,7 +50,7 @@ from streaming.io.dynamodb_export import (
 )
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
-from streaming.operations.recorded_batch import BACKFILLS, explaining_retry, recording
+from streaming.operations.batches.recorded_batch import BACKFILLS, explaining_retry, recording
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
