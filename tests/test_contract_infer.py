@@ -350,6 +350,28 @@ def test_casts_are_proposed_only_when_every_sampled_value_fits():
     assert "exponent notation" in attributes["ratio"].undecided[0]
 
 
+def test_every_proposed_cast_is_one_staging_applies_none_inside_a_list():
+    """Issue 45 C2: casts were proposed inside lists (`lines[].qty`, a list of numbers), which
+    staging keeps as raw has them: typed and checked nowhere. A map field's cast stays: the
+    scaffolded staging types it in a column of its own. A number key is cast (C3)."""
+    items = [{"id": {"N": str(n)}, "scores": {"L": [{"N": "1.5"}, {"N": str(n)}]},
+              "lines": {"L": [{"M": {"qty": {"N": str(n)}, "size": {"M": {"cm": {"N": "2"}}}}}]},
+              "info": {"M": {"rating": {"N": f"7.{n}"}}}} for n in range(4)]
+    sample = ItemSample(10_000)
+    for image in items:
+        sample.add(image, {"id": image["id"]})
+    attributes = {a.name: a for a in infer_contract("scores", sample).shared}
+    assert attributes["id"].cast == "bigint"
+    assert attributes["info"].fields[0].cast == "decimal(18,1)"
+    assert attributes["scores"].items.cast is None
+    (line,) = [attributes["lines"].items]
+    qty, size = line.fields
+    assert (qty.cast, size.fields[0].cast) == (None, None)
+    assert qty.notes == ["no cast: each value seen is an integer (4 values) (bigint would fit); staging keeps a list "
+                         "as raw has it, so add the cast when a model of yours unnests the list (typed_by_contract "
+                         "with the element's path)"]
+
+
 def test_pii_is_proposed_from_names_and_value_shapes_and_marked_for_review():
     items = [item("A#1", f"B#{n}", contact={"S": f"p{n}@example.org"}, mobile={"S": "+44 20 7946 0000"},
                   origin={"S": f"10.0.0.{n}"}, firstName={"S": "Ana"}, name={"S": "Acme"}, plan={"S": "FREE"})

@@ -391,4 +391,6 @@ def test_a_list_holding_a_null_says_how_many_elements_it_typed():
     proposal = infer_contract("things", sample_of(items))
     (ages,) = [a for a in proposal.shared if a.name == "ages"]
     assert ages.items is not None
-    assert ages.items.notes == ["cast bigint: each element seen is an integer (1 element, 1 NULL aside)"]
+    # No cast inside a list (staging keeps it as raw has it); the note still counts what it saw.
+    (note,) = ages.items.notes
+    assert note.startswith("no cast: each element seen is an integer (1 element, 1 NULL aside) (bigint would fit)")

@@ -112,9 +112,10 @@ def leave_out_case_twins(attributes: Iterable[ProposedAttribute]) -> None:
 
 
 def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, is_key: bool = False,
-             is_item: bool = False, unit: str = "items", depth: int = 1) -> ProposedAttribute:
+             is_item: bool = False, unit: str = "items", depth: int = 1, in_list: bool = False) -> ProposedAttribute:
     """`unit` names what `total` counts, for the notes: items, maps (of a map's field).
-    `depth`: the M and L levels this value would nest at, counted as model.nesting_depth does."""
+    `depth`: the M and L levels this value would nest at, counted as model.nesting_depth does.
+    `in_list`: a list's elements, or a field inside them, which get no cast (_drop_cast_in_list)."""
     unit = "elements" if is_item else unit
     column = "" if is_item else unique_column(_safe_column(name), taken)
     attribute = ProposedAttribute(name, column, None, stats.present, total, dict(stats.types), nulls=stats.nulls)
@@ -147,7 +148,8 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
         return attribute
     if attribute.type == "M":
         field_taken: set[str] = set()
-        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken, unit="maps", depth=depth + 1)
+        attribute.fields = [_propose(field_name, field_stats, stats.maps, field_taken, unit="maps", depth=depth + 1,
+                                     in_list=in_list)
                             for field_name, field_stats in stats.fields.items()]
         if not any(f.left_out is None for f in attribute.fields):
             too_deep = any(_TOO_DEEP in (f.left_out or "") for f in attribute.fields)
@@ -158,7 +160,7 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
     if attribute.type == "L":
         element_stats = stats.items or AttributeStats()
         attribute.items = _propose("items", element_stats, element_stats.present, set(), is_item=True,
-                                   depth=depth + 1)
+                                   depth=depth + 1, in_list=True)
         if attribute.items.left_out is not None or attribute.items.type is None:
             why = attribute.items.left_out or "every list seen is empty, so its elements' type is unknown"
             attribute.left_out = f"list elements: {why}"
@@ -177,9 +179,24 @@ def _propose(name: str, stats: AttributeStats, total: int, taken: set[str], *, i
         # A number key is cast too: staging types it exactly and keeps its text in
         # <key>_text, which the merge matches on. A text key names items: it stays text.
         _propose_cast(attribute, stats, unit if is_item else "values")
+        if in_list:
+            _drop_cast_in_list(attribute)
     if not is_item:
         _propose_pii(attribute, stats)
     return attribute
+
+
+def _drop_cast_in_list(attribute: ProposedAttribute) -> None:
+    """Staging keeps a list as raw has it, so a cast inside one would be typed and checked by
+    no model scaffold writes (a map field's cast gets a staging column of its own): the
+    proposal says which cast fits, for a model that unnests the list to add."""
+    if attribute.cast is None:
+        return
+    fits = f"cast {attribute.cast}"
+    attribute.notes = [f"no cast: {note.removeprefix(fits + ': ')} ({attribute.cast} would fit); staging keeps a list "
+                       "as raw has it, so add the cast when a model of yours unnests the list (typed_by_contract with "
+                       "the element's path)" if note.startswith(fits) else note for note in attribute.notes]
+    attribute.cast = None
 
 
 def _propose_cast(attribute: ProposedAttribute, stats: AttributeStats, unit: str) -> None:
