@@ -18,12 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+# The codes an attribute's `type` may be, and those DynamoDB allows for partition and
+# sort keys, here for the loader and contract inference: the one table of them is types.py.
+from streaming.contracts.types import ATTRIBUTE_TYPES as ATTRIBUTE_TYPES
+from streaming.contracts.types import KEY_TYPES as KEY_TYPES
 from streaming.errors import OperatorError
-
-SCALAR_TYPES = frozenset({"S", "N", "B", "BOOL", "SS", "NS", "BS"})
-ATTRIBUTE_TYPES = SCALAR_TYPES | {"L", "M"}
-# DynamoDB only allows these types for partition and sort keys.
-KEY_TYPES = frozenset({"S", "N", "B"})
 
 # The raw table of a single-table design's items that match no entity: `<table>_unrouted`.
 UNROUTED_SUFFIX = "_unrouted"

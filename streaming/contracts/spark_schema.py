@@ -18,37 +18,35 @@ from streaming.contracts.model import (
     ContractError,
     TableContract,
 )
+from streaming.contracts.types import DYNAMODB_TYPES, LIST, MAP
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_METADATA_SPARK_TYPES: dict[str, T.DataType] = {
+# The Spark SQL type names of the metadata columns (model.py) and of the DynamoDB types' values (types.py).
+_SPARK_SQL_TYPES: dict[str, T.DataType] = {
     "string": T.StringType(),
+    "binary": T.BinaryType(),
     "boolean": T.BooleanType(),
     "timestamp": T.TimestampType(),
     "bigint": T.LongType(),
 }
 METADATA_FIELDS: tuple[T.StructField, ...] = tuple(
-    T.StructField(column.name, _METADATA_SPARK_TYPES[column.sql_type]) for column in METADATA_COLUMN_SPECS
+    T.StructField(column.name, _SPARK_SQL_TYPES[column.sql_type]) for column in METADATA_COLUMN_SPECS
 )
 
 
 def spark_type(spec: AttributeSpec) -> T.DataType:
     """The raw column type of an attribute (numbers stay exact strings)."""
-    if spec.type in ("S", "N"):
-        return T.StringType()
-    if spec.type == "B":
-        return T.BinaryType()
-    if spec.type == "BOOL":
-        return T.BooleanType()
-    if spec.type in ("SS", "NS"):
-        return T.ArrayType(T.StringType())
-    if spec.type == "BS":
-        return T.ArrayType(T.BinaryType())
-    if spec.type == "L":
+    if spec.type == LIST.code:
         assert spec.items is not None  # guaranteed by validation
         return T.ArrayType(spark_type(spec.items))
-    return T.StructType([T.StructField(field.column, spark_type(field)) for field in spec.fields])
+    if spec.type == MAP.code:
+        return T.StructType([T.StructField(field.column, spark_type(field)) for field in spec.fields])
+    kind = DYNAMODB_TYPES[spec.type]
+    assert kind.spark_sql_type is not None  # every type but L and M has one (tests/test_types.py)
+    value = _SPARK_SQL_TYPES[kind.spark_sql_type]
+    return T.ArrayType(value) if kind.is_set else value
 
 
 def raw_schema(contract: TableContract) -> T.StructType:

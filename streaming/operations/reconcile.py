@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
+from streaming.contracts.duckdb_schema import duckdb_type
 from streaming.contracts.model import AttributeSpec, TableContract, contracts_of_table
+from streaming.contracts.types import DYNAMODB_TYPES, LIST, MAP
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
@@ -478,7 +480,7 @@ def _materialise(con: duckdb.DuckDBPyConnection, contract: TableContract, state:
         missing = [spec.column for spec in specs if spec.column not in present]
     values = [
         f"cast({_canonical(spec, _ident(spec.column)) if spec.column in present else 'null'} "
-        f"as {_duck_type(spec)}) as {_ident(spec.column)}"
+        f"as {duckdb_type(spec)}) as {_ident(spec.column)}"
         for spec in specs
     ]
     partition = _ident(contract.partition_column) if contract.partition_column in present else "null"
@@ -492,55 +494,42 @@ def _materialise(con: duckdb.DuckDBPyConnection, contract: TableContract, state:
 
 def _canonical(spec: AttributeSpec, value: str, depth: int = 0) -> str:
     """`value` with set elements sorted: DynamoDB sets have no order to compare."""
-    if spec.type in ("SS", "NS", "BS"):
-        return f"list_sort({value})"
-    if spec.type == "L" and spec.items is not None:
+    if spec.type == LIST.code:
+        assert spec.items is not None  # the contract loader requires items for a list
         item = f"x{depth}"
         return f"list_transform({value}, lambda {item}: {_canonical(spec.items, item, depth + 1)})"
-    if spec.type == "M":
+    if spec.type == MAP.code:
         members = ", ".join(f"{_ident(f.column)} := {_canonical(f, f'{value}.{_ident(f.column)}', depth)}"
                             for f in spec.fields)
         return f"case when {value} is null then null else struct_pack({members}) end"
-    return value
+    return f"list_sort({value})" if DYNAMODB_TYPES[spec.type].is_set else value
 
 
 def _export_value(spec: AttributeSpec, descriptor: str, depth: int = 0) -> str:
     """The raw value of a DynamoDB JSON descriptor (`{"N": "1.5"}`, `{"NULL": true}`, ...)."""
     member = f"json_extract({descriptor}, '$.{spec.type}')"
-    if spec.type in ("S", "N"):
-        return f"json_extract_string({descriptor}, '$.{spec.type}')"
-    if spec.type == "B":
-        return f"from_base64(json_extract_string({descriptor}, '$.B'))"
-    if spec.type == "BOOL":
-        return f"cast({member} as boolean)"
-    if spec.type in ("SS", "NS"):
-        return f"cast({member} as varchar[])"
-    if spec.type == "BS":
-        item = f"b{depth}"
-        return f"list_transform(cast({member} as varchar[]), lambda {item}: from_base64({item}))"
-    if spec.type == "L" and spec.items is not None:
+    if spec.type == LIST.code:
+        assert spec.items is not None  # the contract loader requires items for a list
         item = f"l{depth}"
         return f"list_transform(cast({member} as json[]), lambda {item}: {_export_value(spec.items, item, depth + 1)})"
-    members = ", ".join(
-        f"{_ident(f.column)} := {_export_value(f, _json_member(member, f.name), depth)}" for f in spec.fields
-    )
-    return f"case when {member} is null then null else struct_pack({members}) end"
-
-
-def _duck_type(spec: AttributeSpec) -> str:
-    if spec.type in ("S", "N"):
-        return "varchar"
-    if spec.type == "B":
-        return "blob"
-    if spec.type == "BOOL":
-        return "boolean"
-    if spec.type in ("SS", "NS"):
-        return "varchar[]"
-    if spec.type == "BS":
-        return "blob[]"
-    if spec.type == "L" and spec.items is not None:
-        return f"{_duck_type(spec.items)}[]"
-    return "struct(" + ", ".join(f"{_ident(f.column)} {_duck_type(f)}" for f in spec.fields) + ")"
+    if spec.type == MAP.code:
+        members = ", ".join(
+            f"{_ident(f.column)} := {_export_value(f, _json_member(member, f.name), depth)}" for f in spec.fields
+        )
+        return f"case when {member} is null then null else struct_pack({members}) end"
+    kind = DYNAMODB_TYPES[spec.type]
+    if kind.is_set:
+        # DynamoDB's sets hold strings, numbers or binaries: text in JSON either way.
+        texts = f"cast({member} as varchar[])"
+        if not kind.is_base64:
+            return texts
+        item = f"b{depth}"
+        return f"list_transform({texts}, lambda {item}: from_base64({item}))"
+    if kind.is_base64:
+        return f"from_base64(json_extract_string({descriptor}, '$.{spec.type}'))"
+    if kind.is_exact_text:
+        return f"json_extract_string({descriptor}, '$.{spec.type}')"
+    return f"cast({member} as {duckdb_type(spec)})"
 
 
 def _json_member(json_value: str, name: str) -> str:
