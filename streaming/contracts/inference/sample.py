@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from streaming.contracts.types import DYNAMODB_TYPES
 from streaming.errors import OperatorError
 
 DynamoItem = dict[str, dict[str, Any]]
@@ -40,25 +41,9 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 # `111-1111111111`) and UPC/EAN codes (`0 12345 67890 5`) are written.
 _PHONE = re.compile(r"\+[1-9][0-9]{6,14}"
                     r"|(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,5}\)[ .-]?)?[0-9]{2,8}(?:[ .-][0-9]{2,8})+")
-# A number as DynamoDB writes it in an N value: up to 38 digits, optionally with an exponent.
-_DYNAMODB_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-# What the content of each type descriptor must be in DynamoDB JSON, checked and said.
-DESCRIPTOR_RULES = {
-    "S": "a JSON string", "N": "a number written as a JSON string", "B": "base64 text", "BOOL": "true or false",
-    "SS": "a non-empty list of strings", "NS": "a non-empty list of numbers written as strings",
-    "BS": "a non-empty list of base64 texts", "M": "a JSON object", "L": "a JSON list",
-}
-_WELL_FORMED = {
-    "S": lambda content: isinstance(content, str),
-    "N": lambda content: isinstance(content, str) and bool(_DYNAMODB_NUMBER.fullmatch(content.strip())),
-    "B": lambda content: isinstance(content, str),
-    "BOOL": lambda content: isinstance(content, bool),
-    "SS": lambda content: _text_list(content),
-    "NS": lambda content: _text_list(content) and all(_DYNAMODB_NUMBER.fullmatch(n.strip()) for n in content),
-    "BS": lambda content: _text_list(content),
-    "M": lambda content: isinstance(content, dict),
-    "L": lambda content: isinstance(content, list),
-}
+# What the content of each type descriptor must be in DynamoDB JSON, as inference says it
+# (each type's `well_formed` checks it).
+DESCRIPTOR_RULES = {code: descriptor_type.content for code, descriptor_type in DYNAMODB_TYPES.items()}
 # A person's name as most are written: one to four words of letters, each lower case
 # after its first letter (`Ana`, `Mary-Jane O'Neil`, `J. Smith`, `ana lima`). A product, forum or
 # company name often has digits, inner capitals or a company form (`Amazon DynamoDB`,
@@ -207,7 +192,7 @@ class AttributeStats:
             return
         self.present += 1
         self.types[kind] += 1
-        if kind in _WELL_FORMED and not _WELL_FORMED[kind](content):
+        if kind in DYNAMODB_TYPES and not DYNAMODB_TYPES[kind].well_formed(content):
             self.malformed += 1
             return
         if kind == "S" and isinstance(content, str):
@@ -281,11 +266,6 @@ def _is_phone(text: str) -> bool:
     return bool(_PHONE.fullmatch(text) and 7 <= sum(char.isdigit() for char in text) <= 15
                 and not _ISO_TIMESTAMP.fullmatch(text) and not _ISO_DATE.fullmatch(text)
                 and not _DECIMAL_TEXT.fullmatch(text))
-
-
-def _text_list(content: Any) -> bool:
-    """A set's content: a non-empty list of strings (DynamoDB has no empty set)."""
-    return isinstance(content, list) and bool(content) and all(isinstance(element, str) for element in content)
 
 
 def _valid_datetime(text: str) -> bool:
