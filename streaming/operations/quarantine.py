@@ -22,6 +22,7 @@ from typing import Any
 
 from lakehouse_dbt.pii_key import key_of_data_dir, pseudonym
 from streaming.contracts.model import AttributeSpec, TableContract
+from streaming.contracts.types import DYNAMODB_TYPES
 from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout, require_data_dir
 from streaming.io.quarantine_rows import QuarantinedRecord, read_quarantine_folder
@@ -129,7 +130,8 @@ class PiiMasker:
 
     `pii_labels` maps a DynamoDB attribute name flagged `pii: true` in any contract (at
     any depth: M fields too) to its column name. Any contract, because a quarantined
-    record's table may be unknown or wrong. With `key`, a scalar S or N value becomes
+    record's table may be unknown or wrong. With `key`, an S or N value (the text raw
+    keeps exactly: `is_exact_text` in contracts/types.py) becomes
     `pii:<hex HMAC-SHA-256(key, "<column>:<text>")>`, the marts' pseudonym scheme
     (macros/pii/pseudonymize.sql), so equal values can be correlated without being
     shown; any other value, and every value without a key, becomes `***`.
@@ -148,7 +150,7 @@ class PiiMasker:
     def mask_value(self, name: str, value: Any) -> Any:
         if isinstance(value, dict) and len(value) == 1:
             (descriptor, inner), = value.items()
-            if descriptor in ("S", "N") and isinstance(inner, str):
+            if descriptor in DYNAMODB_TYPES and DYNAMODB_TYPES[descriptor].is_exact_text and isinstance(inner, str):
                 return {descriptor: self._hidden(name, inner)}
             if descriptor == "NULL":
                 return value
