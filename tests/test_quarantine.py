@@ -216,8 +216,7 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     contracts = load_contracts(contract_dirs[1])
     plan = replay_ops.plan_replay(streamed.root, table="customers")
     with pytest.raises(OSError):
-        replay_ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))),
-                              out=lambda _: None)
+        replay_ops.run_replay(spark, plan, contracts, SinkThatDiesAfterWriting(LocalParquetSink(str(streamed.root))))
     assert json.loads(plan.run_log.read_text())["status"] == "failed"
     assert _raw_rows(streamed.root, "customers"), "the interrupted attempt left rows in raw"
     assert _status_warnings(streamed, contract_dirs[1]) == [
@@ -230,7 +229,7 @@ def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, stre
     resumed = replay_ops.plan_replay(streamed.root, reason="missing_key")
     assert resumed.resumed and resumed.batch_id == plan.batch_id
     assert {row.record_id for row in resumed.records} == {row.record_id for row in plan.records}
-    result = replay_ops.run_replay(spark, resumed, contracts, LocalParquetSink(str(streamed.root)), out=lambda _: None)
+    result = replay_ops.run_replay(spark, resumed, contracts, LocalParquetSink(str(streamed.root)))
 
     landed = _raw_rows(streamed.root, "customers")
     assert len(landed) == len(cdc.true_events("customers")) == len({event for event, _ in landed})

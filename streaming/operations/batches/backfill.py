@@ -50,10 +50,8 @@ from streaming.io.dynamodb_export import (
 )
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
-from streaming.operations.batches.recorded_batch import BACKFILLS, explaining_retry, recording
-from streaming.runtime.data_lock import hold_data_dir
-from streaming.runtime.spark_session import session_for
-from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
+from streaming.operations.batches.recorded_batch import BACKFILLS, one_off_batch, recording
+from streaming.runtime.startup import load_checked_contracts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -428,10 +426,42 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
-def _print_plan(plan: BackfillPlan, out: Printer) -> None:
-    out(f"export {plan.manifest.export_dir} is valid")
-    for line in plan.describe():
-        out(line)
+@dataclass(frozen=True)
+class ExportBackfill:
+    """`lakehouse backfill` as a one-off batch (recorded_batch.OneOffBatch): one export
+    into its table's raw tables."""
+
+    export_dir: Path
+    table: str | None
+
+    command = "backfill"
+    reads_existing_data = False
+    errors = (BackfillError, ExportValidationError)
+
+    def plan(self, target: DataLayout, contracts: Mapping[str, TableContract]) -> BackfillPlan:
+        try:
+            return plan_backfill(self.export_dir, contracts, target.root, self.table)
+        except ValueError as exc:  # ExportValidationError included
+            raise BackfillError(str(exc)) from exc
+
+    def nothing_to_do(self, plan: BackfillPlan) -> list[str]:
+        return []
+
+    def describe(self, plan: BackfillPlan) -> list[str]:
+        return [f"export {plan.manifest.export_dir} is valid", *plan.describe()]
+
+    def written_contracts(
+        self, plan: BackfillPlan, contracts: Mapping[str, TableContract]
+    ) -> Mapping[str, TableContract]:
+        """The exported table's raw tables alone: the batch writes nothing else, and each
+        other contract would only add its decode to the plan."""
+        return plan.contracts
+
+    def retry_heading(self, plan: BackfillPlan) -> str:
+        return f"backfill failed (safe to retry: it rewrites batch {plan.batch_id})"
+
+    def run(self, spark: SparkSession, plan: BackfillPlan, pipeline: Pipeline, out: Printer) -> BackfillResult:
+        return run_backfill(spark, plan, pipeline, out=out)
 
 
 def backfill(
@@ -447,27 +477,13 @@ def backfill(
 ) -> BackfillResult | None:
     """`lakehouse backfill`: load a DynamoDB export into its raw tables (one, or each entity's
     and the unrouted one) as one batch; a dry run only describes it."""
-    contracts = load_checked_contracts(contracts_dir)
-    target = layout.active()
-    try:
-        plan = plan_backfill(export_dir, contracts, target.root, table)
-    except ValueError as exc:  # ExportValidationError included
-        raise BackfillError(str(exc)) from exc
+    batch = ExportBackfill(export_dir, table)
     if dry_run:
-        _print_plan(plan, out)
+        # A dry run writes nothing, so it plans without the data directory's lock.
+        contracts = load_checked_contracts(contracts_dir)
+        plan = batch.plan(layout.active(), contracts)
+        for line in batch.describe(plan):
+            out(line)
         out("dry run: nothing was written")
         return None
-    with hold_data_dir(layout.root, "backfill", report=out):
-        check_contract_changes(target.raw, contracts, out)
-        # Printed after the refusals, so that a refused backfill shows no plan as if it had run.
-        _print_plan(plan, out)
-        with session_for(spark, out) as session:
-            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
-            # commit marker "backfill:<batch id>" lets a retry skip the tables already committed.
-            # The exported table's raw tables alone: the batch writes nothing else, and each
-            # other contract would only add its decode to the plan.
-            pipeline = local_pipeline(session, target, plan.contracts, sink, stream_id="backfill")
-            with explaining_retry(BackfillError, f"backfill failed (safe to retry: it rewrites batch {plan.batch_id})",
-                                  ExportValidationError):
-                result = run_backfill(session, plan, pipeline, out=out)
-    return result
+    return one_off_batch(layout, batch, sink=sink, contracts_dir=contracts_dir, spark=spark, out=out)

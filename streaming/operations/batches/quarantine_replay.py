@@ -34,21 +34,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from streaming.atomic_files import write_text_atomically
-from streaming.io.layout import REPLAY_RECORDS_FILE, DataLayout, require_data_dir
+from streaming.io.layout import REPLAY_RECORDS_FILE, DataLayout
 from streaming.io.quarantine_rows import QuarantinedRecord
 from streaming.io.sinks import SinkName
-from streaming.operations.batches.recorded_batch import QUARANTINE_REPLAYS, explaining_retry, recording, run_batch
+from streaming.operations.batches.recorded_batch import QUARANTINE_REPLAYS, one_off_batch, recording, run_batch
 from streaming.operations.quarantine import QuarantineError, open_records, select_records
 from streaming.pipeline import reasons
-from streaming.runtime.data_lock import hold_data_dir
-from streaming.runtime.spark_session import session_for
-from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.contracts.model import TableContract
-    from streaming.pipeline.batch import BatchReport, RawSink
+    from streaming.pipeline.batch import BatchReport, Pipeline, RawSink
 
 Printer = Callable[[str], None]
 
@@ -164,8 +161,6 @@ def run_replay(
     plan: ReplayPlan,
     contracts: Mapping[str, TableContract],
     sink: RawSink,
-    *,
-    out: Printer = print,
 ) -> ReplayResult:
     """Run the plan's records through `Pipeline.process_batch` as one batch and record it."""
     identity = {"replay_id": plan.replay_id, "batch_id": plan.batch_id, "selection": dict(plan.selection),
@@ -180,10 +175,8 @@ def run_replay(
     landed = [row.record_id for row in plan.records if row.record_id not in failing]
     run.succeeded(landed=landed, still_quarantined=failing, finished_at=datetime.now(timezone.utc).isoformat(),
                   landed_rows=report.landed)
-    result = ReplayResult(plan.replay_id, plan.batch_id, len(plan.records), len(landed),
-                          dict(Counter(failing.values())))
-    out(result.summary())
-    return result
+    return ReplayResult(plan.replay_id, plan.batch_id, len(plan.records), len(landed),
+                        dict(Counter(failing.values())))
 
 
 def _check_report(plan: ReplayPlan, report: BatchReport, failing: Mapping[str, str]) -> None:
@@ -231,7 +224,9 @@ def repeat_replays(
         plan = ReplayPlan(target_root, run["replay_id"], run["batch_id"], tuple(rows), run["selection"])
         out(f"[replay {run['replay_id']}] {len(rows)} of its {len(stored)} records did not land here from their "
             "source; replaying them")
-        results.append(run_replay(spark, plan, contracts, sink, out=out))
+        result = run_replay(spark, plan, contracts, sink)
+        out(result.summary())
+        results.append(result)
     return results
 
 
@@ -272,6 +267,46 @@ def _load_stored_records(data_root: Path, replay_id: str) -> list[QuarantinedRec
     return rows
 
 
+# --------------------------------------------------------------------------- `lakehouse quarantine replay`
+
+
+@dataclass(frozen=True)
+class QuarantineReplay:
+    """`lakehouse quarantine replay` as a one-off batch (recorded_batch.OneOffBatch): the
+    open records selected, or an unfinished replay's."""
+
+    reason: str | None
+    table: str | None
+    batches: Sequence[int]
+
+    command = "quarantine replay"
+    reads_existing_data = True
+    errors = (QuarantineError,)
+
+    def plan(self, target: DataLayout, contracts: Mapping[str, TableContract]) -> ReplayPlan:
+        return plan_replay(target.root, reason=self.reason, table=self.table, batches=self.batches)
+
+    def nothing_to_do(self, plan: ReplayPlan) -> list[str]:
+        return [] if plan.records else [*plan.left_out(), "nothing to replay"]
+
+    def describe(self, plan: ReplayPlan) -> list[str]:
+        return plan.describe()
+
+    def written_contracts(
+        self, plan: ReplayPlan, contracts: Mapping[str, TableContract]
+    ) -> Mapping[str, TableContract]:
+        """Every contract: a quarantined record may be of any table, or name one it is not of."""
+        return contracts
+
+    def retry_heading(self, plan: ReplayPlan) -> str:
+        return f"replay failed (run replay again: it resumes batch {plan.batch_id})"
+
+    def run(self, spark: SparkSession, plan: ReplayPlan, pipeline: Pipeline, out: Printer) -> ReplayResult:
+        result = run_replay(spark, plan, pipeline.contracts, pipeline.sink)
+        out(result.summary())
+        return result
+
+
 def quarantine_replay(
     layout: DataLayout,
     *,
@@ -285,25 +320,5 @@ def quarantine_replay(
 ) -> ReplayResult | None:
     """`lakehouse quarantine replay`: open quarantined records through the pipeline again,
     exactly once; None when nothing is open."""
-    require_data_dir(layout.root)
-    contracts = load_checked_contracts(contracts_dir)
-    target = layout.active()
-    # Planned under the lock too: a replay running elsewhere could change what is open.
-    with hold_data_dir(layout.root, "quarantine replay", report=out):
-        plan = plan_replay(target.root, reason=reason, table=table, batches=batches)
-        if not plan.records:
-            for line in plan.left_out():
-                out(line)
-            out("nothing to replay")
-            return None
-        for line in plan.describe():
-            out(line)
-        check_contract_changes(target.raw, contracts, out)
-        with session_for(spark, out) as session:
-            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
-            # commit marker "quarantine-replay:<batch id>" lets a retry skip the tables already committed.
-            pipeline = local_pipeline(session, target, contracts, sink, stream_id="quarantine-replay")
-            with explaining_retry(QuarantineError,
-                                  f"replay failed (run replay again: it resumes batch {plan.batch_id})"):
-                result = run_replay(session, plan, pipeline.contracts, pipeline.sink, out=out)
-    return result
+    return one_off_batch(layout, QuarantineReplay(reason, table, batches), sink=sink, contracts_dir=contracts_dir,
+                         spark=spark, out=out)

@@ -20,6 +20,25 @@ rather than half kept. This module owns that shared part; each operation keeps i
   files and publishes its own way, so it uses the run log and batch id only.
 * `unfinished_operations`: a warning for each run of any kind that has not succeeded,
   which `lakehouse status` prints.
+* The entry, `one_off_batch`: the steps every one-off batch's command takes, in this
+  order, over what its kind says (`OneOffBatch`: backfill.ExportBackfill,
+  quarantine_replay.QuarantineReplay, unrouted_replay.UnroutedReplay):
+
+  1. a replay refuses a data directory that does not exist (a backfill may be its first write);
+  2. the contracts, loaded and checked;
+  3. the data directory's lock, held to the end, so that no stream or other batch writes
+     beside this one;
+  4. the plan, made under the lock: another run could change what is left to do (a
+     backfill's dry run makes it alone, without the lock, and stops there);
+  5. a plan that writes nothing says why, and the command stops;
+  6. the contracts against the versions the raw tables were written with: an addition
+     is reported, a rename or a type change refused;
+  7. the plan, printed after the refusals, so that a refused batch shows none as if it had run;
+  8. the Spark session (the caller's, or a new one stopped at the end);
+  9. the stream's pipeline (startup.local_pipeline) for the raw tables the batch may write,
+     its stream id the command's: with the batch's own id, the Hudi sink's commit marker
+     `<stream id>:<batch id>` lets a retry skip the tables already committed;
+  10. the run, whose error says how to run the batch again (`explaining_retry`).
 """
 from __future__ import annotations
 
@@ -28,13 +47,22 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from streaming.atomic_files import read_json_records, write_json_atomically
-from streaming.io import layout
+from streaming.io.layout import (
+    BACKFILLS_FOLDER,
+    QUARANTINE_REPLAYS_FOLDER,
+    UNROUTED_REPLAYS_FOLDER,
+    DataLayout,
+    require_data_dir,
+)
 from streaming.io.quarantine_rows import QuarantinedRecord, read_quarantine_folder
-from streaming.io.sinks import QuarantineWriter
+from streaming.io.sinks import QuarantineWriter, SinkName
 from streaming.pipeline.batch import Clock, Pipeline, utc_now
+from streaming.runtime.data_lock import hold_data_dir
+from streaming.runtime.spark_session import session_for
+from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,6 +70,7 @@ if TYPE_CHECKING:
     from streaming.contracts.model import TableContract
     from streaming.pipeline.batch import BatchReport, RawSink
 
+Printer = Callable[[str], None]
 Run = Mapping[str, Any]
 # 2**62 keeps -(run id) inside a signed bigint with room to spare.
 _RUN_ID_SPACE = 2**62
@@ -131,9 +160,9 @@ def _unfinished_unrouted_replay(run: Run) -> str:
 
 
 # The export id is the run id of a backfill, so "dynamodb-export" names its batch ids.
-BACKFILLS = RunLog("dynamodb-export", layout.BACKFILLS_FOLDER, _unfinished_backfill)
-QUARANTINE_REPLAYS = RunLog("quarantine-replay", layout.QUARANTINE_REPLAYS_FOLDER, _unfinished_quarantine_replay)
-UNROUTED_REPLAYS = RunLog("unrouted-replay", layout.UNROUTED_REPLAYS_FOLDER, _unfinished_unrouted_replay)
+BACKFILLS = RunLog("dynamodb-export", BACKFILLS_FOLDER, _unfinished_backfill)
+QUARANTINE_REPLAYS = RunLog("quarantine-replay", QUARANTINE_REPLAYS_FOLDER, _unfinished_quarantine_replay)
+UNROUTED_REPLAYS = RunLog("unrouted-replay", UNROUTED_REPLAYS_FOLDER, _unfinished_unrouted_replay)
 
 
 def unfinished_operations(data_root: Path) -> list[str]:
@@ -209,6 +238,72 @@ def run_batch(
     pipeline = Pipeline(contracts, sink, QuarantineWriter(str(quarantine_root)), clock=clock,
                         refuse_unusable_view_types=False)
     report = pipeline.process_batch(rows_envelope(spark, records), batch_id)
-    quarantined = [row for row in read_quarantine_folder(layout.DataLayout(quarantine_root).quarantine)
+    quarantined = [row for row in read_quarantine_folder(DataLayout(quarantine_root).quarantine)
                    if row.batch_id == batch_id]
     return report, quarantined
+
+
+# --------------------------------------------------------------------------- the entry
+
+PlanT = TypeVar("PlanT")
+ResultT = TypeVar("ResultT")
+
+
+class OneOffBatch(Protocol[PlanT, ResultT]):
+    """One kind of one-off batch: what it reads and how it runs, all that differs between
+    the kinds. The steps in between are `one_off_batch`'s."""
+
+    # The `lakehouse` command: the data directory's lock names it, and, hyphenated, it is
+    # the stream id the raw sink marks the batch's commits with.
+    command: str
+    # A replay reads what the data directory holds; a backfill may be its first write.
+    reads_existing_data: bool
+    # What the operation raises, then the other errors a run may end in: each is raised as
+    # the first, headed by how to run the batch again.
+    errors: tuple[type[Exception], ...]
+
+    def plan(self, target: DataLayout, contracts: Mapping[str, TableContract]) -> PlanT: ...
+
+    def nothing_to_do(self, plan: PlanT) -> list[str]:
+        """Why the plan writes nothing, or no line when it writes something."""
+
+    def describe(self, plan: PlanT) -> list[str]: ...
+
+    def written_contracts(self, plan: PlanT, contracts: Mapping[str, TableContract]) -> Mapping[str, TableContract]:
+        """The raw tables the batch may write: its pipeline decodes for these alone."""
+
+    def retry_heading(self, plan: PlanT) -> str: ...
+
+    def run(self, spark: SparkSession, plan: PlanT, pipeline: Pipeline, out: Printer) -> ResultT: ...
+
+
+def one_off_batch(
+    layout: DataLayout,
+    batch: OneOffBatch[PlanT, ResultT],
+    *,
+    sink: SinkName | None,
+    contracts_dir: str | None,
+    spark: SparkSession | None,
+    out: Printer,
+) -> ResultT | None:
+    """Steps 1-10 of `batch` (module docstring); None when its plan writes nothing."""
+    if batch.reads_existing_data:
+        require_data_dir(layout.root)
+    contracts = load_checked_contracts(contracts_dir)
+    target = layout.active()
+    with hold_data_dir(layout.root, batch.command, report=out):
+        plan = batch.plan(target, contracts)
+        nothing_to_do = batch.nothing_to_do(plan)
+        if nothing_to_do:
+            for line in nothing_to_do:
+                out(line)
+            return None
+        check_contract_changes(target.raw, contracts, out)
+        for line in batch.describe(plan):
+            out(line)
+        with session_for(spark, out) as session:
+            pipeline = local_pipeline(session, target, batch.written_contracts(plan, contracts), sink,
+                                      stream_id=batch.command.replace(" ", "-"))
+            error, *also = batch.errors
+            with explaining_retry(error, batch.retry_heading(plan), *also):
+                return batch.run(session, plan, pipeline, out)

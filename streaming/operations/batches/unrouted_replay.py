@@ -62,19 +62,16 @@ from streaming.contracts.spark_schema import raw_schema
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import register_change_log
-from streaming.io.layout import DataLayout, require_data_dir
+from streaming.io.layout import DataLayout
 from streaming.io.sinks import SinkName
-from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS, explaining_retry, recording, run_batch
+from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS, one_off_batch, recording, run_batch
 from streaming.pipeline.batch import as_change_log_rows
 from streaming.pipeline.decode import tombstone_columns
-from streaming.runtime.data_lock import hold_data_dir
-from streaming.runtime.spark_session import session_for
-from streaming.runtime.startup import check_contract_changes, load_checked_contracts, local_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from streaming.pipeline.batch import RawSink
+    from streaming.pipeline.batch import Pipeline, RawSink
 
 
 Printer = Callable[[str], None]
@@ -413,6 +410,45 @@ def _tombstone_frame(spark: SparkSession, contract: TableContract, retired: Sequ
 # --------------------------------------------------------------------------- `lakehouse unrouted`
 
 
+@dataclass(frozen=True)
+class UnroutedReplay:
+    """`lakehouse unrouted replay` as a one-off batch (recorded_batch.OneOffBatch): the
+    unrouted changes of one table or of all, or an unfinished replay's."""
+
+    table: str | None
+
+    command = "unrouted replay"
+    reads_existing_data = True
+    errors = (UnroutedReplayError,)
+
+    def plan(self, target: DataLayout, contracts: Mapping[str, TableContract]) -> UnroutedReplayPlan:
+        return plan_replay(target.root, contracts, self.table)
+
+    def nothing_to_do(self, plan: UnroutedReplayPlan) -> list[str]:
+        return [] if plan.changes else ["nothing to replay"]
+
+    def describe(self, plan: UnroutedReplayPlan) -> list[str]:
+        return plan.describe()
+
+    def written_contracts(
+        self, plan: UnroutedReplayPlan, contracts: Mapping[str, TableContract]
+    ) -> Mapping[str, TableContract]:
+        """The replayed tables' raw tables alone, all that run_replay decodes and writes."""
+        return replayed_contracts(contracts, plan.tables)
+
+    def retry_heading(self, plan: UnroutedReplayPlan) -> str:
+        return f"unrouted replay failed (run it again: it resumes batch {plan.batch_id})"
+
+    def run(self, spark: SparkSession, plan: UnroutedReplayPlan, pipeline: Pipeline,
+            out: Printer) -> UnroutedReplayResult:
+        result = run_replay(spark, plan, pipeline.contracts, pipeline.sink)
+        out(result.summary())
+        # A replay that landed nothing removed its run log (run_replay), so only a kept one is named.
+        out(f"      run log {plan.run_log}" if plan.run_log.exists()
+            else "nothing landed, so no run log is kept: the next replay reads the same changes")
+        return result
+
+
 def unrouted_replay(
     layout: DataLayout,
     *,
@@ -424,28 +460,4 @@ def unrouted_replay(
 ) -> UnroutedReplayResult | None:
     """`lakehouse unrouted replay`: the unrouted changes through the pipeline again with the
     current contracts, exactly once; None when there are none."""
-    require_data_dir(layout.root)
-    contracts = load_checked_contracts(contracts_dir)
-    target = layout.active()
-    with hold_data_dir(layout.root, "unrouted replay", report=out):
-        plan = plan_replay(target.root, contracts, table)
-        if not plan.changes:
-            out("nothing to replay")
-            return None
-        for line in plan.describe():
-            out(line)
-        check_contract_changes(target.raw, contracts, out)
-        with session_for(spark, out) as session:
-            # Its batch id is its own (recorded_batch.operation_batch_id): with it, the Hudi sink's
-            # commit marker "unrouted-replay:<batch id>" lets a retry skip the tables already committed.
-            # The replayed tables' raw tables alone, all that run_replay decodes and writes.
-            pipeline = local_pipeline(session, target, replayed_contracts(contracts, plan.tables), sink,
-                                      stream_id="unrouted-replay")
-            with explaining_retry(UnroutedReplayError,
-                                  f"unrouted replay failed (run it again: it resumes batch {plan.batch_id})"):
-                result = run_replay(session, plan, pipeline.contracts, pipeline.sink)
-    out(result.summary())
-    # A replay that landed nothing removed its run log (run_replay), so only a kept one is named.
-    out(f"      run log {plan.run_log}" if plan.run_log.exists()
-        else "nothing landed, so no run log is kept: the next replay reads the same changes")
-    return result
+    return one_off_batch(layout, UnroutedReplay(table), sink=sink, contracts_dir=contracts_dir, spark=spark, out=out)
