@@ -28,6 +28,8 @@ NOT_THE_DATA_DIR = {
     ("streaming/runtime/dbt_runner.py", "target"),
     # The bucket prefixes of Athena's query results and the marts, not the data directory's dbt/.
     ("deploy/stacks/parts/storage.py", "dbt"),
+    # The local engine's own log folder, inside <data dir>/athena-local/, not dbt's.
+    ("streaming/runtime/athena_local.py", "logs"),
     # Work folders of the benchmarks named after what they measure, each a data directory itself.
     ("benchmarks/drills.py", "dbt"),
     ("benchmarks/run.py", "dbt"),

@@ -21,6 +21,7 @@ and writing the active-raw pointer and checking that a data directory can be rea
 <data dir>/dbt/{target,logs}/                   dbt's output for this data directory (manifest.json, dbt.log)
 <data dir>/lakehouse.duckdb                     the local dbt target's database (dbt_project/lakehouse_dbt/duckdb_database.py opens it)
 <data dir>/secrets/pii_key                      the local PII key (dbt_project/lakehouse_dbt/pii_key.py)
+<data dir>/athena-local/...                     the local Trino and metastore, their logs and state (streaming/runtime/athena_local.py)
 ```
 
 Three names are defined below this layer and only listed here: the contract registry's
@@ -88,6 +89,8 @@ QUARANTINE_REPLAYS_FOLDER = "replays"
 # Inside replays/<replay id>/: the records the replay took.
 REPLAY_RECORDS_FILE = "records.jsonl"
 UNROUTED_REPLAYS_FOLDER = "unrouted_replays"
+# The local stand-in for Athena and Glue keeps everything it writes in here.
+ATHENA_LOCAL_FOLDER = "athena-local"
 
 BATCH_COLUMN = "_batch_id"
 BATCH_FOLDER_GLOB = f"{INGEST_HOUR_COLUMN}=*/{BATCH_COLUMN}=*"

@@ -45,7 +45,7 @@ from xml.sax.saxutils import escape
 
 import pyspark
 
-from streaming.io.layout import DATA_DIR_ENV
+from streaming.io.layout import ATHENA_LOCAL_FOLDER, DATA_DIR_ENV
 from streaming.runtime.jars import MavenJar, sha256_of
 from streaming.runtime.spark_session import ensure_java
 
@@ -68,7 +68,7 @@ DEFAULT_TRINO_PORT = 8090
 METASTORE_PORT_ENV = "LAKEHOUSE_METASTORE_PORT"
 TRINO_PORT_ENV = "LAKEHOUSE_TRINO_PORT"
 TRINO_JAVA_HOME_ENV = "LAKEHOUSE_TRINO_JAVA_HOME"
-ENGINE_FOLDER = "athena-local"
+ENGINE_FOLDER = ATHENA_LOCAL_FOLDER
 STATE_FILE = "engine.json"
 HOST = "127.0.0.1"
 
