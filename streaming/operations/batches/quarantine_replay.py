@@ -73,8 +73,8 @@ class ReplayPlan:
     data_root: Path
     replay_id: str
     batch_id: int
-    records: tuple[QuarantinedRecord, ...]
     selection: Mapping[str, Any]
+    records: tuple[QuarantinedRecord, ...]
     resumed: bool = False
     # Selected but left out: rows that do not hold their record as it arrived.
     not_replayable: tuple[QuarantinedRecord, ...] = ()
@@ -128,7 +128,7 @@ def plan_replay(
                 f"unfinished replay {run['replay_id']} took {len(missing)} record(s) that are no longer in "
                 f"{DataLayout(data_root).quarantine}; its batch {run['batch_id']} cannot be repeated as it was"
             )
-        return ReplayPlan(data_root, run["replay_id"], run["batch_id"], tuple(by_id.values()), run["selection"],
+        return ReplayPlan(data_root, run["replay_id"], run["batch_id"], run["selection"], tuple(by_id.values()),
                           resumed=True)
     selected = select_records(rows, reason=reason, table=table, batches=batches)
     # One record quarantined by several batches (a redelivered file) is replayed once.
@@ -137,7 +137,7 @@ def plan_replay(
     left_out = tuple(row for row in unique if row.reason in NOT_REPLAYABLE_REASONS)
     replay_id = QUARANTINE_REPLAYS.next_run_id(data_root, sorted(row.record_id for row in replayable))
     selection = {"reason": reason, "table": table, "batches": list(batches)}
-    return ReplayPlan(data_root, replay_id, QUARANTINE_REPLAYS.batch_id(replay_id), replayable, selection,
+    return ReplayPlan(data_root, replay_id, QUARANTINE_REPLAYS.batch_id(replay_id), selection, replayable,
                       not_replayable=left_out)
 
 
@@ -221,7 +221,7 @@ def repeat_replays(
         stored = _load_stored_records(live_root, run["replay_id"])
         rows = [quarantined_here.get(row.record_id, row) for row in stored
                 if row.record_id in quarantined_here or not _read_from(row.source_ref, read)]
-        plan = ReplayPlan(target_root, run["replay_id"], run["batch_id"], tuple(rows), run["selection"])
+        plan = ReplayPlan(target_root, run["replay_id"], run["batch_id"], run["selection"], tuple(rows))
         out(f"[replay {run['replay_id']}] {len(rows)} of its {len(stored)} records did not land here from their "
             "source; replaying them")
         result = run_replay(spark, plan, contracts, sink)

@@ -133,9 +133,9 @@ def rollback_local(data_dir: Path) -> ActiveRaw:
 class ReprocessPlan:
     data_dir: Path
     landing: Path
-    target: Path
     landing_files: tuple[Path, ...]
     backfills: tuple[Mapping[str, Any], ...]
+    target: Path
 
     @property
     def checkpoint(self) -> Path:
@@ -196,7 +196,7 @@ def plan_reprocess(data_dir: Path, to: Path, from_landing: Path | None = None) -
     if gone:
         raise SwitchError(f"the live tables were backfilled from exports that are gone: {gone}; "
                           "restore them (or re-export) before reprocessing")
-    return ReprocessPlan(data_dir, landing, target, files, backfills)
+    return ReprocessPlan(data_dir, landing, files, backfills, target)
 
 
 def run_reprocess(
@@ -253,11 +253,11 @@ def reprocess(
     to: Path,
     *,
     from_landing: Path | None = None,
-    dry_run: bool = False,
     sink: SinkName | None = None,
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | None = None,
     contracts_dir: str | None = None,
+    dry_run: bool = False,
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> StatusReport | None:
