@@ -437,32 +437,28 @@ def main(argv: list[str] | None = None) -> int:
             return run.result
 
         section("hudi", hudi)
+    def table_count_grid(name: str, sizes: tuple[int, ...], counts: tuple[int, ...], measure: Any, line: Any,
+                         doing: str) -> None:
+        """A section of one measurement per size and raw table count, sizes outermost (the
+        smaller ones finish first), each row saved as soon as it is measured."""
+        def rows_of_grid() -> list[dict[str, Any]]:
+            rows = results.setdefault(name, [])
+            for size in sizes:
+                for count in counts:
+                    progress(f"{name}: {size:,} records into {count} raw tables: {doing} ...")
+                    rows.append(measure(base, size, count, work))
+                    progress(line(rows[-1]))
+                    save()
+            return rows
+
+        section(name, rows_of_grid)
+
     if "hudi-tables" in sections and base:
-        def hudi_tables() -> list[dict[str, Any]]:
-            rows = results.setdefault("hudi-tables", [])
-            for size in plan.hudi_table_sizes:
-                for count in plan.hudi_table_counts:
-                    progress(f"hudi-tables: one batch of {size:,} records into {count} raw tables on the Hudi sink, "
-                             "after a priming batch ...")
-                    rows.append(measure_configuration(base, size, count, work))
-                    progress(hudi_tables_line(rows[-1]))
-                    save()
-            return rows
-
-        section("hudi-tables", hudi_tables)
+        table_count_grid("hudi-tables", plan.hudi_table_sizes, plan.hudi_table_counts, measure_configuration,
+                         hudi_tables_line, "one batch on the Hudi sink, after a priming batch")
     if "seed" in sections and base:
-        def seed() -> list[dict[str, Any]]:
-            rows = results.setdefault("seed", [])
-            for size in plan.seed_sizes:
-                for count in plan.seed_table_counts:
-                    progress(f"seed: {size:,} records into {count} raw tables: our job on Hudi and on Parquet, "
-                             "then the source article's job ...")
-                    rows.append(measure_seed(base, size, count, work))
-                    progress(seed_line(rows[-1]))
-                    save()
-            return rows
-
-        section("seed", seed)
+        table_count_grid("seed", plan.seed_sizes, plan.seed_table_counts, measure_seed, seed_line,
+                         "our job on Hudi and on Parquet, then the source article's job")
     if "routing" in sections:
         def routing() -> dict[str, Any]:
             progress(f"routing: {plan.routing_events:,} app-table records, {plan.routing_rounds} run(s) each of the "
