@@ -225,7 +225,10 @@ def _drop_redundant_log_lines(spark: SparkSession) -> None:
 # scheduler, by the block manager and by Hudi's writers: 500 lines of a full disk before
 # the one that names it. Those loggers keep their errors without the repeats: the task
 # scheduler's one-line "aborting job" stays, the executor's and Hudi's write errors go.
+# Hadoop's Shell warns, with a stack, when the failing job interrupts a thread waiting
+# on the chmod it runs for each file it creates (Hudi's marker writer, on a full disk).
 REPEATED_TASK_FAILURE_LOG_LEVELS = {
+    "org.apache.hadoop.util.Shell": "ERROR",
     "org.apache.spark.executor.Executor": "OFF",
     "org.apache.spark.scheduler.TaskSetManager": "ERROR",
     "org.apache.spark.storage.BlockManager": "ERROR",
