@@ -171,15 +171,18 @@ def run_seed_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _keyed(table_dir: Path, key_columns: list[str], event_column: str, *, live_only: bool) -> dict[tuple, str]:
+def _keyed(table_dir: Path, key_columns: list[str], event_column: str, deleted_column: str | None = None
+           ) -> dict[tuple, tuple[str, bool]]:
+    """Each key's (event id, deleted) in the table's snapshot, read once; not deleted
+    where the table has no `deleted_column`. Empty before the table's first commit."""
     from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 
-    if not (table_dir / HUDI_TIMELINE_FOLDER).is_dir():
+    table = read_hudi_snapshot(str(table_dir)) if (table_dir / HUDI_TIMELINE_FOLDER).is_dir() else None
+    if table is None:
         return {}
-    table = read_hudi_snapshot(str(table_dir))
-    columns = table.select([*key_columns, event_column, *(["_is_deleted"] if live_only else [])]).to_pylist()
-    return {tuple(row[name] for name in key_columns): row[event_column]
-            for row in columns if not (live_only and row["_is_deleted"])}
+    rows = table.select([*key_columns, event_column, *([deleted_column] if deleted_column else [])]).to_pylist()
+    return {tuple(row[name] for name in key_columns): (row[event_column], bool(deleted_column and row[deleted_column]))
+            for row in rows}
 
 
 def compare_with_ours(our_raw_dir: Path, seed_out: Path, contracts_dir: str | None) -> dict[str, dict[str, int]]:
@@ -190,19 +193,21 @@ def compare_with_ours(our_raw_dir: Path, seed_out: Path, contracts_dir: str | No
     contracts = load_contracts(contracts_dir)
     figures: dict[str, dict[str, int]] = {}
     for table, (key_columns, _) in tables_to_attributes(contracts).items():
-        ours_live: dict[tuple, str] = {}
-        ours_all: dict[tuple, str] = {}
+        ours: dict[tuple, tuple[str, bool]] = {}
         for contract in contracts.values():
             if contract.table == table:
-                ours_live.update(_keyed(our_raw_dir / contract.raw_table, key_columns, "_event_id", live_only=True))
-                ours_all.update(_keyed(our_raw_dir / contract.raw_table, key_columns, "_event_id", live_only=False))
-        theirs = _keyed(seed_out / table, key_columns, "eventID", live_only=False)
+                # An item that moved entity is a tombstone in one raw table and live in another.
+                for key, row in _keyed(our_raw_dir / contract.raw_table, key_columns, "_event_id", "_is_deleted").items():
+                    if key not in ours or ours[key][1]:
+                        ours[key] = row
+        ours_live = {key: event for key, (event, deleted) in ours.items() if not deleted}
+        theirs = {key: event for key, (event, _) in _keyed(seed_out / table, key_columns, "eventID").items()}
         figures[table] = {
             "ours": len(ours_live),
             "theirs": len(theirs),
             "same": sum(1 for key, event in theirs.items() if ours_live.get(key) == event),
             "stale": sum(1 for key, event in theirs.items() if key in ours_live and ours_live[key] != event),
-            "deleted_live": sum(1 for key in theirs if key in ours_all and key not in ours_live),
+            "deleted_live": sum(1 for key in theirs if key in ours and key not in ours_live),
             "missing": sum(1 for key in ours_live if key not in theirs),
         }
     return figures
