@@ -25,7 +25,7 @@ from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_timeline import LocalFiles, completed_instants
+from streaming.io.formats.hudi.timeline import LocalFiles, completed_instants
 from streaming.io.layout import DataLayout
 from streaming.samples.generator import generate_cdc
 

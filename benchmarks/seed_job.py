@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from benchmarks.measure import tree_cpu_seconds
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract
-from streaming.io.hudi_options import ATHENA_TABLE_VERSION, AUTO_UPGRADE_KEY, COMPLEX_KEY_GENERATOR, TABLE_VERSION_KEY
+from streaming.io.formats.hudi.options import ATHENA_TABLE_VERSION, AUTO_UPGRADE_KEY, COMPLEX_KEY_GENERATOR, TABLE_VERSION_KEY
 from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
 # The article's envelope columns, as its ApplyMapping names them.

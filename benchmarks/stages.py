@@ -252,10 +252,10 @@ def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | No
                variant: dict[str, Any]) -> dict[str, Any]:
     """The priming batch, then the timed one, on a fresh data dir with the variant's sink
     (without a priming batch, the timed one's first commit of each table creates it)."""
-    from streaming.io.hudi_sink import HudiSink
-    from streaming.io.hudi_timeline import LocalFiles, table_commits
+    from streaming.io.formats.hudi.sink import HudiSink
+    from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
     from streaming.io.layout import RAW_FOLDER, uri
-    from streaming.io.hudi_options import batch_marker
+    from streaming.io.formats.hudi.options import batch_marker
 
     shutil.rmtree(data, ignore_errors=True)
     stream_id = "hudi-lens"
@@ -284,7 +284,7 @@ def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | No
         "quarantined": report.quarantined,
         "commits": timed.commits,
         "files_written": {table: commit.files_written for table, commit in newest.items()},
-        # A replay is recognised by the marker of the table's newest commit (hudi_sink.py).
+        # A replay is recognised by the marker of the table's newest commit (streaming/io/formats/hudi/sink.py).
         "markers_kept": all(commit.batch_marker == batch_marker(stream_id, 1) for commit in newest.values()),
     }
 

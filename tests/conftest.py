@@ -24,7 +24,7 @@ def hudi_spark(spark):
     """The session, with the Hudi bundle `make venv` fetched. A missing bundle fails the
     test instead of skipping it: these machines reach Maven Central, so a Hudi test that
     cannot run means the set-up is broken, not that Hudi is out of reach."""
-    from streaming.io.hudi_sink import hudi_bundle_available
+    from streaming.io.formats.hudi.sink import hudi_bundle_available
     from streaming.runtime.jars import HUDI_SPARK_BUNDLE, jars_dir
 
     if not hudi_bundle_available(spark):

@@ -8,7 +8,7 @@ import pytest
 
 import streaming.runtime.glue_job
 from streaming.contracts.loader import load_contracts
-from streaming.io.hudi_options import GLUE_SYNC_TOOL
+from streaming.io.formats.hudi.options import GLUE_SYNC_TOOL
 from streaming.io.storage import jvm_class_loadable
 from streaming.runtime.glue_job import (
     GLUE_CATALOG_CLIENT_FACTORY,
@@ -261,7 +261,7 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
         monkeypatch, mocked_aws):
     from pyspark.context import SparkContext
 
-    import streaming.io.hudi_sink
+    import streaming.io.formats.hudi.sink
     import streaming.runtime.jvm_lookups
     import streaming.runtime.startup
     import streaming.runtime.stream_loop
@@ -274,7 +274,7 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
                                 commit=lambda: events.append("job committed"))
     fake_awsglue(monkeypatch, glue_context, job)
     monkeypatch.setattr(SparkContext, "getOrCreate", lambda: "the SparkContext")
-    monkeypatch.setattr(streaming.io.hudi_sink, "hudi_bundle_available", lambda spark: spark is session)
+    monkeypatch.setattr(streaming.io.formats.hudi.sink, "hudi_bundle_available", lambda spark: spark is session)
     monkeypatch.setattr(streaming.runtime.jvm_lookups, "remember_jvm_classes",
                         lambda spark: events.append("JVM classes remembered" if spark is session else "other session"))
     monkeypatch.setattr(streaming.runtime.glue_job, "session_catalog_conf",

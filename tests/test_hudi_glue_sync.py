@@ -27,9 +27,9 @@ import pytest
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.hudi_options import GLUE_SYNC_TOOL, HIVE_SYNC_TOOL, change_log_write_options
-from streaming.io.hudi_sink import HudiSink
-from streaming.io.hudi_timeline import LocalFiles, table_commits
+from streaming.io.formats.hudi.options import GLUE_SYNC_TOOL, HIVE_SYNC_TOOL, change_log_write_options
+from streaming.io.formats.hudi.sink import HudiSink
+from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
 from streaming.io.storage import jvm_class_loadable
 
 pytestmark = pytest.mark.spark

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from streaming.contracts.loader import load_contracts
-from streaming.io.hudi_options import (
+from streaming.io.formats.hudi.options import (
     BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,
     GLUE_SYNC_TOOL,

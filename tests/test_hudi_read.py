@@ -21,8 +21,8 @@ from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.cli import main
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.hudi_sink import HudiSink
-from streaming.io.hudi_timeline import LocalFiles, completed_instants, table_commits
+from streaming.io.formats.hudi.sink import HudiSink
+from streaming.io.formats.hudi.timeline import LocalFiles, completed_instants, table_commits
 from streaming.io.layout import DataLayout, local_raw_format
 from streaming.operations.status import status
 from streaming.runtime.dbt_runner import DbtFailed, run_dbt_command, with_dbt_var

@@ -16,9 +16,9 @@ import pytest
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.hudi_options import BATCH_MARKER_KEY
-from streaming.io.hudi_sink import HudiSchemaError, HudiSink, table_column_order
-from streaming.io.hudi_timeline import (
+from streaming.io.formats.hudi.options import BATCH_MARKER_KEY
+from streaming.io.formats.hudi.sink import HudiSchemaError, HudiSink, table_column_order
+from streaming.io.formats.hudi.timeline import (
     HudiTimelineError,
     LocalFiles,
     TimelineHead,
@@ -241,7 +241,7 @@ def test_empty_batch_writes_nothing(tmp_path, customers_batch):
 def test_without_stream_id_the_sink_warns_and_writes_unmarked(tmp_path, customers_batch, caplog):
     contract, changes = customers_batch
     writer = RecordingWriter()
-    with caplog.at_level("WARNING", logger="streaming.io.hudi_sink"):
+    with caplog.at_level("WARNING", logger="streaming.io.formats.hudi.sink"):
         sink = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", writer=writer)
     assert "without stream_id" in caplog.text
     sink.write(changes, contract, 1, rows=3)

@@ -22,8 +22,8 @@ from pyspark.sql import functions as F
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.hudi_sink import HudiSink, save_with_hudi
-from streaming.io.hudi_timeline import LocalFiles, read_timeline_head, table_commits
+from streaming.io.formats.hudi.sink import HudiSink, save_with_hudi
+from streaming.io.formats.hudi.timeline import LocalFiles, read_timeline_head, table_commits
 
 pytestmark = pytest.mark.spark
 

@@ -4,7 +4,7 @@ any depth, empty lists and maps, lists of mixed types (issue 45, item 0).
 
 A NULL element of a list once failed every Hudi commit of its batch ("Array contains a null
 element"), so the stream stopped on it for good: Hudi's Parquet writer wrote 2-level lists
-(streaming/io/hudi_options.py, HUDI_HADOOP_CONF). Expected values come from boto3's
+(streaming/io/formats/hudi/options.py, HUDI_HADOOP_CONF). Expected values come from boto3's
 TypeDeserializer, read back by hudi-rs (as dbt reads the raw tables) and by Spark.
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ from hudi import HudiReadOptions, HudiTableBuilder
 from contract_files import load_contract
 from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io import hudi_sink
-from streaming.io.hudi_options import HUDI_HADOOP_CONF, PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY
-from streaming.io.hudi_sink import HudiSink
+from streaming.io.formats.hudi import sink as hudi_sink
+from streaming.io.formats.hudi.options import HUDI_HADOOP_CONF, PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY
+from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 

@@ -23,7 +23,7 @@ from streaming.contracts.inference.sample import ItemSample
 from streaming.contracts.loader import load_contract_file
 from streaming.contracts.model import MAX_NESTING_DEPTH, AttributeSpec, ContractError, nesting_depth
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.hudi_sink import HudiSchemaError, HudiSink, table_column_order
+from streaming.io.formats.hudi.sink import HudiSchemaError, HudiSink, table_column_order
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 

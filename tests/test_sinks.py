@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from streaming.contracts.loader import load_contracts
 from streaming.errors import OperatorError
-from streaming.io.hudi_sink import hudi_bundle_available
+from streaming.io.formats.hudi.sink import hudi_bundle_available
 from streaming.io.layout import CHANGE_LOG_FILE_GLOB
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter, choose_sink
 

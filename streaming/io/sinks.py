@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contracts.model import INGEST_HOUR_COLUMN
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_options import SyncMode
+from streaming.io.formats.hudi.options import SyncMode
 from streaming.io.storage import HadoopFiles
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def choose_sink(
     if name == "parquet":
         log.info("sink=parquet change log")
         return LocalParquetSink(data_dir)
-    from streaming.io.hudi_sink import HudiSink, hudi_bundle_available
+    from streaming.io.formats.hudi.sink import HudiSink, hudi_bundle_available
 
     if not hudi_bundle_available(spark):
         raise RuntimeError(

@@ -4,7 +4,7 @@ did not fit their contract cast (in the staging tables of the last dbt build) an
 A Parquet change log is counted with DuckDB, its current state derived (distinct keys).
 Hudi raw tables (the default local sink) are read without Spark: rows through hudi-rs,
 each table's own current-state table counted as it is, and batches and commits from
-the timeline (streaming.io.hudi_timeline)."""
+the timeline (streaming.io.formats.hudi.timeline)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,7 +17,7 @@ from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
-from streaming.io.hudi_timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
+from streaming.io.formats.hudi.timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
 from streaming.operations.batches.recorded_batch import unfinished_operations

@@ -32,7 +32,7 @@ Glue settings the job needs:
 
 No argument sets the Parquet list structure (parquet.avro.write-old-list-structure=false,
 which lets a list hold a NULL): the Hudi sink sets it on Glue's session before each write
-(streaming/io/hudi_options.py, HUDI_HADOOP_CONF).
+(streaming/io/formats/hudi/options.py, HUDI_HADOOP_CONF).
 
 DynamoDB side: set ApproximateCreationDateTimePrecision=MICROSECOND on the table's Kinesis
 streaming destination. Records of Kinesis Data Streams for DynamoDB carry no sequence
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from streaming.io.hudi_options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
+from streaming.io.formats.hudi.options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
 from streaming.io.layout import CHECKPOINT_METADATA_FILE, uri
 from streaming.runtime.stream_identity import query_id_in_metadata
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
@@ -304,7 +304,7 @@ class KinesisToHudi:
     def sinks(
         self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
     ) -> tuple[RawSink, QuarantineWriter]:
-        from streaming.io.hudi_sink import HudiSink
+        from streaming.io.formats.hudi.sink import HudiSink
         from streaming.io.sinks import QuarantineWriter
 
         settings = self.settings
@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from awsglue.utils import getResolvedOptions
     from pyspark.context import SparkContext
 
-    from streaming.io.hudi_sink import hudi_bundle_available
+    from streaming.io.formats.hudi.sink import hudi_bundle_available
     from streaming.io.metrics import CloudWatchMetricsPublisher
     from streaming.io.storage import jvm_class_loadable
     from streaming.runtime.jvm_lookups import remember_jvm_classes

@@ -17,7 +17,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
-from streaming.io.hudi_options import HUDI_HADOOP_CONF
+from streaming.io.formats.hudi.options import HUDI_HADOOP_CONF
 from streaming.runtime.data_lock import PRIVATE_UMASK
 from streaming.runtime.jars import HUDI_SPARK_BUNDLE, HUDI_SPARK_CONF, local_jar
 from streaming.runtime.jvm_lookups import remember_jvm_classes

@@ -31,7 +31,7 @@ from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_timeline import LocalFiles, table_commits
+from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
 from streaming.io.layout import DataLayout
 
 _START_OVER = "to start over, move raw/, quarantine/ and checkpoints/ aside together"

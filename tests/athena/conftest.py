@@ -12,8 +12,8 @@ from engine_ports import free_port
 
 from streaming.contracts.loader import load_contracts
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_options import change_log_write_options, current_state_write_options, hudi_table_path
-from streaming.io.hudi_sink import run_meta_sync
+from streaming.io.formats.hudi.options import change_log_write_options, current_state_write_options, hudi_table_path
+from streaming.io.formats.hudi.sink import run_meta_sync
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 from streaming.runtime.athena_local import HOST, EnginePaths, start, stop, tools_dir

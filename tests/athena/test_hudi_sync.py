@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
-from streaming.io.hudi_timeline import LocalFiles, table_commits
+from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
 from streaming.runtime.athena_local import query
 
 pytestmark = pytest.mark.athena

@@ -31,7 +31,7 @@ from lakehouse_dbt.hudi_raw import load_hudi_tables, read_hudi_snapshot
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract, contracts_of_table
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_sink import HudiSink
+from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract
 from streaming.operations.scaffold import scaffold

@@ -25,7 +25,7 @@ from lakehouse_dbt.hudi_raw import load_hudi_tables
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
 from streaming.io import layout as raw_layout
-from streaming.io.hudi_sink import HudiSink
+from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import LocalParquetSink, QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract

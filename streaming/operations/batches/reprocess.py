@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from streaming.atomic_files import write_json_atomically
 from streaming.errors import OperatorError
 from streaming.io.dynamodb_export import ExportValidationError
-from streaming.io.hudi_options import hudi_table_path
+from streaming.io.formats.hudi.options import hudi_table_path
 from streaming.io.layout import (
     POINTER_FILE,
     RAW_DIR_ENV,

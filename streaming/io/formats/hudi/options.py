@@ -87,7 +87,7 @@ _PROTECTED_KEYS = (TABLE_VERSION_KEY, AUTO_UPGRADE_KEY, COMMIT_METADATA_PREFIX_K
 # (org/apache/parquet/avro/HoodieAvroReadSupport.java) reads it in the structure it was
 # written with, so a COW merge of an old file writes the new one.
 PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY = "parquet.avro.write-old-list-structure"
-# Set on the Hadoop configuration of every session that writes Hudi (hudi_sink.HudiSink).
+# Set on the Hadoop configuration of every session that writes Hudi (sink.HudiSink).
 HUDI_HADOOP_CONF = {PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY: "false"}
 
 # With it, a write whose schema lacks one of the table's columns drops that column from the

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.contracts.model import MAX_NESTING_DEPTH
-from streaming.io.hudi_options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY
+from streaming.io.formats.hudi.options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY
 from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
 # Completed instants of a table version 6 timeline: `.hoodie/<instant time>.<action>`,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contracts.spark_schema import raw_schema
-from streaming.io.hudi_options import (
+from streaming.io.formats.hudi.options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
     DEFAULT_SYNC_MODE,
@@ -39,7 +39,7 @@ from streaming.io.hudi_options import (
     hudi_table_path,
     meta_sync_tools,
 )
-from streaming.io.hudi_timeline import TableFiles, read_timeline_head
+from streaming.io.formats.hudi.timeline import TableFiles, read_timeline_head
 from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.pipeline.ordering import latest_per_key
 
@@ -92,7 +92,7 @@ def table_column_order(
 
 def use_hudi_hadoop_conf(spark: SparkSession) -> None:
     """Set HUDI_HADOOP_CONF on the session's Hadoop configuration, which Hudi's Parquet
-    writers read (hudi_options.py says why): every runner's session gets it, also one this
+    writers read (options.py says why): every runner's session gets it, also one this
     project did not build (Glue's, spark-submit's), before its first Hudi write."""
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in HUDI_HADOOP_CONF.items():
