@@ -36,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
 from streaming.io.layout import HUDI_TIMELINE_FOLDER, QUERY_NAME, DataLayout
-from streaming.io.sinks import QuarantineWriter
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.pipeline.batch import BatchReport, RawSink, StagingSink
 
 KILL_ENV = "BENCH_KILL_AT"

@@ -19,7 +19,8 @@ from streaming.contracts.loader import load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.landing_reader import is_utf8
 from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA

@@ -78,7 +78,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streaming.contracts.model import TableContract
-    from streaming.io.sinks import QuarantineWriter, SinkName
+    from streaming.io.quarantine_writer import QuarantineWriter
+    from streaming.io.sinks import SinkName
     from streaming.io.sources import LandingStream
     from streaming.pipeline.batch import RawSink
 
@@ -182,7 +183,8 @@ class LandingToS3:
     def sinks(
         self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
     ) -> tuple[RawSink, QuarantineWriter]:
-        from streaming.io.sinks import QuarantineWriter, choose_sink
+        from streaming.io.quarantine_writer import QuarantineWriter
+        from streaming.io.sinks import choose_sink
 
         raw_sink = choose_sink(self.sink, spark, data_dir=self.root, contracts=contracts, stream_id=stream_id)
         return raw_sink, QuarantineWriter(self.root)

@@ -38,7 +38,8 @@ from pyspark.sql import functions as F
 
 from streaming.contracts.loader import load_contracts
 from streaming.io.landing_ledger import LandedFile
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sources import files_envelope, local_landing_files
 from streaming.pipeline import decode
 from streaming.pipeline.batch import Pipeline

@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 
 from streaming.contracts.model import TableContract
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.pipeline.batch import Pipeline
 
 

@@ -29,7 +29,8 @@ from streaming.contracts.loader import load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.dynamodb_export import read_export_manifest
 from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.operations.batches.backfill import (
     BackfillError,
     backfill,

@@ -16,7 +16,8 @@ from streaming.contracts.model import AttributeSpec, TableContract
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.errors import OperatorError
 from pipelines import pipeline_at
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline, RecordsLostError, UnusableStreamViewType
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA

@@ -211,7 +211,7 @@ class SinkThatDiesAfterWriting:
 
 @pytest.mark.spark
 def test_interrupted_replay_is_resumed_with_its_batch_and_lands_once(spark, streamed, cdc, contract_dirs):
-    from streaming.io.sinks import LocalParquetSink
+    from streaming.io.formats.parquet.sink import LocalParquetSink
 
     contracts = load_contracts(contract_dirs[1])
     plan = replay_ops.plan_replay(streamed.root, table="customers")

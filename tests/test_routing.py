@@ -18,7 +18,8 @@ import yaml
 
 from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.decode import decode_records, split_by_table
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA

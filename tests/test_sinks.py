@@ -12,7 +12,9 @@ from streaming.contracts.loader import load_contracts
 from streaming.errors import OperatorError
 from streaming.io.formats.hudi.sink import hudi_bundle_available
 from streaming.io.layout import CHANGE_LOG_FILE_GLOB
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter, choose_sink
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
+from streaming.io.sinks import choose_sink
 
 pytestmark = pytest.mark.spark
 

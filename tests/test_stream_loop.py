@@ -9,7 +9,8 @@ from pyspark.errors import StreamingQueryException
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import raw_schema
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sources import landing_files_stream
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.stream_loop import run_stream

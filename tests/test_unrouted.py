@@ -20,7 +20,7 @@ from test_quarantine import SinkThatDiesAfterWriting
 
 from streaming.cli import main
 from streaming.io.layout import LOCK_FILE, DataLayout
-from streaming.io.sinks import LocalParquetSink
+from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.operations.batches import unrouted_replay as ops
 from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS
 from streaming.operations.status import status

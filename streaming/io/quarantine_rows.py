@@ -1,4 +1,4 @@
-"""Reading the quarantine back: the rows `streaming.io.sinks.QuarantineWriter` wrote under
+"""Reading the quarantine back: the rows `streaming.io.quarantine_writer.QuarantineWriter` wrote under
 `<root>/_batch_id=<n>/*.parquet`, each with the identity of the record it refused.
 
 `lakehouse quarantine` reads them to summarise, show and select for a replay; a one-off

@@ -1,7 +1,7 @@
 """`lakehouse quarantine summary` and `show`: what the quarantine holds, and a PII-aware look at it.
 
 The quarantine (`<data root>/quarantine/_batch_id=<n>/*.parquet`, written by
-`streaming.io.sinks.QuarantineWriter`) is never edited: it stays the record of what
+`streaming.io.quarantine_writer.QuarantineWriter`) is never edited: it stays the record of what
 arrived and why it was refused. Its replay, `lakehouse quarantine replay`, is a one-off
 batch (streaming/operations/batches/quarantine_replay.py) and records its runs beside it.
 

@@ -57,7 +57,7 @@ def utc_now() -> datetime:
 
 
 class RawSink(Protocol):
-    """Where each table's distinct changes land (streaming.io.sinks: local Parquet, Hudi).
+    """Where each table's distinct changes land (streaming.io.formats: local Parquet, Hudi).
 
     A sink that reads each table's changes in one pass can declare it with a class
     attribute `reads_changes_once = True`; the pipeline then leaves them uncached (see
@@ -91,7 +91,7 @@ class StagingSink(Protocol):
 
 
 class QuarantineSink(Protocol):
-    """Where the batch's rejected records land, each with its reason (streaming.io.sinks)."""
+    """Where the batch's rejected records land, each with its reason (streaming.io.quarantine_writer)."""
 
     def write(self, df: DataFrame, batch_id: int, rows: int | None = None) -> None:
         """Replace batch `batch_id`'s quarantine rows with `df`."""

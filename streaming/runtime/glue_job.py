@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streaming.contracts.model import TableContract
-    from streaming.io.sinks import QuarantineWriter
+    from streaming.io.quarantine_writer import QuarantineWriter
     from streaming.io.storage import HadoopFiles
     from streaming.pipeline.batch import RawSink
 
@@ -305,7 +305,7 @@ class KinesisToHudi:
         self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
     ) -> tuple[RawSink, QuarantineWriter]:
         from streaming.io.formats.hudi.sink import HudiSink
-        from streaming.io.sinks import QuarantineWriter
+        from streaming.io.quarantine_writer import QuarantineWriter
 
         settings = self.settings
         hudi = HudiSink(settings.raw_base_path, settings.database, contracts, sync_mode=settings.sync_mode,

@@ -39,7 +39,8 @@ from streaming.errors import OperatorError
 from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import QUERY_NAME, DataLayout
-from streaming.io.sinks import QuarantineWriter, SinkName, choose_sink
+from streaming.io.quarantine_writer import QuarantineWriter
+from streaming.io.sinks import SinkName, choose_sink
 from streaming.io.sources import LandingStream, files_per_trigger, landing_files_stream
 from streaming.pipeline.batch import BatchMetricsPublisher, Pipeline, QuarantineSink, RawSink
 from streaming.pipeline.decode import decode_records, table_rows

@@ -32,7 +32,8 @@ from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract, contracts_of_table
 from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi.sink import HudiSink
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract
 from streaming.operations.scaffold import scaffold
 from streaming.pipeline.batch import Pipeline

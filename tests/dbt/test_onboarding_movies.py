@@ -27,7 +27,8 @@ from streaming.contracts.model import contracts_of_table
 from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.operations.contract_infer import infer_table_contract
 from streaming.operations.scaffold import scaffold
 from streaming.operations.status import status

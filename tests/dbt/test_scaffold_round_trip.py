@@ -15,7 +15,8 @@ from project_copy import copy_contracts, copy_project
 
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.operations.scaffold import scaffold
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA

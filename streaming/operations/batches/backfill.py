@@ -49,7 +49,9 @@ from streaming.io.dynamodb_export import (
     refused_export_lines,
 )
 from streaming.io.layout import DataLayout
-from streaming.io.sinks import LocalParquetSink, QuarantineWriter, SinkName
+from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.quarantine_writer import QuarantineWriter
+from streaming.io.sinks import SinkName
 from streaming.operations.batches.recorded_batch import BACKFILLS, one_off_batch, recording
 from streaming.runtime.startup import load_checked_contracts
 

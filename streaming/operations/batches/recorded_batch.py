@@ -58,7 +58,8 @@ from streaming.io.layout import (
     require_data_dir,
 )
 from streaming.io.quarantine_rows import QuarantinedRecord, read_quarantine_folder
-from streaming.io.sinks import QuarantineWriter, SinkName
+from streaming.io.quarantine_writer import QuarantineWriter
+from streaming.io.sinks import SinkName
 from streaming.pipeline.batch import Clock, Pipeline, utc_now
 from streaming.runtime.data_lock import hold_data_dir
 from streaming.runtime.spark_session import session_for

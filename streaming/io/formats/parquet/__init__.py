@@ -1,0 +1,2 @@
+"""The Parquet change log, the local raw format that needs no Hudi bundle: its sink
+(sink.py), batch folders renamed into place."""
