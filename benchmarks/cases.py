@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
 from streaming.contracts.model import TableContract
 from streaming.io.layout import HUDI_TIMELINE_FOLDER, QUERY_NAME, DataLayout
 from streaming.io.quarantine_writer import QuarantineWriter
-from streaming.pipeline.batch import BatchReport, RawSink, StagingSink
+from streaming.pipeline.batch import BatchReport, RawSink
 
 KILL_ENV = "BENCH_KILL_AT"
 KILL_PHASES = ("before_write", "mid_write", "after_write")
@@ -152,10 +153,11 @@ class KillableSink:
     def __init__(self, inner: RawSink, plan: KillPlan) -> None:
         self.inner = inner
         self.plan = plan
-        # The pipeline caches a batch's changes or not as the wrapped sink reads them.
-        self.reads_changes_once = getattr(inner, "reads_changes_once", False)
-        # A planned kill names a write by its order, so the writes then run one by one.
-        self.writes_tables_concurrently = getattr(inner, "writes_tables_concurrently", False) and plan.batch_id is None
+        # The wrapped sink's capabilities (the pipeline caches a batch's changes or not as
+        # it reads them, and stages tables when it does), but a planned kill names a write
+        # by its order, so the writes then run one by one.
+        self.capabilities = replace(inner.capabilities, writes_tables_concurrently=(
+            inner.capabilities.writes_tables_concurrently and plan.batch_id is None))
         # The Hudi sink's commits go through its writer: wrapped, a planned kill can land
         # between a table's two commits or inside one.
         if plan.phase in HUDI_KILL_PHASES and hasattr(inner, "_writer"):
@@ -169,7 +171,7 @@ class KillableSink:
         # A sink that stages its tables (the local change log) makes them visible one
         # publish at a time: the planned raw-write kills fall on those, where a reader
         # would first see part of a batch; staging itself leaves nothing visible.
-        if isinstance(inner, StagingSink):
+        if inner.capabilities.stages_tables:
             self.stage, self.discard = inner.stage, inner.discard
             self.publish = self._publish
 

@@ -45,6 +45,7 @@ from streaming.pipeline import decode
 from streaming.pipeline.batch import Pipeline
 from streaming.pipeline.envelope import parse_projections, project
 from streaming.pipeline.ordering import drop_duplicate_events
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 
 STAGES = ("split", "envelope", "typing", "extras", "ordering", "writes")
 
@@ -261,8 +262,8 @@ def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | No
     shutil.rmtree(data, ignore_errors=True)
     stream_id = "hudi-lens"
     sink = HudiSink(uri(str(data.resolve()), RAW_FOLDER), "raw", contracts, sync_mode="none", stream_id=stream_id)
-    sink.writes_tables_concurrently = bool(variant.get("concurrent"))
-    sink.reads_changes_once = bool(variant.get("uncached"))
+    sink.capabilities = SinkCapabilities(writes_tables_concurrently=bool(variant.get("concurrent")),
+                                         reads_changes_once=bool(variant.get("uncached")))
     pipeline = Pipeline(contracts, sink, QuarantineWriter(str(data)),
                         clock=lambda: datetime(2026, 11, 25, tzinfo=timezone.utc))
     started = time.monotonic()

@@ -43,6 +43,7 @@ from streaming.operations.reconcile import reconcile
 from streaming.operations.batches.recorded_batch import BACKFILLS
 from streaming.operations.stream import stream
 from streaming.pipeline.batch import Pipeline
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.export_writer import IncrementalChange, write_full_export
 from streaming.samples.generator import CUSTOMERS, ORDERS, generate_cdc
@@ -345,6 +346,8 @@ def test_backfill_reads_the_export_with_the_given_contracts_dir(spark, tmp_path,
 class FolderlessSink:
     """A raw sink whose output cannot be renamed into place (as Hudi's commits cannot):
     it writes through the local sink and records each write it was asked for."""
+
+    capabilities = SinkCapabilities()
 
     def __init__(self, root: Path) -> None:
         self.parquet = LocalParquetSink(str(root))

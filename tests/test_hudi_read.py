@@ -23,7 +23,9 @@ from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.formats.hudi.timeline import LocalFiles, completed_instants, table_commits
-from streaming.io.layout import DataLayout, local_raw_format
+from streaming.io.formats.parquet.format import PARQUET
+from streaming.io.formats.registry import format_on_disk
+from streaming.io.layout import DataLayout
 from streaming.operations.status import status
 from streaming.runtime.dbt_runner import DbtFailed, run_dbt_command, with_dbt_var
 
@@ -185,7 +187,7 @@ def test_raw_as_of_is_refused_on_a_parquet_change_log(tmp_path: Path) -> None:
     (tmp_path / "raw" / "customers_changes" / "_ingest_hour=2026-04-04-08" / "_batch_id=0").mkdir(parents=True)
     with pytest.raises(DbtFailed, match="holds none"):
         run_dbt_command(tmp_path, ["run"], raw_as_of="20260404080000000")
-    assert local_raw_format(tmp_path / "raw") == "parquet"
+    assert format_on_disk(tmp_path / "raw") is PARQUET
 
 
 def test_the_raw_format_joins_the_last_vars_of_the_command() -> None:

@@ -22,6 +22,7 @@ from streaming.io.sources import landing_files_batch
 from streaming.pipeline.batch import Pipeline, RecordsLostError, UnusableStreamViewType
 from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 from streaming.pipeline.ordering import latest_per_key
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.samples.generator import generate_cdc, write_landing_files
 
 pytestmark = pytest.mark.spark
@@ -333,7 +334,7 @@ class CachedFramesAtWrite:
 
     def __init__(self, spark, reads_changes_once: bool) -> None:
         self.spark = spark
-        self.reads_changes_once = reads_changes_once
+        self.capabilities = SinkCapabilities(reads_changes_once=reads_changes_once)
         self.seen: dict[str, tuple[int, int]] = {}
 
     def write(self, changes, contract, batch_id, rows=None) -> None:
@@ -360,14 +361,14 @@ def test_changes_are_cached_only_for_a_sink_that_reads_them_twice(
     assert sink.seen == {"customers": (before + cached_at_write, 1), "orders": (before + cached_at_write, 1)}
     assert report.landed == {"customers": 1, "orders": 1} and report.duplicates_dropped == 1
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
-    assert LocalParquetSink.reads_changes_once
+    assert LocalParquetSink.capabilities.reads_changes_once
 
 
 class ThreadRecordingSink:
     """A sink that may write tables at once; it records the thread of each write and fails
     the tables it is told to."""
 
-    writes_tables_concurrently = True
+    capabilities = SinkCapabilities(writes_tables_concurrently=True)
 
     def __init__(self, failing: set[str]) -> None:
         self.failing = failing

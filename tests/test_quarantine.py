@@ -28,6 +28,7 @@ from streaming.operations.batches.quarantine_replay import quarantine_replay
 from streaming.operations.batches.recorded_batch import QUARANTINE_REPLAYS
 from streaming.operations.batches.reprocess import reprocess
 from streaming.operations.stream import stream
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.samples.generator import generate_cdc, land_cdc
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "contracts"
@@ -199,6 +200,8 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
 class SinkThatDiesAfterWriting:
     """Writes like the real sink, and fails once it wrote rows: a replay interrupted after
     some of its rows landed."""
+
+    capabilities = SinkCapabilities()
 
     def __init__(self, sink):
         self.sink = sink

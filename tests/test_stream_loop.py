@@ -12,6 +12,7 @@ from streaming.contracts.spark_schema import raw_schema
 from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sources import landing_files_stream
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.pipeline.batch import Pipeline
 from streaming.runtime.stream_loop import run_stream
 from streaming.samples.generator import write_landing_files
@@ -38,6 +39,8 @@ class CrashAfterBatch:
 
 class CrashAfterFirstTableWrite:
     """A sink that dies after the first raw table of one batch is written: a partial batch."""
+
+    capabilities = SinkCapabilities()
 
     def __init__(self, sink: LocalParquetSink, crash_batch: int) -> None:
         self.sink = sink

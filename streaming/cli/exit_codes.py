@@ -13,15 +13,14 @@ REFUSED = 2
 
 def exit_code_of(exc: BaseException) -> int | None:
     """The exit code of an operator-facing error; None for a bug, whose traceback must show."""
-    # Imported when an error is met, as their modules' imports are heavy (Spark, DuckDB).
-    from lakehouse_dbt.hudi_raw import UnreadableHudiTable
+    # Imported when an error is met, as its module's imports are heavy (Spark, DuckDB).
     from streaming.operations.reconcile import ReconcileMismatch
 
     if isinstance(exc, ReconcileMismatch):
         return MISMATCH
-    # The PII key helpers and the Hudi raw reader run inside dbt's image, without
-    # `streaming`: their errors are plain.
-    if isinstance(exc, (OperatorError, PiiKeyError, UnreadableHudiTable)):
+    # The PII key helpers run inside dbt's image, without `streaming`: their errors are
+    # plain. A raw table its format cannot read is an OperatorError (UnreadableRawTable).
+    if isinstance(exc, (OperatorError, PiiKeyError)):
         return REFUSED
     # A file-system error on a named path (missing, a file where a folder belongs, no
     # permission) is the operator's to fix, whichever command met it.

@@ -264,33 +264,11 @@ def batch_ids(table_dir: Path) -> set[int]:
     return {int(folder.name.split("=", 1)[1]) for folder in table_dir.glob(BATCH_FOLDER_GLOB)}
 
 
-# --------------------------------------------------------------------------- raw Hudi tables
+# --------------------------------------------------------------------------- raw formats' folders
 
-# A folder holding this is a Hudi table (change log or current state), not a Parquet change log.
+# A folder holding this is a Hudi table (change log or current state), not a Parquet change
+# log: the Hudi format's room (streaming/io/formats/hudi/) tells its tables by it.
 HUDI_TIMELINE_FOLDER = ".hoodie"
-
-
-def hudi_tables(raw_dir: Path) -> dict[str, Path]:
-    """The Hudi tables of a local raw folder by name (`<t>_changes` and `<t>`), without
-    Spark; the ledger, staging and contract folders (`_...`) are none."""
-    if not raw_dir.is_dir():
-        return {}
-    return {folder.name: folder for folder in sorted(raw_dir.iterdir())
-            if not folder.name.startswith("_") and (folder / HUDI_TIMELINE_FOLDER).is_dir()}
-
-
-def local_raw_format(raw_dir: Path) -> str | None:
-    """What a local raw folder holds: `hudi`, `parquet` (change-log batch folders), or
-    None while empty. Both at once is refused: one data directory is written by one sink."""
-    hudi = hudi_tables(raw_dir)
-    parquet = [folder.name for folder in (sorted(raw_dir.iterdir()) if raw_dir.is_dir() else [])
-               if not folder.name.startswith("_") and batch_ids(folder)]
-    if hudi and parquet:
-        raise OperatorError(
-            f"{raw_dir} holds Hudi raw tables ({next(iter(hudi))}) and Parquet ones ({parquet[0]}); one data "
-            "directory is written by one sink: rebuild one of them with `lakehouse reprocess`"
-        )
-    return "hudi" if hudi else "parquet" if parquet else None
 
 
 # --------------------------------------------------------------------------- the active-raw pointer

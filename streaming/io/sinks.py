@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi.options import SyncMode
 from streaming.io.formats.parquet.sink import LocalParquetSink
+from streaming.io.formats.registry import format_on_disk
 
 if TYPE_CHECKING:
     from streaming.contracts.model import TableContract
@@ -50,7 +51,8 @@ def choose_sink(
     """
     if name is not None and name not in SINK_NAMES:
         raise ValueError(f"sink must be one of {', '.join(SINK_NAMES)}, not {name!r}")
-    on_disk = raw_layout.local_raw_format(Path(data_dir) / raw_layout.RAW_FOLDER)
+    found = format_on_disk(Path(data_dir) / raw_layout.RAW_FOLDER)
+    on_disk = found.name if found is not None else None
     name = name or on_disk or DEFAULT_SINK
     if on_disk is not None and on_disk != name:
         raise RuntimeError(

@@ -24,7 +24,7 @@ from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.duckdb_files import register_change_log
+from streaming.io.formats.registry import register_change_log
 from streaming.io.layout import DEMO_MARKER, LOCK_FILE, DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts

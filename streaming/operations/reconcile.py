@@ -7,7 +7,7 @@ Both sides become the current state of each table, in the raw column types:
   decoder instead (Spark), which routes each item to its entity's raw table or the
   unrouted one exactly as the stream does: routing has one implementation
   (streaming.pipeline.routing). Export items the decoder quarantines are reported;
-* a raw change log (local Parquet sink) or a Hudi raw table: the latest row per key
+* a raw table of any raw format (streaming/io/formats/): the latest row per key
   by `_ordering_value` (never equal for two distinct changes), tombstones
   dropped;
 * a DuckDB table (`<file>.duckdb:<schema>.<table>`): the same when it carries the
@@ -49,6 +49,7 @@ from streaming.io.dynamodb_export import (
     export_to_change_records,
     read_export_manifest,
 )
+from streaming.io.formats.registry import format_of_table
 from streaming.runtime.spark_session import session_for
 from streaming.runtime.startup import load_checked_contracts
 
@@ -284,12 +285,12 @@ def _raw_side(con: duckdb.DuckDBPyConnection, path: Path, by_raw: Mapping[str, T
 
 
 def _is_table_dir(path: Path) -> bool:
-    return (path / raw_layout.HUDI_TIMELINE_FOLDER).is_dir() or any(path.glob(raw_layout.BATCH_FOLDER_GLOB))
+    return format_of_table(path) is not None
 
 
 def _raw_root_state(con: duckdb.DuckDBPyConnection, root: Path, contract: TableContract, alias: str) -> str | None:
-    """A table's current state under a raw root: the Hudi current-state table where there
-    is one (production layout), else the local change log."""
+    """A table's current state under a raw root: the stored current-state table where
+    there is one (production layout), else the change log."""
     for folder in (root / contract.raw_table, root / contract.changes_table):
         if _is_table_dir(folder):
             return _raw_table_state(con, folder, contract, alias)
@@ -297,21 +298,9 @@ def _raw_root_state(con: duckdb.DuckDBPyConnection, root: Path, contract: TableC
 
 
 def _raw_table_state(con: duckdb.DuckDBPyConnection, table_dir: Path, contract: TableContract, alias: str) -> str | None:
-    if (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
-        from lakehouse_dbt.hudi_raw import read_hudi_snapshot
-
-        snapshot = read_hudi_snapshot(str(table_dir.resolve()))
-        if snapshot is None:
-            return None  # its first commit has not completed: no rows yet
-        view = f"{alias}_hudi_{table_dir.name}"
-        con.register(view, snapshot)
-        return _latest_per_key(_ident(view), contract)
-    files = raw_layout.change_log_files(table_dir)
-    if not files:
-        return None
-    listed = ", ".join(sql_string(duckdb_glob_literal(path)) for path in files)
-    # The column is inside the files too, so the folder names are not parsed again.
-    return _latest_per_key(f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)", contract)
+    raw_format = format_of_table(table_dir)
+    rows = raw_format.current_state(con, table_dir, alias) if raw_format is not None else None
+    return _latest_per_key(rows, contract) if rows is not None else None
 
 
 def _duckdb_side(

@@ -1,25 +1,25 @@
 """`lakehouse status`: row counts of the local raw tables, the unrouted items, the values that
 did not fit their contract cast (in the staging tables of the last dbt build) and the quarantine.
 
-A Parquet change log is counted with DuckDB, its current state derived (distinct keys).
-Hudi raw tables (the default local sink) are read without Spark: rows through hudi-rs,
-each table's own current-state table counted as it is, and batches and commits from
-the timeline (streaming.io.formats.hudi.timeline)."""
+Each raw format counts its own tables, without Spark (RawFormat.count in
+streaming/io/formats/): a Parquet change log with DuckDB, its current state derived
+(distinct keys); the default format's change log and stored current state as they are,
+with the commits of each."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
-from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal
 from streaming.io.firehose_error_output import error_output_warnings
-from streaming.io.formats.hudi.timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
+from streaming.io.formats.raw_format import RawCommit, UnreadableRawTable
+from streaming.io.formats.registry import format_to_read
 from streaming.io.landing_ledger import changed_files
-from streaming.io.layout import DataLayout, is_switched, local_raw_format, require_data_dir
+from streaming.io.layout import DataLayout, is_switched, require_data_dir
 from streaming.operations.batches.recorded_batch import unfinished_operations
 from streaming.operations.batches.unrouted_replay import changes_to_route
 from streaming.runtime.startup import load_checked_contracts
@@ -28,8 +28,8 @@ from streaming.runtime.startup import load_checked_contracts
 @dataclass(frozen=True)
 class StatusReport:
     # Per raw table: rows of its change log, rows of its current state (keys, tombstones
-    # included), and the change log's batches (Parquet: batch folders; Hudi: commits
-    # carrying a batch marker).
+    # included), and the change log's batches (Parquet: batch folders; a format with
+    # commits: those carrying a batch marker).
     change_rows: dict[str, int]
     current_rows: dict[str, int]
     raw_batches: dict[str, int]
@@ -49,19 +49,19 @@ class StatusReport:
     unrouted_items: dict[str, int] = field(default_factory=dict)
     unrouted_changes: dict[str, int] = field(default_factory=dict)
     unrouted_tables: dict[str, str] = field(default_factory=dict)
-    # Hudi raw tables only: each table's completed commits (change log `<t>_changes` and
-    # current state `<t>`), oldest first. A Parquet change log has no commits.
-    commits: dict[str, tuple[HudiCommit, ...]] = field(default_factory=dict)
+    # A format with commits only: each table's completed commits (change log `<t>_changes`
+    # and current state `<t>`), oldest first. A Parquet change log has no commits.
+    commits: dict[str, tuple[RawCommit, ...]] = field(default_factory=dict)
     # Per staging model the last dbt build wrote, per column with a contract cast: the rows
     # whose value did not fit it (_cast_misfits); or why they were not counted.
     cast_misfits: dict[str, dict[str, int]] = field(default_factory=dict)
     cast_misfits_not_counted: str | None = None
-    # Per raw table its Hudi tables cannot be read of (hudi-rs or the timeline reader
-    # refused one): why, and what to do. It has no counts; every other table has.
+    # Per raw table whose format's reader refused one of its tables: why, and what to do.
+    # It has no counts; every other table has.
     unreadable: dict[str, str] = field(default_factory=dict)
 
     def commit_lines(self, newest: int = 3) -> list[str]:
-        """Each Hudi table's newest commits: instant, operation, rows written, batch."""
+        """Each table's newest commits: instant, operation, rows written, batch."""
         out = []
         for table, commits in self.commits.items():
             out.append(f"{table}: {len(commits)} commits" + (", newest:" if commits else ""))
@@ -111,8 +111,6 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     """Row counts of the local raw change logs, their current state and the quarantine."""
     import duckdb
 
-    from lakehouse_dbt.hudi_raw import REPAIR_UNREADABLE, UnreadableHudiTable
-
     require_data_dir(layout.root)
     contracts = load_checked_contracts(contracts_dir)
     data_dir = layout.root
@@ -121,33 +119,21 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     current_rows: dict[str, int] = {}
     raw_batches: dict[str, int] = {}
     unrouted_items: dict[str, int] = {}
-    commits: dict[str, tuple[HudiCommit, ...]] = {}
+    commits: dict[str, tuple[RawCommit, ...]] = {}
     unreadable: dict[str, str] = {}
-    hudi = local_raw_format(layout.raw) == "hudi"
+    raw_format = format_to_read(layout.raw)
     with duckdb.connect() as connection, _naming_unreadable_parquet(layout):
         for contract in contracts.values():
-            if hudi:
-                try:
-                    counts = _hudi_counts(layout.raw, contract)
-                except (UnreadableHudiTable, HudiTimelineError) as exc:
-                    unreadable[contract.raw_table] = (
-                        str(exc) if isinstance(exc, UnreadableHudiTable) else f"{exc}; {REPAIR_UNREADABLE}")
-                    continue
-                change_rows[contract.raw_table], current_rows[contract.raw_table], live_items = counts.rows
-                commits.update(counts.commits)
-                raw_batches[contract.raw_table] = sum(
-                    commit.batch_marker is not None for commit in counts.commits.get(contract.changes_table, ()))
-                if contract.unrouted:
-                    unrouted_items[contract.raw_table] = live_items
+            try:
+                counts = raw_format.count(connection, layout.raw, contract)
+            except UnreadableRawTable as exc:
+                unreadable[contract.raw_table] = str(exc)
                 continue
-            table_dir = raw_layout.change_log_dir(layout.raw, contract)
-            files = raw_layout.change_log_files(table_dir)
-            change_rows[contract.raw_table], current_rows[contract.raw_table] = _count_rows_and_keys(
-                connection, files, contract.key_columns
-            )
-            raw_batches[contract.raw_table] = len({path.parent for path in files})
+            change_rows[contract.raw_table], current_rows[contract.raw_table] = counts.change_rows, counts.current_rows
+            raw_batches[contract.raw_table] = counts.batches
+            commits.update(counts.commits)
             if contract.unrouted:
-                unrouted_items[contract.raw_table] = _count_live_items(connection, files, contract.key_columns)
+                unrouted_items[contract.raw_table] = counts.live_items
         unrouted_changes = {contract.raw_table: changes_to_route(layout.root, contract)
                             for contract in contracts.values()
                             if contract.unrouted and contract.raw_table not in unreadable}
@@ -209,34 +195,6 @@ def _cast_misfits(database: Path, contracts: Mapping[str, TableContract]) -> tup
     return counts, None
 
 
-@dataclass(frozen=True)
-class _HudiCounts:
-    rows: tuple[int, int, int]
-    """Change-log rows, current rows (tombstones included), current rows that are no tombstone."""
-    commits: dict[str, tuple[HudiCommit, ...]]
-
-
-def _hudi_counts(raw_dir: Path, contract: TableContract) -> _HudiCounts:
-    """A raw table's Hudi change log and current-state table, read with hudi-rs: each
-    holds what its own commits wrote (the current state is stored, not derived). A table
-    not created yet, or whose first commit has not completed, counts nothing."""
-    from lakehouse_dbt.hudi_raw import read_hudi_snapshot
-
-    tombstones: dict[str, list[bool]] = {}
-    commits: dict[str, tuple[HudiCommit, ...]] = {}
-    for table in (contract.changes_table, contract.raw_table):
-        path = raw_dir / table
-        if (path / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
-            # One small column is all the counts need.
-            snapshot = read_hudi_snapshot(str(path.resolve()), columns=["_is_deleted"])
-            commits[table] = tuple(table_commits(LocalFiles(), str(path)))
-            if snapshot is not None:
-                tombstones[table] = snapshot.column("_is_deleted").to_pylist()
-    changes = tombstones.get(contract.changes_table, [])
-    current = tombstones.get(contract.raw_table, [])
-    return _HudiCounts((len(changes), len(current), current.count(False)), commits)
-
-
 @contextmanager
 def _naming_unreadable_parquet(layout: DataLayout) -> Iterator[None]:
     """Turn DuckDB's failure on a damaged Parquet file (cut short by a crash or a copy)
@@ -260,26 +218,3 @@ def _naming_unreadable_parquet(layout: DataLayout) -> Iterator[None]:
             + "\nrestore them from a backup, or rebuild the raw tables with `lakehouse reprocess`"
         ) from exc
 
-
-def _count_rows_and_keys(connection: object, files: list[Path], key_columns: Sequence[str]) -> tuple[int, int]:
-    """Rows of a change log, and its distinct keys: the rows of its current state."""
-    if not files:
-        return 0, 0
-    keys = ", ".join(f'"{column}"' for column in key_columns)
-    rows, distinct_keys = connection.execute(  # type: ignore[attr-defined]
-        f"select count(*), count(distinct ({keys})) from read_parquet(?)", [[duckdb_glob_literal(path) for path in files]]
-    ).fetchone()
-    return int(rows), int(distinct_keys)
-
-
-def _count_live_items(connection: object, files: list[Path], key_columns: Sequence[str]) -> int:
-    """Keys of a change log whose latest change (greatest `_ordering_value`) is no tombstone."""
-    if not files:
-        return 0
-    keys = ", ".join(f'"{column}"' for column in key_columns)
-    (items,) = connection.execute(  # type: ignore[attr-defined]
-        f"select count(*) from (select _is_deleted from read_parquet(?) qualify row_number() over "
-        f"(partition by {keys} order by _ordering_value desc) = 1) where not _is_deleted",
-        [[duckdb_glob_literal(path) for path in files]],
-    ).fetchone()
-    return int(items)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial, reduce
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
@@ -37,12 +37,13 @@ from streaming.pipeline.decode import (
     table_rows,
 )
 from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 T = TypeVar("T")
-# Raw-table writes running at once for a sink that allows it (`writes_tables_concurrently`).
+# Raw-table writes running at once for a sink that allows it (SinkCapabilities).
 CONCURRENT_WRITES = 2
 # How long a finished write's observed counts may take to arrive from Spark's listener
 # bus (they come within milliseconds; only a stage proved empty sends none).
@@ -57,14 +58,9 @@ def utc_now() -> datetime:
 
 
 class RawSink(Protocol):
-    """Where each table's distinct changes land (streaming.io.formats: local Parquet, Hudi).
+    """Where each table's distinct changes land (streaming.io.formats: local Parquet, Hudi)."""
 
-    A sink that reads each table's changes in one pass can declare it with a class
-    attribute `reads_changes_once = True`; the pipeline then leaves them uncached (see
-    Pipeline.process_batch). Without it, they are cached for the sink's several reads.
-    A sink whose writes of different tables may run at once (in threads, as concurrent
-    Spark jobs) declares `writes_tables_concurrently = True`.
-    """
+    capabilities: SinkCapabilities
 
     def write(self, changes: DataFrame, contract: TableContract, batch_id: int, rows: int | None = None) -> None:
         """Land this batch's distinct changes of one table (columns `change_log_schema`).
@@ -72,10 +68,9 @@ class RawSink(Protocol):
         whether the frame is empty."""
 
 
-@runtime_checkable
 class StagingSink(Protocol):
     """A raw sink that can write a table's rows where no reader sees them and make them
-    visible later (the local change log). The pipeline then counts each table's rows from
+    visible later (the local change log), declared by `stages_tables`. The pipeline then counts each table's rows from
     the write job itself and publishes every table only once the counts add up; a sink
     without it is counted by a job of its own before it writes (the Hudi sink, whose
     write is its commit)."""
@@ -321,7 +316,7 @@ class Pipeline:
         failed write fails the batch once the others have ended; its replay replaces
         whatever any of them wrote.
         """
-        if not getattr(self.sink, "writes_tables_concurrently", False) or len(writes) < 2:
+        if not self.sink.capabilities.writes_tables_concurrently or len(writes) < 2:
             return [write() for write in writes]
         if self._writers is None:
             self._writers = ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="raw-write")
@@ -389,7 +384,7 @@ class Pipeline:
             # A sink reading them once gets them uncached, and they are counted on the
             # rows' keys and eventIDs alone: the same grouping gives the same count, and
             # the wide ordering step then runs once, for the write.
-            if getattr(self.sink, "reads_changes_once", False):
+            if self.sink.capabilities.reads_changes_once:
                 counted = _distinct_changes_to_count(frame, contract)
             else:
                 changes = counted = _cache(changes, cached)
@@ -457,9 +452,9 @@ class Pipeline:
                 raise _unusable_view_type_error(records, batch_id)
             active = [table for index, table in enumerate(self.contracts) if overview[f"lands_{index}"]]
             frames = {table: table_rows(records, self.contracts, table) for table in active}
-            if isinstance(self.sink, StagingSink):
-                counts = self._stage_check_publish(self.sink, records.sparkSession, frames, ingested_at, batch_id,
-                                                   overview)
+            if self.sink.capabilities.stages_tables:
+                counts = self._stage_check_publish(cast(StagingSink, self.sink), records.sparkSession, frames,
+                                                   ingested_at, batch_id, overview)
             else:
                 counts = self._count_check_write(records.sparkSession, frames, cached, ingested_at, batch_id,
                                                  overview)

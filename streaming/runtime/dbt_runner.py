@@ -16,10 +16,11 @@ from typing import Any
 import yaml
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from lakehouse_dbt.hudi_raw import check_instant, load_hudi_tables
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
 from streaming.errors import OperatorError
-from streaming.io.layout import DataLayout, dbt_env, hudi_tables, local_raw_format, read_pointer, require_data_dir
+from streaming.io.formats.raw_format import RawReadRefused
+from streaming.io.formats.registry import format_to_read
+from streaming.io.layout import DataLayout, dbt_env, read_pointer, require_data_dir
 from streaming.runtime.dbt_selection import (
     TableNodes,
     command_of,
@@ -254,36 +255,26 @@ def with_dbt_var(dbt_args: Sequence[str], name: str, value: Any) -> list[str]:
     return args
 
 
-def raw_hudi_args(
+def raw_dbt_args(
     data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None = None,
     report: Callable[[str], None] = lambda line: print(line, flush=True),
 ) -> tuple[list[str], tuple[str, ...]]:
-    """dbt arguments for the data directory's active raw folder. Hudi raw tables (the
-    local default sink) are loaded with hudi-rs into DuckDB's raw_hudi schema, each as
-    of `raw_as_of` when given, and dbt runs with raw_format=hudi; a Parquet change log
-    is read by dbt directly, as it is. A table hudi-rs cannot read is reported and left
-    out, so that its models fail by name while every other table builds; one whose first
-    commit has not completed reads as empty. Returns the arguments and the tables left out."""
+    """dbt arguments for the data directory's active raw folder, as its raw format reads
+    it (RawFormat.dbt_inputs): Hudi raw tables (the local default sink) are loaded with
+    hudi-rs into DuckDB, as of `raw_as_of` when given; a Parquet change log is read by dbt
+    directly, as it is. A table the format cannot read is reported and left out, so that
+    its models fail by name while every other table builds. Returns the arguments and the
+    tables left out."""
     raw_dir = read_pointer(data_dir).raw_dir
-    if local_raw_format(raw_dir) != "hudi":
-        if raw_as_of is not None:
-            raise DbtFailed(f"--raw-as-of reads Hudi raw tables as of a commit; {raw_dir} holds none "
-                            "(a Parquet change log keeps no commits to go back to)")
-        return list(dbt_args), ()
-    if raw_as_of is not None:
-        try:
-            check_instant(raw_as_of)
-        except ValueError as exc:
-            raise DbtFailed(f"--raw-as-of: {exc}") from exc
-    check_database_folder(data_dir.resolve())
-    tables = {name: str(path.resolve()) for name, path in hudi_tables(raw_dir).items()}
-    loaded = load_hudi_tables(data_dir, tables, raw_as_of)
-    for name in loaded.uncommitted:
-        report(f"raw table {name}: no commit of it has completed yet (its first write is in flight, or was "
-               "stopped in it): read as empty")
-    for name, problem in loaded.unreadable.items():
-        report(f"raw table {name} is left out, its dbt models fail and the other tables build: {problem}")
-    return with_dbt_var(dbt_args, "raw_format", "hudi"), tuple(loaded.unreadable)
+    try:
+        inputs = format_to_read(raw_dir).dbt_inputs(
+            data_dir, raw_dir, raw_as_of, lambda: check_database_folder(data_dir.resolve()), report)
+    except RawReadRefused as exc:
+        raise DbtFailed(str(exc)) from exc
+    args = list(dbt_args)
+    for name, value in inputs.dbt_vars.items():
+        args = with_dbt_var(args, name, value)
+    return args, inputs.left_out
 
 
 def run_dbt_command(
@@ -296,7 +287,7 @@ def run_dbt_command(
 ) -> None:
     """`lakehouse dbt <args>`: dbt on this repository's project with the local data directory.
 
-    Hudi raw tables are read through hudi-rs (raw_hudi_args), as of `raw_as_of` when
+    Hudi raw tables are read through hudi-rs (raw_dbt_args), as of `raw_as_of` when
     given. `table` (a DynamoDB table and its raw tables) selects that table's nodes and
     the seeds they read (table_selection); otherwise a `build` or `run` whose selection
     reads what it does not build is fitted to the data directory (fill_in_unbuilt_inputs).
@@ -307,7 +298,7 @@ def run_dbt_command(
         raise DbtFailed("name a dbt command, e.g. `lakehouse dbt build`")
     # dbt would create a missing one empty and build nothing from it.
     require_data_dir(data_dir)
-    dbt_args, left_out = raw_hudi_args(data_dir, dbt_args, raw_as_of, report)
+    dbt_args, left_out = raw_dbt_args(data_dir, dbt_args, raw_as_of, report)
     if table is not None:
         selected = table_selection(data_dir, dbt_args, *table)
         counts = ", ".join(f"{count} {kind}" for kind, count in selected.counts().items())

@@ -31,7 +31,7 @@ from streaming.atomic_files import write_json_atomically
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
+from streaming.io.formats.registry import format_of_table
 from streaming.io.layout import DataLayout
 
 _START_OVER = "to start over, move raw/, quarantine/ and checkpoints/ aside together"
@@ -80,13 +80,10 @@ def committed_batch_ids(checkpoint_dir: Path) -> set[int]:
 
 
 def change_log_batch_ids(table_dir: Path) -> set[int]:
-    """The batch ids a change log holds: its batch folders (Parquet sink), or the batch
-    markers of its completed commits (Hudi sink; those of the active timeline, which
-    always keeps the newest commits)."""
-    if not (table_dir / raw_layout.HUDI_TIMELINE_FOLDER).is_dir():
-        return raw_layout.batch_ids(table_dir)
-    markers = (commit.batch_marker for commit in table_commits(LocalFiles(), str(table_dir)))
-    return {int(marker.rsplit(":", 1)[1]) for marker in markers if marker}
+    """The batch ids a change log holds, as its raw format records them (RawFormat.batch_ids:
+    batch folders, or the batch markers of completed commits); none before its first write."""
+    raw_format = format_of_table(table_dir)
+    return raw_format.batch_ids(table_dir) if raw_format is not None else set()
 
 
 def table_batch_ids(data_root: Path, contracts: dict[str, TableContract]) -> dict[str, set[int]]:

@@ -31,6 +31,7 @@ from lakehouse_dbt.hudi_raw import load_hudi_tables, read_hudi_snapshot
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import AttributeSpec, TableContract, contracts_of_table
 from streaming.io import layout as raw_layout
+from streaming.io.formats.hudi.format import HUDI
 from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.io.quarantine_writer import QuarantineWriter
@@ -183,7 +184,7 @@ def designs_round_trip(request: pytest.FixtureRequest, spark, tmp_path_factory: 
                 "--select", *(f"source:dynamodb.{raw_table}_changes+" for raw_table in entities)]
         if sink_name == "hudi":
             # As `lakehouse dbt` does: hudi-rs loads the Hudi tables into DuckDB for dbt to read.
-            load_hudi_tables(data_dir, {name: str(path) for name, path in raw_layout.hudi_tables(data_dir / "raw").items()})
+            load_hudi_tables(data_dir, {name: str(path) for name, path in HUDI.tables_in(data_dir / "raw").items()})
             # dbt's tests run on the Parquet side; the sink differential shows both sinks give the same tables.
             args += ["--vars", "{raw_format: hudi}", "--exclude-resource-type", "test", "unit_test"]
         result = run_dbt(args, data_dir)

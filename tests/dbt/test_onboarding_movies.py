@@ -25,6 +25,7 @@ from lakehouse_dbt.hudi_raw import load_hudi_tables
 from streaming.contracts.loader import CONTRACTS_DIR_ENV, load_contracts
 from streaming.contracts.model import contracts_of_table
 from streaming.io import layout as raw_layout
+from streaming.io.formats.hudi.format import HUDI
 from streaming.io.formats.hudi.sink import HudiSink
 from streaming.io.layout import DataLayout
 from streaming.io.formats.parquet.sink import LocalParquetSink
@@ -94,7 +95,7 @@ def stream_and_build(spark, sink_name: str, contracts_dir: Path, project: Path, 
         args = ["build", "--project-dir", str(project), "--profiles-dir", str(project),
                 "--select", "source:dynamodb.movies_changes+"]
         if sink_name == "hudi":
-            load_hudi_tables(data_dir, {name: str(path) for name, path in raw_layout.hudi_tables(data_dir / "raw").items()})
+            load_hudi_tables(data_dir, {name: str(path) for name, path in HUDI.tables_in(data_dir / "raw").items()})
             args += ["--vars", "{raw_format: hudi}", "--exclude-resource-type", "test", "unit_test"]
         result = run_dbt(args, data_dir)
     return report, result

@@ -9,12 +9,13 @@ from the export id and is negative, so it never collides with a stream's batch i
 (which start at 0) and a retry of the same export overwrites exactly the folders the
 first attempt wrote.
 
-Nothing of a backfill is visible to readers before its checks pass. With the local
-Parquet sink the batch is written under `<data root>/backfills/_staging/<export-id>/output/`
-(outside `raw/` and `quarantine/`, which readers list), checked there, and only then
-renamed into the live folders, one folder rename each. With any other sink (Hudi, whose
-commits cannot be moved by a rename) the writes are held back until the batch's counts
-are checked, then made. A failed run is recorded as "failed" and leaves live raw as it was.
+Nothing of a backfill is visible to readers before its checks pass. With a sink that
+stages its tables (SinkCapabilities.stages_tables: the local Parquet change log) the batch
+is written under `<data root>/backfills/_staging/<export-id>/output/` (outside `raw/` and
+`quarantine/`, which readers list), checked there, and only then renamed into the live
+folders, one folder rename each. With any other sink (one whose write is a commit, which
+a rename cannot move) the writes are held back until the batch's counts are checked,
+then made. A failed run is recorded as "failed" and leaves live raw as it was.
 
 Each run is recorded in `<data root>/backfills/<export-id>.json`, a recorded one-off batch
 (streaming/operations/batches/recorded_batch.py); `reprocess` replays the succeeded backfills into
@@ -49,10 +50,10 @@ from streaming.io.dynamodb_export import (
     refused_export_lines,
 )
 from streaming.io.layout import DataLayout
-from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.io.quarantine_writer import QuarantineWriter
 from streaming.io.sinks import SinkName
 from streaming.operations.batches.recorded_batch import BACKFILLS, one_off_batch, recording
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.runtime.startup import load_checked_contracts
 
 if TYPE_CHECKING:
@@ -257,7 +258,7 @@ def run_backfill(
             staged = stage_change_records(plan, out)
             out(f"processing one batch (batch id {plan.batch_id}) ...")
             envelope = staged_envelope(spark, plan.input_dir, staged)
-            if isinstance(pipeline.sink, LocalParquetSink):
+            if pipeline.sink.capabilities.stages_tables:
                 report = _process_in_staging_folder(plan, pipeline, envelope)
             else:
                 report = _process_with_held_writes(plan, pipeline, envelope)
@@ -323,6 +324,9 @@ def _held(frame: DataFrame) -> DataFrame:
 
 class _HeldRawWrites:
     """A raw sink that only keeps what it was asked to write."""
+
+    # Each write keeps its frame, one at a time; the pipeline caches the changes for it.
+    capabilities = SinkCapabilities()
 
     def __init__(self) -> None:
         self.writes: list[tuple[DataFrame, TableContract, int, int | None]] = []

@@ -11,7 +11,7 @@ rather than half kept. This module owns that shared part; each operation keeps i
   run did (`recording`).
 * The batch id (`operation_batch_id`): negative, so it never meets a stream batch (those
   start at 0), and derived from the run alone, so a retry writes, and so replaces, the
-  very batch folders and Hudi commit markers the interrupted attempt wrote.
+  very batch folders and commit markers the interrupted attempt wrote.
 * Resume: `RunLog.interrupted` is the oldest run not recorded as succeeded. A replay
   finishes it, with the same records and batch id, before it selects anything new; a
   backfill is finished by running it again, its batch id being its export's.
@@ -36,7 +36,7 @@ rather than half kept. This module owns that shared part; each operation keeps i
   7. the plan, printed after the refusals, so that a refused batch shows none as if it had run;
   8. the Spark session (the caller's, or a new one stopped at the end);
   9. the stream's pipeline (startup.local_pipeline) for the raw tables the batch may write,
-     its stream id the command's: with the batch's own id, the Hudi sink's commit marker
+     its stream id the command's: with the batch's own id, a sink's commit marker
      `<stream id>:<batch id>` lets a retry skip the tables already committed;
   10. the run, whose error says how to run the batch again (`explaining_retry`).
 """

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from streaming.atomic_files import write_json_atomically
 from streaming.errors import OperatorError
 from streaming.io.dynamodb_export import ExportValidationError
-from streaming.io.formats.hudi.options import hudi_table_path
 from streaming.io.layout import (
     POINTER_FILE,
     RAW_DIR_ENV,
@@ -33,6 +32,7 @@ from streaming.io.layout import (
     DataLayout,
     change_log_dir,
     read_pointer,
+    uri,
     write_pointer,
 )
 from streaming.io.sinks import SinkName
@@ -329,7 +329,7 @@ def switch(
             moved = rollback_glue_table(glue, glue_database, contract.raw_table)
         else:
             moved = switch_glue_table(glue, glue_database, contract.raw_table,
-                                      hudi_table_path(to or "", contract.raw_table))
+                                      uri(to or "", contract.raw_table))
         out(f"glue {moved.database}.{moved.table}: {moved.previous_location} -> {moved.location} "
             f"({moved.partitions_moved} partitions)")
 
@@ -357,7 +357,7 @@ def switch_glue_table(glue: Any, database: str, table: str, location: str) -> Gl
     """Point a Glue table and its partitions at `location`, keeping the old one for rollback.
 
     Partition locations below the old table location move to the same relative place
-    below the new one; a Spark/Hudi datasource `path` serde parameter moves with them.
+    below the new one; a Spark datasource `path` serde parameter moves with them.
     """
     current = glue.get_table(DatabaseName=database, Name=table)["Table"]
     old_location = current.get("StorageDescriptor", {}).get("Location", "")

@@ -61,12 +61,13 @@ from streaming.contracts.model import CHANGE_RECORD_COLUMN, TableContract, contr
 from streaming.contracts.spark_schema import raw_schema
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
-from streaming.io.duckdb_files import register_change_log
+from streaming.io.formats.registry import register_change_log
 from streaming.io.layout import DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.batches.recorded_batch import UNROUTED_REPLAYS, one_off_batch, recording, run_batch
 from streaming.pipeline.batch import as_change_log_rows
 from streaming.pipeline.decode import tombstone_columns
+from streaming.pipeline.sink_capabilities import SinkCapabilities
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -126,8 +127,8 @@ def unrouted_contracts(contracts: Mapping[str, TableContract], table: str | None
 
 
 def read_unrouted_rows(raw_root: Path, contract: TableContract) -> list[UnroutedRow]:
-    """Every row of an unrouted table's change log, oldest ordering value first: the
-    Parquet change log's files, or the Hudi change log's snapshot (read with hudi-rs)."""
+    """Every row of an unrouted table's change log, oldest ordering value first, read by
+    its raw format (a Parquet change log's files, or a table's snapshot)."""
     import duckdb
 
     keys = len(contract.key_columns)
@@ -288,6 +289,9 @@ class _ReroutingSink:
     (less what an earlier replay landed already for a change that stayed unrouted), and
     writes nothing to the unrouted tables, whose changes are there already; notes which
     changes landed where."""
+
+    # It collects what it lands table by table, one write at a time, reading the changes twice.
+    capabilities = SinkCapabilities()
 
     def __init__(self, sink: RawSink, landed_before: Mapping[str, frozenset[str]]) -> None:
         self.sink = sink

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 
 from streaming.contracts.spark_schema import raw_schema
+from streaming.io.formats.hudi import HUDI_CAPABILITIES
 from streaming.io.formats.hudi.options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
@@ -134,10 +135,7 @@ class HudiSink:
     own sync tools and the session's Hadoop FileSystem.
     """
 
-    # Two raw tables' commits at once: each table has its own timeline and write client,
-    # and a commit is mostly the driver waiting on small Spark jobs, so two in flight
-    # keep both cores busy (docs/performance.md). A table's own two commits stay in order.
-    writes_tables_concurrently = True
+    capabilities = HUDI_CAPABILITIES
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from streaming.contracts.model import INGEST_HOUR_COLUMN
 from streaming.io import layout as raw_layout
 from streaming.io.batch_folders import StagedBatch, publish_batch, replace_batch_folder, scratch_folder, stage_batch
+from streaming.io.formats.parquet import PARQUET_CAPABILITIES
 from streaming.io.storage import HadoopFiles
 
 if TYPE_CHECKING:
@@ -21,10 +22,7 @@ class LocalParquetSink:
     DuckDB view `raw.<raw_table>`, `lakehouse status`), not stored.
     """
 
-    # One Parquet write per table reads the changes once: the pipeline need not cache them.
-    reads_changes_once = True
-    # Each table's batch is staged in its own scratch folder and renamed into place.
-    writes_tables_concurrently = True
+    capabilities = PARQUET_CAPABILITIES
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip("/")

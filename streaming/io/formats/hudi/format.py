@@ -1,0 +1,123 @@
+"""Hudi as a RawFormat (streaming/io/formats/raw_format.py): per DynamoDB table a change
+log and a current-state table, each with its own timeline. Its readers use hudi-rs
+(lakehouse_dbt.hudi_raw, as dbt does) and the timeline read as files: no Spark."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from streaming.io import layout as raw_layout
+from streaming.io.formats.hudi import HUDI_CAPABILITIES
+from streaming.io.formats.raw_format import DbtInputs, RawReadRefused, RawTableCounts, Report, UnreadableRawTable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from streaming.contracts.model import TableContract
+
+
+class HudiFormat:
+    name = "hudi"
+    title = "Hudi"
+    capabilities = HUDI_CAPABILITIES
+
+    def is_table(self, folder: Path) -> bool:
+        return (folder / raw_layout.HUDI_TIMELINE_FOLDER).is_dir()
+
+    def register(self, connection: object, name: str, table_dir: Path) -> bool:
+        snapshot = _snapshot(str(table_dir))
+        if snapshot is None:
+            return False
+        connection.register(name, snapshot)  # type: ignore[attr-defined]
+        return True
+
+    def current_state(self, connection: object, table_dir: Path, alias: str) -> str | None:
+        snapshot = _snapshot(str(table_dir.resolve()))
+        if snapshot is None:
+            return None  # its first commit has not completed: no rows yet
+        view = f"{alias}_hudi_{table_dir.name}"
+        connection.register(view, snapshot)  # type: ignore[attr-defined]
+        return '"' + view.replace('"', '""') + '"'
+
+    def count(self, connection: object, raw_dir: Path, contract: TableContract) -> RawTableCounts:
+        """The change log and the current-state table, read with hudi-rs: each holds what
+        its own commits wrote (the current state is stored, not derived), and its batches
+        are its commits carrying a batch marker. A table not created yet, or whose first
+        commit has not completed, counts nothing."""
+        from lakehouse_dbt.hudi_raw import REPAIR_UNREADABLE, UnreadableHudiTable, read_hudi_snapshot
+        from streaming.io.formats.hudi.timeline import HudiCommit, HudiTimelineError, LocalFiles, table_commits
+
+        tombstones: dict[str, list[bool]] = {}
+        commits: dict[str, tuple[HudiCommit, ...]] = {}
+        try:
+            for table in (contract.changes_table, contract.raw_table):
+                path = raw_dir / table
+                if self.is_table(path):
+                    # One small column is all the counts need.
+                    snapshot = read_hudi_snapshot(str(path.resolve()), columns=["_is_deleted"])
+                    commits[table] = tuple(table_commits(LocalFiles(), str(path)))
+                    if snapshot is not None:
+                        tombstones[table] = snapshot.column("_is_deleted").to_pylist()
+        except UnreadableHudiTable as exc:
+            raise UnreadableRawTable(str(exc)) from exc
+        except HudiTimelineError as exc:
+            raise UnreadableRawTable(f"{exc}; {REPAIR_UNREADABLE}") from exc
+        changes = tombstones.get(contract.changes_table, [])
+        current = tombstones.get(contract.raw_table, [])
+        batches = sum(commit.batch_marker is not None for commit in commits.get(contract.changes_table, ()))
+        return RawTableCounts(len(changes), len(current), batches, current.count(False), dict(commits))
+
+    def batch_ids(self, table_dir: Path) -> set[int]:
+        """The batch markers of the change log's completed commits (those of the active
+        timeline, which always keeps the newest commits)."""
+        from streaming.io.formats.hudi.timeline import LocalFiles, table_commits
+
+        markers = (commit.batch_marker for commit in table_commits(LocalFiles(), str(table_dir)))
+        return {int(marker.rsplit(":", 1)[1]) for marker in markers if marker}
+
+    def dbt_inputs(
+        self, data_dir: Path, raw_dir: Path, raw_as_of: str | None, prepare: Callable[[], None], report: Report,
+    ) -> DbtInputs:
+        """The tables loaded with hudi-rs into DuckDB's raw_hudi schema, each as of
+        `raw_as_of` when given, and dbt run with raw_format=hudi. A table hudi-rs cannot
+        read is reported and left out, so that its models fail by name while every other
+        table builds; one whose first commit has not completed reads as empty."""
+        from lakehouse_dbt.hudi_raw import check_instant, load_hudi_tables
+
+        if raw_as_of is not None:
+            try:
+                check_instant(raw_as_of)
+            except ValueError as exc:
+                raise RawReadRefused(f"--raw-as-of: {exc}") from exc
+        prepare()
+        tables = {name: str(path.resolve()) for name, path in self.tables_in(raw_dir).items()}
+        loaded = load_hudi_tables(data_dir, tables, raw_as_of)
+        for name in loaded.uncommitted:
+            report(f"raw table {name}: no commit of it has completed yet (its first write is in flight, or was "
+                   "stopped in it): read as empty")
+        for name, problem in loaded.unreadable.items():
+            report(f"raw table {name} is left out, its dbt models fail and the other tables build: {problem}")
+        return DbtInputs({"raw_format": self.name}, tuple(loaded.unreadable))
+
+    def tables_in(self, raw_dir: Path) -> dict[str, Path]:
+        """The Hudi tables of a local raw folder by name (`<t>_changes` and `<t>`); the
+        ledger, staging and contract folders (`_...`) are none."""
+        if not raw_dir.is_dir():
+            return {}
+        return {folder.name: folder for folder in sorted(raw_dir.iterdir())
+                if not folder.name.startswith("_") and self.is_table(folder)}
+
+
+def _snapshot(base_uri: str) -> pa.Table | None:
+    """The table's latest snapshot read with hudi-rs; UnreadableRawTable, its message
+    hudi-rs's reason and what to do, when hudi-rs cannot read it."""
+    from lakehouse_dbt.hudi_raw import UnreadableHudiTable, read_hudi_snapshot
+
+    try:
+        return read_hudi_snapshot(base_uri)
+    except UnreadableHudiTable as exc:
+        raise UnreadableRawTable(str(exc)) from exc
+
+
+HUDI = HudiFormat()

@@ -1,0 +1,124 @@
+"""What a raw format is to the rest of the project: `RawFormat`, the one protocol each
+format's folder implements (hudi/format.py, parquet/format.py), and what its readers
+return. Callers take a format from the registry (registry.py), never by its name.
+
+A format answers, in the order a data directory meets them:
+
+1. `capabilities`: what its sink lets the pipeline and the one-off batches do, as data.
+2. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
+   finds a data directory's format from these.
+3. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
+   `current_state` (the relation reconcile compares), `count` (`lakehouse status`),
+   `batch_ids` (the stream batches a change log holds), `dbt_inputs` (what dbt reads).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from streaming.errors import OperatorError
+from streaming.pipeline.sink_capabilities import SinkCapabilities
+
+if TYPE_CHECKING:
+    from streaming.contracts.model import TableContract
+
+
+class UnreadableRawTable(OperatorError):
+    """A raw table its format's reader refused; the message names the table, the reason
+    and what to do, on one line."""
+
+
+class RawReadRefused(OperatorError):
+    """What dbt was asked to read cannot be read from these raw tables."""
+
+
+class RawCommit(Protocol):
+    """One completed commit of a format that keeps commits, as `lakehouse status` lists it."""
+
+    @property
+    def instant(self) -> str: ...
+
+    @property
+    def action(self) -> str: ...
+
+    @property
+    def operation(self) -> str | None: ...
+
+    @property
+    def inserted(self) -> int: ...
+
+    @property
+    def updated(self) -> int: ...
+
+    @property
+    def batch_marker(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RawTableCounts:
+    """One raw table's rows as `lakehouse status` reports them."""
+
+    change_rows: int
+    current_rows: int
+    """Rows of its current state: one per key, tombstones included."""
+    batches: int
+    """The stream's batches its change log holds."""
+    live_items: int
+    """Keys whose current row is no tombstone (counted for an unrouted table only)."""
+    commits: dict[str, tuple[RawCommit, ...]] = field(default_factory=dict)
+    """Per table of the format (change log, current state) its completed commits, oldest
+    first; none for a format without commits."""
+
+
+@dataclass(frozen=True)
+class DbtInputs:
+    """What dbt reads a data directory's raw tables with."""
+
+    dbt_vars: dict[str, str] = field(default_factory=dict)
+    """dbt variables to run with (the raw-sources macro reads `raw_format`)."""
+    left_out: tuple[str, ...] = ()
+    """Raw tables that cannot be read; their models fail by name."""
+
+
+Report = Callable[[str], None]
+
+
+class RawFormat(Protocol):
+    """One raw format; the steps are in the module's docstring."""
+
+    @property
+    def name(self) -> str:
+        """The format's name: `--sink`'s choice, and the value of dbt's `raw_format`."""
+
+    @property
+    def title(self) -> str:
+        """The format's name in a sentence."""
+
+    @property
+    def capabilities(self) -> SinkCapabilities: ...
+
+    def is_table(self, folder: Path) -> bool:
+        """Whether a local folder is one of this format's raw tables."""
+
+    def register(self, connection: object, name: str, table_dir: Path) -> bool:
+        """Make `name` a DuckDB relation over a local table's rows; False, registering
+        nothing, while it has no rows yet."""
+
+    def current_state(self, connection: object, table_dir: Path, alias: str) -> str | None:
+        """A DuckDB relation (SQL) over a local table's rows, registered under a name
+        starting with `alias` where one is needed; None while it has no rows yet."""
+
+    def count(self, connection: object, raw_dir: Path, contract: TableContract) -> RawTableCounts:
+        """A contract's raw tables counted; UnreadableRawTable when one cannot be read."""
+
+    def batch_ids(self, table_dir: Path) -> set[int]:
+        """The batch ids a local change log holds."""
+
+    def dbt_inputs(
+        self, data_dir: Path, raw_dir: Path, raw_as_of: str | None, prepare: Callable[[], None], report: Report,
+    ) -> DbtInputs:
+        """Get the raw tables under `raw_dir` ready for dbt (as of `raw_as_of`, a commit,
+        when given; RawReadRefused where that cannot be), calling `prepare` before anything
+        is written for dbt."""
