@@ -225,7 +225,8 @@ def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_pe
         run = run_on_cluster_killing_a_worker(cluster, data_dir, files_per_batch, work / "cluster-run.log", progress,
                                               sink)
         listening = set(run["listening_addresses"]) | cluster.listening_addresses()
-    from streaming.runtime.jars import HUDI_SPARK_BUNDLE, local_jar
+    from streaming.io.formats.hudi.format import HUDI_SPARK_BUNDLE
+    from streaming.runtime.jars import local_jar
 
     bundle = local_jar(HUDI_SPARK_BUNDLE)
     jar_fetched_by = executors_fetched_jar(work / "cluster", bundle.name) if bundle is not None else []

@@ -435,7 +435,8 @@ class S3Setup:
 def s3a_jars(sink: str) -> tuple[str, ...]:
     """The jars of the S3 runs: the S3A set, fetched now when missing, and the Hudi bundle.
     A jar that cannot be fetched ends the drill with one line saying which."""
-    from streaming.runtime.jars import HUDI_SPARK_BUNDLE, S3A_JARS, JarError, fetch, local_jar
+    from streaming.io.formats.hudi.format import HUDI_SPARK_BUNDLE
+    from streaming.runtime.jars import S3A_JARS, JarError, fetch, local_jar
 
     try:
         fetched = [fetch(jar) for jar in S3A_JARS]

@@ -25,7 +25,8 @@ def hudi_spark(spark):
     test instead of skipping it: these machines reach Maven Central, so a Hudi test that
     cannot run means the set-up is broken, not that Hudi is out of reach."""
     from streaming.io.formats.hudi.sink import hudi_bundle_available
-    from streaming.runtime.jars import HUDI_SPARK_BUNDLE, jars_dir
+    from streaming.io.formats.hudi.format import HUDI_SPARK_BUNDLE
+    from streaming.runtime.jars import jars_dir
 
     if not hudi_bundle_available(spark):
         pytest.fail(f"the Hudi bundle {HUDI_SPARK_BUNDLE.file_name} is not on the session's classpath "

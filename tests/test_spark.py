@@ -219,7 +219,7 @@ def test_the_local_session_sets_hudi_as_the_glue_job_does_without_its_sql_extens
     on Hudi tables, which the job does not use, and made each micro-batch 1/0.60 as long
     (docs/performance.md): neither may come back unnoticed."""
     from deploy.job_arguments import glue_system_arguments
-    from streaming.runtime.jars import HUDI_SPARK_CONF
+    from streaming.io.formats.hudi.format import HUDI_SPARK_CONF
 
     glue_conf = glue_system_arguments("x.zip", "s3://t/", "s3://e/")["--conf"]
     key, value = glue_conf.split("=", 1)

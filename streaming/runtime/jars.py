@@ -23,34 +23,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from streaming.io.formats.raw_format import MavenJar
+from streaming.io.formats.registry import FORMATS
 
 JARS_ENV = "LAKEHOUSE_JARS_DIR"
 
-
-@dataclass(frozen=True)
-class MavenJar:
-    group: str
-    artifact: str
-    version: str
-    sha256: str
-
-    @property
-    def coordinate(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
-
-
-# The Hudi version AWS Glue 5.1 ships, built for Spark 3.5 and Scala 2.12 (pyspark 3.5.6).
-HUDI_SPARK_BUNDLE = MavenJar(
-    "org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.0.2",
-    "2c2ab65a11e91265e4b7346f954448c46df52d66fb72f52dad83767b621deae8",
-)
-LOCAL_JARS = (HUDI_SPARK_BUNDLE,)
+# Every raw format's jars (each format declares its own).
+LOCAL_JARS = tuple(jar for raw_format in FORMATS.values() for jar in raw_format.jars)
 
 # hadoop-aws must be the version of the Hadoop client pyspark ships
 # (pyspark/jars/hadoop-client-api-3.3.4.jar for Spark 3.5): S3AFileSystem is built against
@@ -64,18 +45,6 @@ AWS_SDK_BUNDLE = MavenJar(
     "873fe7cf495126619997bec21c44de5d992544aea7e632fdc77adb1a0915bae5",
 )
 S3A_JARS = (HADOOP_AWS, AWS_SDK_BUNDLE)
-
-# Spark settings Hudi needs before the JVM starts: Kryo with Hudi's registrator
-# (hudi.apache.org/docs/quick-start-guide). Its quick start also sets the SQL extension
-# (HoodieSparkSessionExtension) and catalog (HoodieCatalog), which only Spark SQL on Hudi
-# tables (CREATE TABLE ... USING hudi, MERGE INTO, CALL) uses; the job writes and reads
-# through the DataFrame API and the Glue job does not set them either (deploy/job_arguments.py).
-# Set, they made every micro-batch about 1.6 times as long, Parquet sink included: their
-# analyzer rules run over each of the job's plans (docs/performance.md).
-HUDI_SPARK_CONF = {
-    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
-    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
-}
 
 
 class JarError(RuntimeError):

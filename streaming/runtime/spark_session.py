@@ -17,9 +17,9 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from streaming.errors import OperatorError
-from streaming.io.formats.hudi.options import HUDI_HADOOP_CONF
+from streaming.io.formats.registry import FORMATS
 from streaming.runtime.data_lock import PRIVATE_UMASK
-from streaming.runtime.jars import HUDI_SPARK_BUNDLE, HUDI_SPARK_CONF, local_jar
+from streaming.runtime.jars import local_jar
 from streaming.runtime.jvm_lookups import remember_jvm_classes
 from streaming.runtime.package_zip import build_package_zip
 
@@ -121,16 +121,19 @@ def ship_package_to_executors(spark: SparkSession) -> Path:
     return archive
 
 
-def hudi_conf() -> dict[str, str]:
-    """The fetched Hudi bundle on the classpath with the settings Hudi needs, or nothing
-    when `make venv` could not fetch it (the Parquet sink needs none of it)."""
-    bundle = local_jar(HUDI_SPARK_BUNDLE)
-    if bundle is None:
-        return {}
-    # HUDI_HADOOP_CONF from the session's start; the Hudi sink sets it again on sessions
-    # this module did not build.
-    hadoop = {f"spark.hadoop.{key}": value for key, value in HUDI_HADOOP_CONF.items()}
-    return {"spark.jars": str(bundle), **HUDI_SPARK_CONF, **hadoop}
+def raw_format_conf() -> dict[str, str]:
+    """Each raw format's fetched jars on the classpath with the settings the format needs
+    (RawFormat.spark_settings). A format whose jars `make venv` could not fetch adds
+    nothing: the Hudi sink then cannot run, the Parquet sink, which needs none, still can."""
+    jars: list[str] = []
+    settings: dict[str, str] = {}
+    for raw_format in FORMATS.values():
+        fetched = [local_jar(jar) for jar in raw_format.jars]
+        if None in fetched:
+            continue
+        jars += [str(path) for path in fetched]
+        settings.update(raw_format.spark_settings())
+    return {**({"spark.jars": ",".join(jars)} if jars else {}), **settings}
 
 
 def local_session(
@@ -167,7 +170,7 @@ def local_session(
         # this setting (022 by default: world-readable), whatever the process's umask is.
         "spark.hadoop.fs.permissions.umask-mode": f"{PRIVATE_UMASK:03o}",
         "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
-        **hudi_conf(),
+        **raw_format_conf(),
         **(extra_conf or {}),
     }
     _start_driver_jvm(settings)
@@ -185,33 +188,27 @@ def local_session(
     return spark
 
 
-# Hudi 1.0.2 logs this for each setting of table version 8 it meets when it loads a
-# table's properties: three lines for every commit (36 in a demo's first micro-batch).
-# The raw tables are version 6 by design (docs/decisions.md), so each such setting is
-# meant to be ignored. Matched on the message before its values are filled in, so that
-# every other warning, Hudi's included, still shows.
-EXPECTED_HUDI_WARNING = (
-    r"Table version \{\} is lower than or equal to config's first version \{\}\. Config \{\} will be ignored\."
-)
 # Spark's MicroBatchExecution logs this, with the whole exception, when a batch raised.
 # The same exception reaches Python as the StreamingQueryException that awaitTermination
 # raises, and the command prints it there: a refusal as its own message (a stream of
 # KEYS_ONLY records, a full disk), anything else in full. Logged as well, it only put a
 # second traceback before the refusal.
 QUERY_TERMINATED_WITH_ERROR = r"Query .* terminated with error"
-_HUDI_WARNING_FILTERED = "lakehouse.expected-hudi-warning-filtered"
+_EXPECTED_WARNINGS_FILTERED = "lakehouse.expected-hudi-warning-filtered"
 
 
 def _drop_redundant_log_lines(spark: SparkSession) -> None:
-    """Install a log4j filter for the driver JVM's log that drops EXPECTED_HUDI_WARNING and
-    QUERY_TERMINATED_WITH_ERROR, once per JVM (a process's later sessions share it)."""
-    if spark._jvm.System.getProperty(_HUDI_WARNING_FILTERED) is not None:
+    """Install a log4j filter for the driver JVM's log that drops the raw formats'
+    expected warnings (RawFormat.expected_jvm_warnings) and QUERY_TERMINATED_WITH_ERROR,
+    once per JVM (a process's later sessions share it)."""
+    if spark._jvm.System.getProperty(_EXPECTED_WARNINGS_FILTERED) is not None:
         return
-    spark._jvm.System.setProperty(_HUDI_WARNING_FILTERED, "true")
+    spark._jvm.System.setProperty(_EXPECTED_WARNINGS_FILTERED, "true")
     log4j = spark._jvm.org.apache.logging.log4j
     result = log4j.core.Filter.Result
     # RegexFilter matches the whole message.
-    redundant = f"(?:{EXPECTED_HUDI_WARNING})|(?:{QUERY_TERMINATED_WITH_ERROR})"
+    warnings = [warning for raw_format in FORMATS.values() for warning in raw_format.expected_jvm_warnings]
+    redundant = "|".join(f"(?:{message})" for message in (*warnings, QUERY_TERMINATED_WITH_ERROR))
     expected = log4j.core.filter.RegexFilter.createFilter(redundant, None, True, result.DENY, result.NEUTRAL)
     context = log4j.LogManager.getContext(False)
     context.getConfiguration().addFilter(expected)
@@ -222,18 +219,18 @@ def _drop_redundant_log_lines(spark: SparkSession) -> None:
 # job's exception, which holds the task's, reaches Python, where the command prints it
 # (the cause alone for a refusal such as a full disk, anything else in full). The same
 # failure was also logged, each time with its whole stack, by the executor, by the task
-# scheduler, by the block manager and by Hudi's writers: 500 lines of a full disk before
-# the one that names it. Those loggers keep their errors without the repeats: the task
-# scheduler's one-line "aborting job" stays, the executor's and Hudi's write errors go.
-# Hadoop's Shell warns, with a stack, when the failing job interrupts a thread waiting
-# on the chmod it runs for each file it creates (Hudi's marker writer, on a full disk).
+# scheduler, by the block manager and by a raw format's writers (RawFormat.jvm_log_levels):
+# 500 lines of a full disk before the one that names it. Those loggers keep their errors
+# without the repeats: the task scheduler's one-line "aborting job" stays, the executor's
+# and the writers' errors go. Hadoop's Shell warns, with a stack, when the failing job
+# interrupts a thread waiting on the chmod it runs for each file it creates (Hudi's
+# marker writer, on a full disk).
 REPEATED_TASK_FAILURE_LOG_LEVELS = {
     "org.apache.hadoop.util.Shell": "ERROR",
     "org.apache.spark.executor.Executor": "OFF",
     "org.apache.spark.scheduler.TaskSetManager": "ERROR",
     "org.apache.spark.storage.BlockManager": "ERROR",
-    "org.apache.hudi.table.action.commit.BaseSparkCommitActionExecutor": "OFF",
-    "org.apache.hudi.common.util.queue.SimpleExecutor": "OFF",
+    **{logger: level for raw_format in FORMATS.values() for logger, level in raw_format.jvm_log_levels.items()},
 }
 
 

@@ -5,9 +5,11 @@ return. Callers take a format from the registry (registry.py), never by its name
 A format answers, in the order a data directory meets them:
 
 1. `capabilities`: what its sink lets the pipeline and the one-off batches do, as data.
-2. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
+2. `jars`, `spark_settings`, `jvm_log_levels`, `expected_jvm_warnings`: what a local Spark
+   session starts with for it, and the JVM log lines it keeps quiet.
+3. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
    finds a data directory's format from these.
-3. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
+4. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
    `current_state` (the relation reconcile compares), `count` (`lakehouse status`),
    `batch_ids` (the stream batches a change log holds), `dbt_inputs` (what dbt reads).
 """
@@ -23,6 +25,25 @@ from streaming.pipeline.sink_capabilities import SinkCapabilities
 
 if TYPE_CHECKING:
     from streaming.contracts.model import TableContract
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    """A JVM library pinned by its Maven coordinate and SHA-256: what a format puts on a
+    local session's classpath (streaming/runtime/jars.py fetches and checks it)."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
 
 
 class UnreadableRawTable(OperatorError):
@@ -98,6 +119,22 @@ class RawFormat(Protocol):
 
     @property
     def capabilities(self) -> SinkCapabilities: ...
+
+    @property
+    def jars(self) -> tuple[MavenJar, ...]:
+        """The JVM libraries a local session loads for it (fetched by `make venv`)."""
+
+    def spark_settings(self) -> dict[str, str]:
+        """Spark settings a session starts with once the format's jars are loaded."""
+
+    @property
+    def jvm_log_levels(self) -> dict[str, str]:
+        """Log levels of the format's JVM loggers that repeat a failed task's error, which
+        the command prints once (spark_session._quiet_repeated_task_failures)."""
+
+    @property
+    def expected_jvm_warnings(self) -> tuple[str, ...]:
+        """Regular expressions of JVM log messages that are expected and dropped."""
 
     def is_table(self, folder: Path) -> bool:
         """Whether a local folder is one of this format's raw tables."""

@@ -9,18 +9,66 @@ from typing import TYPE_CHECKING
 
 from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi import HUDI_CAPABILITIES
-from streaming.io.formats.raw_format import DbtInputs, RawReadRefused, RawTableCounts, Report, UnreadableRawTable
+from streaming.io.formats.hudi.options import HUDI_HADOOP_CONF
+from streaming.io.formats.raw_format import (
+    DbtInputs,
+    MavenJar,
+    RawReadRefused,
+    RawTableCounts,
+    Report,
+    UnreadableRawTable,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from streaming.contracts.model import TableContract
 
+# The Hudi version AWS Glue 5.1 ships, built for Spark 3.5 and Scala 2.12 (pyspark 3.5.6).
+HUDI_SPARK_BUNDLE = MavenJar(
+    "org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.0.2",
+    "2c2ab65a11e91265e4b7346f954448c46df52d66fb72f52dad83767b621deae8",
+)
+
+# Spark settings Hudi needs before the JVM starts: Kryo with Hudi's registrator
+# (hudi.apache.org/docs/quick-start-guide). Its quick start also sets the SQL extension
+# (HoodieSparkSessionExtension) and catalog (HoodieCatalog), which only Spark SQL on Hudi
+# tables (CREATE TABLE ... USING hudi, MERGE INTO, CALL) uses; the job writes and reads
+# through the DataFrame API and the Glue job does not set them either (deploy/job_arguments.py).
+# Set, they made every micro-batch about 1.6 times as long, Parquet sink included: their
+# analyzer rules run over each of the job's plans (docs/performance.md).
+HUDI_SPARK_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+}
+
+# Hudi 1.0.2 logs this for each setting of table version 8 it meets when it loads a
+# table's properties: three lines for every commit (36 in a demo's first micro-batch).
+# The raw tables are version 6 by design (docs/decisions.md), so each such setting is
+# meant to be ignored. Matched on the message before its values are filled in, so that
+# every other warning, Hudi's included, still shows.
+EXPECTED_TABLE_VERSION_WARNING = (
+    r"Table version \{\} is lower than or equal to config's first version \{\}\. Config \{\} will be ignored\."
+)
+
 
 class HudiFormat:
     name = "hudi"
     title = "Hudi"
     capabilities = HUDI_CAPABILITIES
+    jars = (HUDI_SPARK_BUNDLE,)
+    # Hudi's writers log a failed task's error with its whole stack again (a full disk:
+    # hundreds of lines before the one that names it); the command prints it once.
+    jvm_log_levels = {
+        "org.apache.hudi.table.action.commit.BaseSparkCommitActionExecutor": "OFF",
+        "org.apache.hudi.common.util.queue.SimpleExecutor": "OFF",
+    }
+    expected_jvm_warnings = (EXPECTED_TABLE_VERSION_WARNING,)
+
+    def spark_settings(self) -> dict[str, str]:
+        """HUDI_SPARK_CONF, and HUDI_HADOOP_CONF from the session's start (the sink sets
+        it again on sessions not built here, before its first write)."""
+        return {**HUDI_SPARK_CONF, **{f"spark.hadoop.{key}": value for key, value in HUDI_HADOOP_CONF.items()}}
 
     def is_table(self, folder: Path) -> bool:
         return (folder / raw_layout.HUDI_TIMELINE_FOLDER).is_dir()

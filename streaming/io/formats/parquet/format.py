@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
 from streaming.io.formats.parquet import PARQUET_CAPABILITIES
-from streaming.io.formats.raw_format import DbtInputs, RawReadRefused, RawTableCounts, Report
+from streaming.io.formats.raw_format import DbtInputs, MavenJar, RawReadRefused, RawTableCounts, Report
 
 if TYPE_CHECKING:
     from streaming.contracts.model import TableContract
@@ -20,6 +20,13 @@ class ParquetFormat:
     name = "parquet"
     title = "Parquet"
     capabilities = PARQUET_CAPABILITIES
+    # Spark writes and reads Parquet itself: no jar, no setting, nothing to keep quiet.
+    jars: tuple[MavenJar, ...] = ()
+    jvm_log_levels: dict[str, str] = {}
+    expected_jvm_warnings: tuple[str, ...] = ()
+
+    def spark_settings(self) -> dict[str, str]:
+        return {}
 
     def is_table(self, folder: Path) -> bool:
         return any(folder.glob(raw_layout.BATCH_FOLDER_GLOB))
