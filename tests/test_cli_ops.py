@@ -40,6 +40,28 @@ def test_demo_refuses_a_data_dir_it_did_not_create(tmp_path, monkeypatch, capsys
     assert not (real / DEMO_MARKER).exists() and not (real / "landing").exists()
 
 
+@pytest.mark.parametrize("made_by_demo", [False, True])
+def test_demo_refuses_a_data_dir_holding_the_local_athena_and_says_what_to_do_instead(tmp_path, capsys, made_by_demo):
+    """`make athena-local` on the default data dir, then `lakehouse demo`: the engine's
+    catalog would go with the rest of a cleared directory."""
+    data_dir = tmp_path / "data"
+    if made_by_demo:
+        prepare_demo_dir(data_dir)
+    engine_files = [data_dir / "athena-local" / "engine.json",
+                    data_dir / "athena-local" / "metastore" / "metastore_db" / "service.properties"]
+    for path in engine_files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the engine's")
+
+    assert main(["demo", "--skip-dbt", "--data-dir", str(data_dir)]) == 2
+
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lakehouse demo: {data_dir} holds the local Athena (athena-local/")
+    assert "--data-dir" in err and "lakehouse stream --catalog" in err and "\n" not in err
+    assert all(path.read_text() == "the engine's" for path in engine_files)
+    assert not (data_dir / "landing").exists()
+
+
 def test_demo_refuses_its_own_folder_once_it_holds_files_the_demo_did_not_write(tmp_path, capsys):
     demo_dir = tmp_path / "demo"
     assert prepare_demo_dir(demo_dir) == "created"

@@ -25,7 +25,7 @@ from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
 from streaming.io.formats.registry import register_change_log
-from streaming.io.layout import DEMO_MARKER, LOCK_FILE, DataLayout
+from streaming.io.layout import ATHENA_LOCAL_FOLDER, DEMO_MARKER, LOCK_FILE, DataLayout
 from streaming.io.sinks import SinkName
 from streaming.operations.marts_summary import summarize_marts
 from streaming.operations.status import StatusReport, status
@@ -162,6 +162,12 @@ def prepare_demo_dir(root: Path) -> str:
         root.mkdir(parents=True, exist_ok=True)
         record_demo_output(root)
         return "created"
+    if (root / ATHENA_LOCAL_FOLDER).exists():
+        raise DemoDirRefused(
+            f"{root} holds the local Athena ({ATHENA_LOCAL_FOLDER}/: its catalog, state and logs), which clearing "
+            "the directory would delete: run the demo in another folder with --data-dir, or land and stream here "
+            "(`lakehouse generate`, then `lakehouse stream --catalog thrift://...`, the address `make athena-local` printed)"
+        )
     if not DataLayout(root).demo_marker.is_file():
         raise DemoDirRefused(
             f"{root} is not empty and was not made by `lakehouse demo`; the demo clears only a directory "
