@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from boto3.dynamodb.types import TypeDeserializer
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from hudi import HudiReadOptions, HudiTableBuilder
 
 from contract_files import load_contract
@@ -72,6 +72,8 @@ LANDING_SHAPES: dict[str, dict[str, Any]] = {
 QUARANTINED_SHAPES: dict[str, tuple[dict[str, Any], str]] = {
     "mixed_list": ({"scores": {"L": [{"N": "1"}, {"S": "two"}]}}, "type_mismatch:scores[]:N"),
     "mixed_nested_list": ({"grid": {"L": [{"L": [{"S": "x"}]}, {"L": [{"N": "1"}]}]}}, "type_mismatch:grid[][]:S"),
+    # DynamoDB holds no null in a set (test_a_string_set_with_a_null_is_not_dynamodbs).
+    "null_in_string_set": ({"tags": {"SS": ["a", None]}}, "type_mismatch:tags:SS"),
 }
 COMPARED = ["id", "scores", "lines", "grid", "info", "tags", "_extra_attributes"]
 
@@ -222,6 +224,15 @@ def test_lists_of_another_type_are_quarantined_with_their_reason_and_the_batch_l
     assert quarantine_reasons(landed[sink]) == {key: reason for key, (_, reason) in QUARANTINED_SHAPES.items()}
     reader = "parquet sink" if sink == "parquet" else "hudi-rs change log"
     assert sorted(read_back[reader]) == sorted(LANDING_SHAPES)
+
+
+def test_a_string_set_with_a_null_is_not_dynamodbs():
+    """boto3 reads `{"SS": ["a", null]}` as {"a", None} but refuses to write that set: DynamoDB
+    cannot hold it, so the sinks quarantine it (QUARANTINED_SHAPES) rather than land a null."""
+    descriptor = QUARANTINED_SHAPES["null_in_string_set"][0]["tags"]
+    assert TypeDeserializer().deserialize(descriptor) == {"a", None}
+    with pytest.raises(TypeError, match="Unsupported type"):
+        TypeSerializer().serialize({"a", None})
 
 
 def test_hudi_writes_three_level_lists_under_parquet_avros_own_key(hudi_spark, landed):

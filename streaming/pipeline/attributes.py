@@ -112,6 +112,10 @@ def _content_error(value: Column, spec: AttributeSpec, path: str) -> Column:
         return F.when(
             F.exists(value, lambda number: ~F.coalesce(_is_number(number), F.lit(False))), reasons.invalid_number(path)
         )
+    if spec.type == "SS":
+        # DynamoDB holds no null in a set (boto3's TypeSerializer refuses one), so such
+        # a set is not DynamoDB's: its record is quarantined, as a null in NS or BS is.
+        return F.when(F.exists(value, lambda text: text.isNull()), reasons.type_mismatch(path, "SS"))
     if spec.type == "B":
         return F.when(~_is_base64(value), reasons.type_mismatch(path, "B"))
     if spec.type == "BS":
