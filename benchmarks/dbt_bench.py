@@ -43,7 +43,7 @@ STAGING_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__orders")
 # covers: the staging merges and the merges downstream of them.
 COMPARED_TABLES = (
     *(f"lakehouse_staging.{model}" for model in STAGING_MODELS),
-    "lakehouse_staging.stg_dynamodb__customer_changes",
+    "lakehouse_staging.stg_dynamodb__customers_changes",
     "lakehouse_intermediate.int_orders__lines_unnested",
     "lakehouse_marts.fct_orders",
     "lakehouse_marts.fct_order_lines",

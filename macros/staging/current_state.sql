@@ -25,7 +25,7 @@
   incremental run reads, by the rule above, from a raw change log selected from
   unqualified: the rows ingested after lookback_cutoff(), or on a reprocess run those
   whose _event_ts is in the range. Shared by every model that reads the change log
-  incrementally (the current-state models and stg_dynamodb__customer_changes).
+  incrementally (the current-state models and stg_dynamodb__customers_changes).
 #}
 {% macro raw_changes_this_run_reads() %}
   {%- set reprocess = reprocess_window() -%}

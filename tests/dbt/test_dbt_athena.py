@@ -154,7 +154,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
     # Existing tables make is_incremental() true, so the merge branch is compiled (the
     # staging models and the order line models, whose deletions differ by engine).
     for database, model in (("lakehouse_staging", "stg_dynamodb__customers"), ("lakehouse_staging", "stg_dynamodb__orders"),
-                            ("lakehouse_staging", "stg_dynamodb__customer_changes"),
+                            ("lakehouse_staging", "stg_dynamodb__customers_changes"),
                             ("lakehouse_intermediate", "int_orders__lines_unnested"),
                             ("lakehouse_marts", "fct_order_lines"), ("lakehouse_marts", "dim_customers_history"),
                             *(("lakehouse_staging", f"stg_dynamodb__{entity}{suffix}")
@@ -171,7 +171,7 @@ def compiled_sql(fake_aws_env: dict[str, str], tmp_path_factory: pytest.TempPath
 
 def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, str]) -> None:
     names = " ".join(compiled_sql)
-    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "stg_dynamodb__customer_changes",
+    for model in ("stg_dynamodb__customers", "stg_dynamodb__orders", "stg_dynamodb__customers_changes",
                   "int_customers__change_events", "int_orders__lines_unnested",
                   "dim_customers", "dim_customers_history", "fct_orders", "fct_order_lines", "agg_daily_customer_activity",
                   "agg_daily_revenue_by_status", "stg_dynamodb__app_invoices", "stg_dynamodb__app_users_changes",
@@ -197,13 +197,13 @@ def test_incremental_athena_sql_reads_raw_only_from_the_cutoff_partition_on(comp
     readers = {name: sql for name, sql in compiled_sql.items()
                if name.startswith(base) and any(change_log in sql for change_log in change_logs)}
     assert {base + "staging/stg_dynamodb__customers.sql", base + "staging/stg_dynamodb__orders.sql",
-            base + "staging/stg_dynamodb__customer_changes.sql",
+            base + "staging/stg_dynamodb__customers_changes.sql",
             *(base + f"staging/stg_dynamodb__{entity}{suffix}.sql"
               for entity in SCAFFOLDED for suffix in ("", "_changes"))} <= set(readers)
     assert sum("holds_latest_raw_change" in name for name in readers) == 2 + len(SCAFFOLDED)
     assert [name for name, sql in readers.items() if "_ingest_hour >= date_format(" not in sql] == []
     for model in ("marts/dim_customers_history.sql", "intermediate/int_customers__change_events.sql"):
-        assert "stg_dynamodb__customer_changes" in compiled_sql[base + model]
+        assert "stg_dynamodb__customers_changes" in compiled_sql[base + model]
 
 
 def test_compiled_sql_is_valid_trino_and_athena(compiled_sql: dict[str, str]) -> None:
@@ -335,6 +335,36 @@ def test_athena_full_refresh_builds_before_it_swaps_and_never_drops_the_live_tab
     assert glue.get_table(DatabaseName=database, Name=model)["Table"]["Name"] == model
     live_files = s3.list_objects_v2(Bucket=CURATED_BUCKET, Prefix=f"dbt/{database}/{model}/live-version/")
     assert live_files["KeyCount"] == 1
+
+
+def test_a_table_built_under_a_models_old_name_is_renamed_by_athenas_iceberg_rename(
+    fake_aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 48 item 5: stg_dynamodb__customers_changes was stg_dynamodb__customer_changes.
+    The on-run-start macro renames an Iceberg table built under the old name with ALTER
+    TABLE ... RENAME TO, which Athena supports for Iceberg tables
+    (https://docs.aws.amazon.com/athena/latest/ug/querying-iceberg-alter-table-rename.html),
+    so the table and its snapshots stay. moto accepts the statement without running it.
+    A schema of its own: the module's other tables stay as they are."""
+    import boto3
+
+    endpoint = fake_aws_env["AWS_ENDPOINT_URL"]
+    glue = boto3.client("glue", region_name=REGION, endpoint_url=endpoint)
+    athena = boto3.client("athena", region_name=REGION, endpoint_url=endpoint)
+    glue.create_database(DatabaseInput={"Name": "renamed_staging"})
+    _create_external_table(glue, "renamed_staging", "stg_dynamodb__customer_changes", [("_event_id", "string")],
+                           "s3://curated-bucket/stg_dynamodb__customer_changes/", {"table_type": "ICEBERG"})
+    earlier = set(athena.list_query_executions()["QueryExecutionIds"])
+
+    result = run_dbt(["run-operation", "rename_tables_of_renamed_models"], tmp_path, target="athena",
+                     extra_env={"LAKEHOUSE_ATHENA_SCHEMA": "renamed"})
+
+    assert result.success, result.exception
+    statements = [" ".join(athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Query"].split())
+                  for query_id in athena.list_query_executions()["QueryExecutionIds"] if query_id not in earlier]
+    assert [sql for sql in statements if re.search(
+        r"alter table \S*`renamed_staging`\.`stg_dynamodb__customer_changes` "
+        r"rename to `renamed_staging`\.`stg_dynamodb__customers_changes`", sql, re.I)], statements
 
 
 def test_exact_number_casts_for_athena_validate_and_mean_what_the_oracle_says(

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.dbt
 
 # Events from 20:00 on: a key's changes (hours apart) run into the next day or two.
 GENERATOR_START = datetime(2026, 11, 1, 20, tzinfo=timezone.utc)
-HISTORY_BUILD = ["build", "--select", "stg_dynamodb__customers stg_dynamodb__customer_changes dim_customers_history",
+HISTORY_BUILD = ["build", "--select", "stg_dynamodb__customers stg_dynamodb__customers_changes dim_customers_history",
                  "--indirect-selection", "cautious"]
 # The first build runs the models' unit tests; the later builds (the same unit tests on
 # the same inputs) leave them out (WITHOUT_UNIT_TESTS).

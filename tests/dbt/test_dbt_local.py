@@ -31,7 +31,7 @@ pytestmark = pytest.mark.dbt
 
 CURRENT_STATE_MODELS = ["stg_dynamodb__customers", "stg_dynamodb__orders"]
 MODELS = {
-    "lakehouse_staging": [*CURRENT_STATE_MODELS, "stg_dynamodb__customer_changes"],
+    "lakehouse_staging": [*CURRENT_STATE_MODELS, "stg_dynamodb__customers_changes"],
     "lakehouse_intermediate": ["int_orders__lines_unnested", "int_customers__change_events"],
     "lakehouse_marts": list(SCENARIO_MARTS),
 }

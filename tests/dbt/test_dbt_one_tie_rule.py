@@ -23,7 +23,7 @@ pytestmark = pytest.mark.dbt
 WRITTEN = datetime(2024, 3, 1, 9, 30, 0, 123000, tzinfo=timezone.utc)  # both writes: this millisecond
 LESSER_ID = "0d6b2a64-4f8e-4a4e-9d3c-5b1f0c6a7e21"
 GREATER_ID = "f3a1c9e0-7b2d-4c55-8e6f-9a0b1c2d3e4f"
-MODELS = ["stg_dynamodb__customers", "stg_dynamodb__customer_changes", "dim_customers_history"]
+MODELS = ["stg_dynamodb__customers", "stg_dynamodb__customers_changes", "dim_customers_history"]
 
 
 def _write(data_dir: Path, batch_id: int, event_id: str, email: str) -> None:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.dbt
 
 BAD_BATCH_ID = 4
 LINES_TABLE = "lakehouse_intermediate.int_orders__lines_unnested"
-CHANGES_TABLE = "lakehouse_staging.stg_dynamodb__customer_changes"
+CHANGES_TABLE = "lakehouse_staging.stg_dynamodb__customers_changes"
 
 
 def _write_unreadable_customer_batch(data_dir: Path) -> Path:
@@ -65,18 +65,18 @@ def _break_changes_table(data_dir: Path) -> None:
     marts read, by a view of it that fails while a query reads an event time: each
     mart then fails inside its own build query."""
     with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
-        con.sql(f"alter table {CHANGES_TABLE} rename to stg_dynamodb__customer_changes_readable")
+        con.sql(f"alter table {CHANGES_TABLE} rename to stg_dynamodb__customers_changes_readable")
         con.sql(
             f"create view {CHANGES_TABLE} as select * replace "
             "(cast(error('change events unreadable') as timestamp) as _event_ts) "
-            "from lakehouse_staging.stg_dynamodb__customer_changes_readable"
+            "from lakehouse_staging.stg_dynamodb__customers_changes_readable"
         )
 
 
 def _restore_changes_table(data_dir: Path) -> None:
     with duckdb.connect(str(data_dir / "lakehouse.duckdb")) as con:
         con.sql(f"drop view {CHANGES_TABLE}")
-        con.sql("alter table lakehouse_staging.stg_dynamodb__customer_changes_readable rename to stg_dynamodb__customer_changes")
+        con.sql("alter table lakehouse_staging.stg_dynamodb__customers_changes_readable rename to stg_dynamodb__customers_changes")
 
 
 def _statuses(result: dbtRunnerResult) -> dict[str, str]:
@@ -109,7 +109,7 @@ def failed_rebuilds(scenario_copy: Path) -> FailedRebuilds:
     # compared table): not the app's models, whose raw tables the scenario leaves empty,
     # nor mart_freshness, which reads them too.
     rebuild = ["run", *EVENT_WINDOW, *SCENARIO_SELECTION,
-               "--exclude", "int_orders__lines_unnested", "stg_dynamodb__customer_changes"]
+               "--exclude", "int_orders__lines_unnested", "stg_dynamodb__customers_changes"]
     full_refresh = run_dbt([*rebuild, "--full-refresh"], data_dir)
     after_failed_full_refresh = all_tables(data_dir)
     incremental = run_dbt(rebuild, data_dir)
@@ -163,7 +163,7 @@ def test_retry_reruns_only_failed_and_skipped_nodes(failed_rebuilds: FailedRebui
     # change log: the staging merge and the change events table.
     assert failed == {
         "model.dynamodb_lakehouse.stg_dynamodb__customers",
-        "model.dynamodb_lakehouse.stg_dynamodb__customer_changes",
+        "model.dynamodb_lakehouse.stg_dynamodb__customers_changes",
     }
     # Children of the failed nodes were skipped, the orders branch was built.
     assert {

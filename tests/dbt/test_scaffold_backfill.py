@@ -30,7 +30,7 @@ pytestmark = pytest.mark.dbt
 PEOPLE_CONTRACT = (PACKAGED_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8").replace(
     "table: customers ", "table: people    ").replace("raw_table: customers ", "raw_table: people    ")
 # The hand-written models and their scaffolded twins; their tests come with them.
-COMPARED_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__customer_changes", "int_customers__change_events",
+COMPARED_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__customers_changes", "int_customers__change_events",
                    "dim_customers_history", "stg_dynamodb__people", "stg_dynamodb__people_changes", "dim_people_history")
 DATE = "2024-03-01T00:00:00Z"
 EXPORTED = DAY_2 + timedelta(hours=2)

@@ -1,6 +1,6 @@
 {#
   Distinct customer change events without their PII, for activity counts: a view
-  over stg_dynamodb__customer_changes, which already holds each event once (a
+  over stg_dynamodb__customers_changes, which already holds each event once (a
   redelivered event has the same _event_id), so that neither the activity mart nor
   this model's tests read the raw change log. Snapshots from a backfilled export are
   left out: they are an item's state at the export time, not a registration or an
@@ -15,5 +15,5 @@ select
     _is_ttl_delete as is_ttl_delete,
     _event_ts as event_ts,
     cast(_event_ts as date) as event_date
-from {{ ref('stg_dynamodb__customer_changes') }}
+from {{ ref('stg_dynamodb__customers_changes') }}
 where not {{ is_backfilled_snapshot('_event_id') }}

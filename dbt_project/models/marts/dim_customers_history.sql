@@ -1,6 +1,6 @@
 {#
   SCD2 history of customers: one row per version of each customer key (id, cust_name),
-  built from the distinct change events (stg_dynamodb__customer_changes: each event
+  built from the distinct change events (stg_dynamodb__customers_changes: each event
   once, at its first delivery) in event order (_ordering_value), so every INSERT and
   MODIFY is a version, also those between two dbt runs, and a late older event lands
   in its place. A version lasts until the key's next event; a version ended by a
@@ -13,7 +13,7 @@
   Incremental: a run recomputes the whole history of the keys with an event stored
   since the table's newest _ingested_at minus raw_lookback_hours (on a reprocess run
   instead: with an event in the range, as the staging models do), reading all the
-  stored events of those keys from stg_dynamodb__customer_changes, never the raw log;
+  stored events of those keys from stg_dynamodb__customers_changes, never the raw log;
   every other key is untouched. _ingested_at of a version is the newest _ingested_at
   of any event of its key, so every row a run writes is after its cutoff (the data
   tests narrow on that) and a full build computes the same value. PII per pii_mode,
@@ -36,7 +36,7 @@ touched_keys as (
         {{ keyed_surrogate_key(['id', 'cust_name'], 'customer_key') }} as customer_key,
         id,
         cust_name
-    from {{ ref('stg_dynamodb__customer_changes') }}
+    from {{ ref('stg_dynamodb__customers_changes') }}
     {%- if reprocess is not none %}
     where {{ in_reprocess_window('_event_ts') }}
     {%- else %}
@@ -58,7 +58,7 @@ key_events as (
         changes._event_id,
         changes._ingested_at,
         max(changes._ingested_at) over (partition by changes.id, changes.cust_name) as key_ingested_at
-    from {{ ref('stg_dynamodb__customer_changes') }} as changes
+    from {{ ref('stg_dynamodb__customers_changes') }} as changes
     {%- if is_incremental() %}
         inner join touched_keys
             on changes.id = touched_keys.id and changes.cust_name = touched_keys.cust_name

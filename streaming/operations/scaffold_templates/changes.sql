@@ -2,7 +2,7 @@
   stg_dynamodb__<raw_table>_changes: every distinct change event of a raw table, one row
   per _event_id at its first delivery.
 
-  The hand-written stg_dynamodb__customer_changes is this model for the customers
+  The hand-written stg_dynamodb__customers_changes is this model for the customers
   contract with two differences: it has no _is_snapshot column (int_customers__change_events
   marks the backfilled snapshots itself), and the stored events its reprocess branch
   emits to be deleted carry null PII columns (email, registration_date), not the stored
@@ -13,7 +13,7 @@
 
 [% filter paragraph %]
 Every distinct change event of [[ who(contract) ]]: one row per _event_id at its first delivery (earliest
-_ingested_at, then lowest _batch_id), as stg_dynamodb__customer_changes keeps them, so that a model needing
+_ingested_at, then lowest _batch_id), as stg_dynamodb__customers_changes keeps them, so that a model needing
 every change of a key (a history) reads this table, not the raw log: an incremental run reads raw only in
 the partitions written since its cutoff (raw_changes_this_run_reads). It adds the events it has not stored
 and replaces a stored one only with an earlier delivery; a reprocess run replaces the re-read events of its
