@@ -101,12 +101,12 @@ def section_name(base: str, sink: str) -> str:
 
 
 def quick_contracts(work: Path) -> str:
-    from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+    from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 
     folder = work / "contracts"
     folder.mkdir(parents=True, exist_ok=True)
     for name in QUICK_HUDI_KILL_CONTRACTS:
-        shutil.copy(Path(PACKAGED_CONTRACTS_DIR) / name, folder / name)
+        shutil.copy(Path(SAMPLE_CONTRACTS_DIR) / name, folder / name)
     return str(folder)
 
 

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.datasets import LandingSet, prefix_set, renamed_copy_set
 from benchmarks.measure import run_case
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 
 TABLE_COUNTS = (2, 6, 12)
 # The copies' names: each table name and raw table name of the packaged contracts with this suffix.
@@ -50,7 +50,7 @@ def renamed_contract(document: dict[str, Any], suffix: str = COPY_SUFFIX) -> dic
 
 def _packaged_documents() -> dict[str, dict[str, Any]]:
     return {path.name: yaml.safe_load(path.read_text(encoding="utf-8"))
-            for path in sorted(PACKAGED_CONTRACTS_DIR.glob("*.yml"))}
+            for path in sorted(SAMPLE_CONTRACTS_DIR.glob("*.yml"))}
 
 
 def copy_renames() -> dict[str, str]:
@@ -68,7 +68,7 @@ def contracts_folder(table_count: int, folder: Path) -> Path:
     for name, document in _packaged_documents().items():
         if table_count == 2 and name not in _TWO_TABLES:
             continue
-        shutil.copyfile(PACKAGED_CONTRACTS_DIR / name, folder / name)
+        shutil.copyfile(SAMPLE_CONTRACTS_DIR / name, folder / name)
         if table_count == 12:
             copy = folder / f"{Path(name).stem}{COPY_SUFFIX}.yml"
             copy.write_text(yaml.safe_dump(renamed_contract(document), sort_keys=False), encoding="utf-8")

@@ -23,9 +23,9 @@ import yaml
 
 from benchmarks.datasets import LandingSet
 from benchmarks.measure import stream_run
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 
-APP_CONTRACT = PACKAGED_CONTRACTS_DIR / "app.yml"
+APP_CONTRACT = SAMPLE_CONTRACTS_DIR / "app.yml"
 
 
 def flat_contract(routed: dict[str, Any]) -> dict[str, Any]:

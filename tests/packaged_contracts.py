@@ -6,12 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 
 
 def packaged_contracts_dir(folder: Path, *names: str) -> str:
     """`folder` (created) holding the packaged contracts `names` (file names without .yml)."""
     folder.mkdir(parents=True)
     for name in names:
-        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{name}.yml", folder)
+        shutil.copy(SAMPLE_CONTRACTS_DIR / f"{name}.yml", folder)
     return str(folder)

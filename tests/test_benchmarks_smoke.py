@@ -32,7 +32,7 @@ from benchmarks.routing_cost import APP_CONTRACT, flat_contract, routing_figures
 from benchmarks.rows import compare_data_dirs, data_dir_rows, staged_leftovers
 from benchmarks.run import folder_name
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract_file, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contract_file, load_contracts
 from streaming.contracts.model import INGEST_HOUR_COLUMN, TableContract, ingest_hour
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.io import layout as raw_layout
@@ -71,7 +71,7 @@ def test_job_and_copy_rates_are_positive_the_ratio_is_theirs_and_the_flat_varian
     identity = read_identity(tmp_path / "job")
     assert identity is not None and identity.checkpoint == str((tmp_path / "job" / "checkpoints" / "bench_smoke").resolve())
     # The routing bench's flat variant lands the same records, the app's in one raw table.
-    others = [PACKAGED_CONTRACTS_DIR / "customers.yml", PACKAGED_CONTRACTS_DIR / "orders.yml"]
+    others = [SAMPLE_CONTRACTS_DIR / "customers.yml", SAMPLE_CONTRACTS_DIR / "orders.yml"]
     flat = run_stream_job(spark, {"data_dir": str(tmp_path / "flat"), "landing_dir": str(landing.root),
                                   "contracts_dir": str(write_contract_dirs(tmp_path, others=others)["flat"]),
                                   "query_name": "bench_smoke_flat"})
@@ -114,7 +114,7 @@ def test_the_stage_profile_covers_every_stage_and_leaves_the_decode_whole(spark,
     # tables' records are quarantined, which the profile counts like any record).
     contracts_dir = tmp_path / "contracts"
     contracts_dir.mkdir()
-    shutil.copy(PACKAGED_CONTRACTS_DIR / "app.yml", contracts_dir)
+    shutil.copy(SAMPLE_CONTRACTS_DIR / "app.yml", contracts_dir)
     profile = profile_stages(spark, {"landing_dir": str(landing.root), "work_dir": str(tmp_path / "work"), "rounds": 1,
                                      "contracts_dir": str(contracts_dir)})
 

@@ -13,7 +13,7 @@ import pytest
 from cli_processes import LakehouseProcess
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations.demo import DEMO_MARKER, prepare_demo_dir, record_demo_output, single_table_lines
 from streaming.operations.marts_summary import INVOICED_MART, MARTS, MARTS_SCHEMA, summarize_marts
@@ -351,7 +351,7 @@ def test_ctrl_c_stops_a_processing_time_stream_after_its_batch(tmp_path, signal_
     # a cold JVM takes about 20 s less than for all six (the other records quarantine).
     contracts = tmp_path / "contracts"
     contracts.mkdir()
-    shutil.copy(PACKAGED_CONTRACTS_DIR / "customers.yml", contracts)
+    shutil.copy(SAMPLE_CONTRACTS_DIR / "customers.yml", contracts)
     assert main(["generate", "--data-dir", str(data), "--customers", "3", "--tenants", "0",
                  "--records-per-file", "40"]) == 0
     stream = LakehouseProcess(["stream", "--data-dir", str(data), "--contracts-dir", str(contracts), "--sink",

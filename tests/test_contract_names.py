@@ -18,7 +18,7 @@ import yaml
 
 from contract_files import EVENTS, checked_and_registered, load_contract, write_contract
 from streaming.contracts.evolution import ContractEvolutionError, ContractRegistry, contract_version
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contract_file, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contract_file, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.contracts.names import (
     ATHENA_DDL_RESERVED,
@@ -56,7 +56,7 @@ def with_attribute(name: str, spec: dict[str, Any], document: dict[str, Any] | N
 
 
 def app_with(entity: str, spec: dict[str, Any]) -> dict[str, Any]:
-    document = yaml.safe_load((PACKAGED_CONTRACTS_DIR / "app.yml").read_text(encoding="utf-8"))
+    document = yaml.safe_load((SAMPLE_CONTRACTS_DIR / "app.yml").read_text(encoding="utf-8"))
     document["entities"][entity] = spec
     return document
 
@@ -185,7 +185,7 @@ def test_athena_reserved_words_are_the_documented_lists() -> None:
 
 
 def test_the_packaged_contracts_use_no_refused_name() -> None:
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
 
     assert {"customers", "orders", "app_tenants", "app_users", "app_invoices", "app_unrouted"} == set(contracts)
 
@@ -277,7 +277,7 @@ def test_model_columns_are_the_columns_the_models_add() -> None:
     models (with history) add beside a contract's columns, the change metadata of the
     current-state macros, and the columns the hand-written staging models add next to
     `changes.*`; and nothing else."""
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     contract_columns = {column for contract in contracts.values()
                         for column in (*contract.business_columns, contract.partition_column)}
     cast_texts = {spec.column + CAST_TEXT_SUFFIX for contract in contracts.values()

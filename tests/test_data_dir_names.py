@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.io.layout import DataLayout
 from streaming.operations.demo import run_demo
 from streaming.operations.marts_summary import MARTS_SCHEMA
@@ -49,7 +49,7 @@ def test_a_data_dir_named_with_every_glob_character_streams_and_counts_only_its_
     contracts = tmp_path / "contracts"
     contracts.mkdir()
     for table in ("customers", "orders"):
-        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{table}.yml", contracts)
+        shutil.copy(SAMPLE_CONTRACTS_DIR / f"{table}.yml", contracts)
 
     result = run_demo(layout, seed=SEED, customers=CUSTOMER_COUNT, tenants=0, record_format="streams",
                       sink="parquet", contracts_dir=str(contracts), spark=spark, build_marts=False,

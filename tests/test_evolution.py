@@ -30,7 +30,7 @@ from streaming.contracts.evolution import (
     evolution_changes,
     schema_document,
 )
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import METADATA_COLUMNS, TableContract
 from streaming.contracts.spark_schema import raw_schema
 
@@ -39,7 +39,7 @@ ADDITION_NOTE = "(null in rows written before)"
 
 
 def packaged(table: str) -> dict[str, Any]:
-    return yaml.safe_load((PACKAGED_CONTRACTS_DIR / f"{table}.yml").read_text(encoding="utf-8"))
+    return yaml.safe_load((SAMPLE_CONTRACTS_DIR / f"{table}.yml").read_text(encoding="utf-8"))
 
 
 def edited(table: str, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -438,7 +438,7 @@ def test_register_needs_an_aware_time(tmp_path: Path) -> None:
 
 
 def test_guard_registers_every_contract_on_a_fresh_root(tmp_path: Path) -> None:
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     registry = ContractRegistry(tmp_path / "raw")
 
     versions = checked_and_registered(registry, contracts, NOW)
@@ -448,7 +448,7 @@ def test_guard_registers_every_contract_on_a_fresh_root(tmp_path: Path) -> None:
 
 
 def test_guard_restart_with_the_same_contracts_writes_nothing(tmp_path: Path) -> None:
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     first = checked_and_registered(ContractRegistry(tmp_path / "raw"), contracts, NOW)
     files = RecordingFileSystem()
     reported: list[str] = []
@@ -460,7 +460,7 @@ def test_guard_restart_with_the_same_contracts_writes_nothing(tmp_path: Path) ->
 
 def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(SAMPLE_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers")
     grown = contracts_dir(tmp_path, "grown", customers=edited("customers", _set("attributes.phoneNumber", {"type": "S"})),
                           orders=packaged("orders"))
@@ -479,7 +479,7 @@ def test_guard_registers_an_allowed_addition_and_reports_it(tmp_path: Path) -> N
 
 def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(SAMPLE_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers", "orders")
     changed = contracts_dir(
         tmp_path, "changed",
@@ -502,7 +502,7 @@ def test_guard_refuses_every_changed_table_at_once_and_registers_nothing(tmp_pat
 
 def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    before = checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    before = checked_and_registered(registry, load_contracts(SAMPLE_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers", "orders")
     mixed = contracts_dir(
         tmp_path, "mixed",
@@ -519,7 +519,7 @@ def test_guard_registers_nothing_when_one_table_is_refused(tmp_path: Path) -> No
 
 def test_guard_refuses_a_renamed_raw_table(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
-    checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    checked_and_registered(registry, load_contracts(SAMPLE_CONTRACTS_DIR), NOW)
     write_rows(tmp_path / "raw", "customers")
     renamed = contracts_dir(tmp_path, "renamed", customers=edited("customers", _set("raw_table", "clients")),
                             orders=packaged("orders"))
@@ -532,7 +532,7 @@ def test_guard_refuses_a_renamed_raw_table(tmp_path: Path) -> None:
 def test_guard_registers_a_new_table_beside_registered_ones(tmp_path: Path) -> None:
     registry = ContractRegistry(tmp_path / "raw")
     checked_and_registered(registry, contracts_dir(tmp_path, "one", customers=packaged("customers")), NOW)
-    both = load_contracts(PACKAGED_CONTRACTS_DIR)
+    both = load_contracts(SAMPLE_CONTRACTS_DIR)
 
     versions = checked_and_registered(registry, both, NOW)
 
@@ -555,7 +555,7 @@ def s3(mocked_aws: None) -> Any:
 def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> None:
     # A Hudi table's own files under the same raw root must not be taken for registry entries.
     s3.put_object(Bucket="lake", Key="raw/customers/.hoodie/hoodie.properties", Body=b"hoodie.table.name=customers\n")
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     registry = ContractRegistry("s3://lake/raw/")
 
     versions = checked_and_registered(registry, contracts, NOW)
@@ -572,7 +572,7 @@ def test_registry_on_s3_sits_beside_the_hudi_tables(s3: Any, tmp_path: Path) -> 
 
 def test_registry_on_s3_refuses_a_changed_contract(s3: Any, tmp_path: Path) -> None:
     registry = ContractRegistry("s3://lake/raw")
-    checked_and_registered(registry, load_contracts(PACKAGED_CONTRACTS_DIR), NOW)
+    checked_and_registered(registry, load_contracts(SAMPLE_CONTRACTS_DIR), NOW)
     s3.put_object(Bucket="lake", Key="raw/customers_changes/_ingest_hour=2026-11-23-18/part-0.parquet", Body=b"PAR1")
     changed = contracts_dir(tmp_path, "changed", customers=edited("customers", _delete("attributes.email")),
                             orders=packaged("orders"))
@@ -585,7 +585,7 @@ def test_an_s3a_raw_root_keeps_its_registry_in_the_same_s3_objects(s3: Any, tmp_
     # S3A (a Spark job outside Glue) names the bucket s3a://; taken for a local path, the
     # registry went to a folder named `s3a:` in the working directory.
     monkeypatch.chdir(tmp_path)
-    contracts = load_contracts(PACKAGED_CONTRACTS_DIR)
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     versions = checked_and_registered(ContractRegistry("s3a://lake/raw"), contracts, NOW)
 
     assert not (tmp_path / "s3a:").exists()

@@ -205,7 +205,8 @@ def test_lakehouse_dbt_takes_raw_as_of_out_of_dbts_arguments(tmp_path: Path, mon
                         lambda data_dir, args, **options: calls.append((list(args), options)))
     assert main(["dbt", "show", "--select", "stg_dynamodb__customers", "--raw-as-of", "20260404080000000",
                  "--data-dir", str(tmp_path)]) == 0
-    assert calls == [(["show", "--select", "stg_dynamodb__customers"], {"raw_as_of": "20260404080000000"})]
+    assert calls == [(["show", "--select", "stg_dynamodb__customers"],
+                      {"raw_as_of": "20260404080000000", "contracts_dir": None})]
 
 
 def test_the_freshness_bench_sees_a_hudi_change_logs_keys_once_committed(hudi_spark, hudi_data_dir: Path) -> None:

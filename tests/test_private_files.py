@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 
@@ -20,7 +20,7 @@ def test_after_a_stream_no_file_under_the_data_dir_is_readable_by_group_or_other
     # a raw table, the quarantine, its checkpoint and its records, and Spark plans one table.
     contracts = tmp_path / "contracts"
     contracts.mkdir()
-    shutil.copy(PACKAGED_CONTRACTS_DIR / "customers.yml", contracts)
+    shutil.copy(SAMPLE_CONTRACTS_DIR / "customers.yml", contracts)
     shell_umask = os.umask(0o022)  # a usual shell's
     try:
         assert main(["generate", "--data-dir", str(layout.root), "--customers", "3", "--tenants", "0",

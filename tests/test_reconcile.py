@@ -11,7 +11,7 @@ import pytest
 from app_items import audit, invoice, tenant, user, write_app_full_export
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations.batches.backfill import backfill
 from streaming.operations.reconcile import ReconcileError, reconcile
@@ -27,7 +27,7 @@ def packaged_contract_dir(root: Path, name: str) -> str:
     every contract's raw tables, and the other tables only add planning time."""
     folder = root / f"contracts-{name}"
     folder.mkdir()
-    shutil.copy(PACKAGED_CONTRACTS_DIR / f"{name}.yml", folder)
+    shutil.copy(SAMPLE_CONTRACTS_DIR / f"{name}.yml", folder)
     return str(folder)
 
 

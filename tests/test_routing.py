@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.spark_schema import change_log_schema
 from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.io.quarantine_writer import QuarantineWriter
@@ -62,7 +62,7 @@ ACCOUNTS = {
 @pytest.fixture(scope="module")
 def contracts(tmp_path_factory):
     directory = tmp_path_factory.mktemp("contracts")
-    shutil.copy(PACKAGED_CONTRACTS_DIR / "app.yml", directory / "app.yml")
+    shutil.copy(SAMPLE_CONTRACTS_DIR / "app.yml", directory / "app.yml")
     (directory / "things.yml").write_text(yaml.safe_dump(THINGS, sort_keys=False), encoding="utf-8")
     (directory / "accounts.yml").write_text(yaml.safe_dump(ACCOUNTS, sort_keys=False), encoding="utf-8")
     return load_contracts(directory)

@@ -50,7 +50,7 @@ def test_package_zip_holds_both_packages_and_imports_from_sys_path(tmp_path: Pat
                for path in root.rglob("*")
                if path.is_file() and path.suffix in (".py", ".yml") and "__pycache__" not in path.parts}
     assert set(names) == sources
-    assert "streaming/operations/reconcile.py" in names and "streaming/contracts/orders.yml" in names
+    assert "streaming/operations/reconcile.py" in names and "streaming/samples/contracts/orders.yml" in names
     assert "lakehouse_dbt/env.py" in names
     # First on sys.path, the zip wins over any installed copy (the shared venv's points elsewhere).
     imported = subprocess.run(

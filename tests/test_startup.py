@@ -10,7 +10,7 @@ import yaml
 
 from contract_files import checked_and_registered, write_contract
 from streaming.contracts.evolution import ContractRegistry, contract_version
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import DataLayout
 from streaming.operations import stream as stream_operation
 from streaming.runtime import startup
@@ -113,7 +113,7 @@ def test_a_start_that_dies_before_spark_planned_registers_nothing_so_the_next_st
     (layout.raw / "customers" / "part-0.parquet").write_bytes(b"rows of version 1")
 
     def customers_with(column: str) -> Path:
-        document = yaml.safe_load((PACKAGED_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8"))
+        document = yaml.safe_load((SAMPLE_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8"))
         document["attributes"]["nickname"] = {"type": "S", "column": column, "description": "What friends say."}
         return write_contract(tmp_path / column, document, "customers.yml").parent
 

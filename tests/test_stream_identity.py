@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io.layout import STREAM_IDENTITY_FILE, DataLayout
 from streaming.operations.status import status
 from streaming.operations.stream import stream
@@ -28,7 +28,7 @@ def contracts_of(folder: Path, *tables: str) -> str:
     the generator's plain tables, and each further contract only adds Spark planning."""
     folder.mkdir()
     for table in tables:
-        shutil.copy(PACKAGED_CONTRACTS_DIR / f"{table}.yml", folder)
+        shutil.copy(SAMPLE_CONTRACTS_DIR / f"{table}.yml", folder)
     return str(folder)
 
 

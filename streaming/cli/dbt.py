@@ -68,7 +68,7 @@ def run_dbt(args: argparse.Namespace, layout: DataLayout) -> None:
             dbt_args += reprocess_args(args.reprocess_from, args.reprocess_to)
         except ValueError as exc:
             raise DbtFailed(str(exc)) from exc
-    run_dbt_command(layout.root, dbt_args, raw_as_of=args.raw_as_of, **one_table)
+    run_dbt_command(layout.root, dbt_args, raw_as_of=args.raw_as_of, contracts_dir=args.contracts_dir, **one_table)
 
 
 def _raw_tables_of(args: argparse.Namespace) -> list[str]:
@@ -100,4 +100,4 @@ def scaffold_table(args: argparse.Namespace, layout: DataLayout) -> None:
 def serve_docs(args: argparse.Namespace, layout: DataLayout) -> None:
     from streaming.operations.docs_site import serve_docs as serve
 
-    serve(layout.root, args.port, out=lambda line: print(line, flush=True))
+    serve(layout.root, args.port, contracts_dir=args.contracts_dir, out=lambda line: print(line, flush=True))

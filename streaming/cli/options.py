@@ -5,6 +5,7 @@ import argparse
 import re
 from pathlib import Path
 
+from streaming.contracts.loader import CONTRACTS_DIR_ENV
 from streaming.io.layout import DATA_DIR_ENV, DataDirUnusable, local_data_dir
 from streaming.io.sinks import DEFAULT_SINK, SINK_NAMES
 from streaming.runtime.trigger import checked_interval
@@ -17,7 +18,9 @@ def add_project_options(parser: argparse.ArgumentParser, default: object) -> Non
         "--data-dir", type=data_dir_argument, default=default,
         help=f"data directory, a local folder (default ${DATA_DIR_ENV} or ./data)"
     )
-    parser.add_argument("--contracts-dir", default=default, help="table contracts folder (default: packaged)")
+    parser.add_argument("--contracts-dir", default=default,
+                        help=f"table contracts folder (default ${CONTRACTS_DIR_ENV}, else yours in streaming/contracts/, "
+                             "else the demo's sample tables)")
 
 
 def add_sink_option(parser: argparse.ArgumentParser) -> None:

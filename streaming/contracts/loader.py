@@ -1,6 +1,8 @@
 """Loading table contracts: YAML files into `TableContract`s (model.py), validated.
 
-A contract is a YAML file in `streaming/contracts/` (or `$LAKEHOUSE_CONTRACTS_DIR`).
+A contract is a YAML file in a folder of contracts, chosen by `choose_contracts`: the one
+`--contracts-dir` or `$LAKEHOUSE_CONTRACTS_DIR` names, else the user's own in
+`streaming/contracts/`, else the demo's sample tables in `streaming/samples/contracts/`.
 Loading validates it completely without Spark, so a bad contract fails at start-up
 with the file, the offending field and its line in the message, never in the middle
 of a batch. A single-table design's file becomes one contract per entity plus its
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -49,7 +51,15 @@ from streaming.contracts.names import (
 )
 
 CONTRACTS_DIR_ENV = "LAKEHOUSE_CONTRACTS_DIR"
-PACKAGED_CONTRACTS_DIR = Path(__file__).parent
+# The user's own contracts (where `lakehouse contract infer --out` writes them) and the
+# demo's sample tables, each read as package resources: in the zip the Glue job imports
+# this package from (--extra-py-files) they are zip members, not folders on disk.
+OWN_CONTRACTS_DIR = Path(__file__).parent
+SAMPLE_CONTRACTS_DIR = OWN_CONTRACTS_DIR.parent / "samples" / "contracts"
+CONTRACT_SUFFIXES = (".yml", ".yaml")
+# The dbt var by which dbt_project.yml enables the sample tables' models: true exactly
+# when the contracts are the samples.
+SAMPLES_DBT_VAR = "lakehouse_samples"
 
 _TOP_LEVEL_KEYS = frozenset(
     {"table", "raw_table", "description", "key", "attributes", "partitioning", "entities", "unrouted_table"}
@@ -156,21 +166,72 @@ def load_contract_file(path: str | Path | Traversable) -> tuple[TableContract, .
     return _parse_contract(document, _Source(str(path), _key_lines(node)))
 
 
-def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
-    """All contracts in `directory` (default: $LAKEHOUSE_CONTRACTS_DIR, else the packaged ones),
-    one per raw table, keyed by raw table name."""
+@dataclass(frozen=True)
+class ContractSet:
+    """The folder of contracts a command reads, and why it was chosen."""
+
     folder: Path | Traversable
-    if directory is None and not os.environ.get(CONTRACTS_DIR_ENV):
-        # Read as package resources: in the zip the Glue job imports this package from
-        # (--extra-py-files) the packaged contracts are zip members, not a folder on disk.
-        folder = resources.files("streaming") / PACKAGED_CONTRACTS_DIR.name
-    else:
-        folder = Path(directory or os.environ[CONTRACTS_DIR_ENV])
+    # The demo's sample tables (streaming/samples/contracts/), named or fallen back on.
+    is_samples: bool
+    # Named by --contracts-dir or $LAKEHOUSE_CONTRACTS_DIR rather than found by default.
+    named: bool
+
+    def fallback_notice(self) -> str | None:
+        """The line a command prints when it fell back on the samples: a user who expects
+        their own tables must not take the demo's for theirs."""
+        if not self.is_samples or self.named:
+            return None
+        tables = ", ".join(entry.name.rsplit(".", 1)[0] for entry in contract_files(self.folder))
+        return (f"no contracts of your own in streaming/contracts/: using the sample tables {tables} "
+                "(lakehouse contract infer adds yours; docs/contracts.md)")
+
+
+def own_contracts_folder() -> Traversable:
+    return resources.files("streaming") / OWN_CONTRACTS_DIR.name
+
+
+def sample_contracts_folder() -> Traversable:
+    return resources.files("streaming") / SAMPLE_CONTRACTS_DIR.parent.name / SAMPLE_CONTRACTS_DIR.name
+
+
+def contract_files(folder: Path | Traversable) -> list[Path | Traversable]:
+    """The contract files of `folder`, in file-name order (the order they are read in)."""
+    return sorted((entry for entry in folder.iterdir() if entry.name.endswith(CONTRACT_SUFFIXES)),
+                  key=lambda entry: entry.name)
+
+
+def choose_contracts(directory: str | Path | None = None) -> ContractSet:
+    """The contracts every command reads: `directory` or $LAKEHOUSE_CONTRACTS_DIR when
+    given; else the user's own in streaming/contracts/ when it holds at least one; else
+    the demo's sample tables, so that the demo and a first `lakehouse stream` work on a
+    fresh checkout while a user's lakehouse never carries the demo's tables beside theirs."""
+    given = directory or os.environ.get(CONTRACTS_DIR_ENV)
+    if given:
+        return ContractSet(Path(given), Path(given).resolve() == SAMPLE_CONTRACTS_DIR.resolve(), named=True)
+    own = own_contracts_folder()
+    if contract_files(own):
+        return ContractSet(own, is_samples=False, named=False)
+    return ContractSet(sample_contracts_folder(), is_samples=True, named=False)
+
+
+def load_contracts(directory: str | Path | None = None) -> dict[str, TableContract]:
+    """All contracts of `choose_contracts(directory)`, one per raw table, keyed by raw table name."""
+    return load_contract_folder(choose_contracts(directory).folder)
+
+
+def with_sample_contracts(contracts: Mapping[str, TableContract]) -> dict[str, TableContract]:
+    """`contracts` with the sample tables' beside them, for what dbt reads the contracts
+    through (the generated macros): the one dbt project holds the sample tables' models
+    too, built by the demo in any data directory. A raw table of `contracts` wins over a
+    sample's of the same name."""
+    return {**load_contract_folder(sample_contracts_folder()), **contracts}
+
+
+def load_contract_folder(folder: Path | Traversable) -> dict[str, TableContract]:
+    """All contracts in `folder`, one per raw table, keyed by raw table name."""
     if not folder.is_dir():
         raise ContractError(f"{folder}: contracts directory does not exist")
-    paths = sorted(
-        (entry for entry in folder.iterdir() if entry.name.endswith((".yml", ".yaml"))), key=lambda entry: entry.name
-    )
+    paths = contract_files(folder)
     if not paths:
         raise ContractError(f"{folder}: no table contracts (*.yml) found")
     contracts: dict[str, TableContract] = {}

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import load_contracts, with_sample_contracts
 from streaming.contracts.model import AttributeSpec, ContractError, TableContract, parse_cast
 from streaming.contracts.types import DYNAMODB_TYPES
 from streaming.runtime.dbt_runner import PROJECT_DIR
@@ -67,7 +67,7 @@ def render_macro(casts: dict[str, dict[str, dict[str, str | int]]]) -> str:
 
 
 def expected_macro() -> str:
-    return render_macro(all_casts(load_contracts().values()))
+    return render_macro(all_casts(with_sample_contracts(load_contracts()).values()))
 
 
 def _walk(spec: AttributeSpec, path: str, where: str) -> Iterable[tuple[str, str, AttributeSpec]]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import load_contracts, with_sample_contracts
 from streaming.contracts.model import AttributeSpec, TableContract
 
 MACRO_FILE = Path(__file__).resolve().parents[2] / "macros" / "pii" / "contract_columns.sql"
@@ -52,7 +52,7 @@ def render_macro(contracts: Mapping[str, TableContract]) -> str:
 
 
 def main() -> None:
-    MACRO_FILE.write_text(render_macro(load_contracts()), encoding="utf-8")
+    MACRO_FILE.write_text(render_macro(with_sample_contracts(load_contracts())), encoding="utf-8")
     print(f"wrote {MACRO_FILE}")
 
 

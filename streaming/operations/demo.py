@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.atomic_files import write_json_atomically
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.contracts.model import TableContract
 from streaming.errors import OperatorError
 from streaming.io import layout as raw_layout
@@ -311,7 +312,10 @@ def run_demo(
 ) -> DemoResult:
     """`lakehouse demo`: fresh sample data -> stream (available-now) -> counts (per raw
     table, and per entity of each single-table design) -> dbt build -> mart summary, under
-    the data directory's lock throughout."""
+    the data directory's lock throughout. The sample tables' contracts (the generator
+    writes their changes), whatever contracts of their own the user has, unless
+    `contracts_dir` names others; dbt builds the sample tables' models."""
+    contracts_dir = str(SAMPLE_CONTRACTS_DIR) if contracts_dir is None else contracts_dir
     if build_marts:
         # Before anything is written: a folder dbt's database cannot live in.
         check_database_folder(layout.root.resolve())
@@ -336,7 +340,7 @@ def run_demo(
             marts_summary = None
             if build_marts:
                 out(f"[4/{steps}] dbt build on the local DuckDB target (staging -> intermediate -> marts, with tests)")
-                run_dbt_command(layout.root, ["build"])
+                run_dbt_command(layout.root, ["build"], contracts_dir=SAMPLE_CONTRACTS_DIR)
                 marts_summary = summarize_marts(layout.root)
                 out(marts_summary)
                 out("documentation of these tables (descriptions, columns, lineage): run `lakehouse docs` "

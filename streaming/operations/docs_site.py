@@ -14,7 +14,8 @@ from pathlib import Path
 
 from streaming.errors import OperatorError
 from streaming.io.layout import DataLayout, require_data_dir
-from streaming.runtime.dbt_runner import run_dbt
+from streaming.contracts.loader import choose_contracts
+from streaming.runtime.dbt_runner import run_dbt, with_samples_var
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -31,9 +32,11 @@ def docs_target_dir(data_dir: Path) -> Path:
     return DataLayout(Path(data_dir).resolve()).dbt_target
 
 
-def generate_docs(data_dir: Path) -> Path:
-    """Runs `dbt docs generate` on the local target; returns the folder to serve."""
-    result = run_dbt(["docs", "generate"], data_dir)
+def generate_docs(data_dir: Path, contracts_dir: str | Path | None = None,
+                  out: Callable[[str], None] = print) -> Path:
+    """Runs `dbt docs generate` on the local target, the sample tables' models included only
+    when the contracts are the samples (as `lakehouse dbt` builds them); returns the folder to serve."""
+    result = run_dbt(with_samples_var(["docs", "generate"], choose_contracts(contracts_dir), out), data_dir)
     target = docs_target_dir(data_dir)
     if not result.success:
         raise DocsSiteError(f"dbt docs generate failed; details in {DataLayout(Path(data_dir)).dbt_log}")
@@ -57,7 +60,8 @@ def site_address(server: ThreadingHTTPServer) -> str:
     return f"http://{host}:{port}/"
 
 
-def serve_docs(data_dir: Path, port: int = DEFAULT_PORT, *, out: Callable[[str], None] = print) -> None:
+def serve_docs(data_dir: Path, port: int = DEFAULT_PORT, *, contracts_dir: str | Path | None = None,
+               out: Callable[[str], None] = print) -> None:
     """`lakehouse docs`: generates the site, prints its address and serves it until
     interrupted (Ctrl-C)."""
     if not 0 <= port <= 65535:
@@ -67,7 +71,7 @@ def serve_docs(data_dir: Path, port: int = DEFAULT_PORT, *, out: Callable[[str],
         # The catalog (column types, row counts) comes from the built tables.
         out(f"no built tables in {data_dir}: the site will list models without their columns' types; "
             "run `lakehouse demo` or `lakehouse dbt build` first for the full catalog")
-    site_dir = generate_docs(data_dir)
+    site_dir = generate_docs(data_dir, contracts_dir, out)
     server = docs_server(site_dir, port)
     out(f"dbt docs for {Path(data_dir).resolve()}: {site_address(server)} (Ctrl-C stops the server)")
     try:

@@ -18,7 +18,8 @@ edit, as dbt-codegen's `generate_base_model` does:
   from the contract.
 
 It also regenerates the two macros dbt reads the contracts through (contract_casts.py,
-contract_pii.py), which cover every contract.
+contract_pii.py), which cover every contract and the sample tables' (the demo builds
+their models in the same project).
 
 The text of every file is a template in scaffold_templates/, rendered with Jinja2 (which
 dbt brings) under bracketed tags (`[[ ]]`, `[% %]`, `[# #]`), so that the dbt Jinja the
@@ -47,7 +48,7 @@ import yaml
 
 from streaming.atomic_files import write_text_atomically
 from streaming.contracts.duckdb_schema import duckdb_type
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import load_contracts, with_sample_contracts
 from streaming.contracts.model import (
     CHANGE_LOG_METADATA_COLUMNS,
     CHANGE_RECORD_COLUMN,
@@ -183,9 +184,9 @@ def scaffold_files(contracts: Mapping[str, TableContract], table: str, *, histor
         files.append(render(STAGING_DIR / yaml_file(table, "models"), "models.yml", contracts=modelled))
     if history and modelled:
         files.append(render(MARTS_DIR / yaml_file(table, "history"), "history.yml", contracts=modelled))
-    all_contracts = list(contracts.values())
-    files.append(GeneratedFile(CASTS_MACRO, contract_casts.render_macro(contract_casts.all_casts(all_contracts))))
-    files.append(GeneratedFile(PII_MACRO, contract_pii.render_macro(contracts)))
+    covered = with_sample_contracts(contracts)
+    files.append(GeneratedFile(CASTS_MACRO, contract_casts.render_macro(contract_casts.all_casts(covered.values()))))
+    files.append(GeneratedFile(PII_MACRO, contract_pii.render_macro(covered)))
     return files
 
 

@@ -59,6 +59,8 @@ class StatusReport:
     # Per raw table whose format's reader refused one of its tables: why, and what to do.
     # It has no counts; every other table has.
     unreadable: dict[str, str] = field(default_factory=dict)
+    # Said before the counts: that the tables are the samples, fallen back on for want of the user's own.
+    contracts_notices: tuple[str, ...] = ()
 
     def commit_lines(self, newest: int = 3) -> list[str]:
         """Each table's newest commits: instant, operation, rows written, batch."""
@@ -86,7 +88,8 @@ class StatusReport:
 
     def lines(self) -> list[str]:
         width = max([len(table) for table in self.change_rows] + [len("raw table")])
-        out = [f"active data root: {self.active_root}"] if self.active_root else []
+        out = list(self.contracts_notices)
+        out += [f"active data root: {self.active_root}"] if self.active_root else []
         out += [f"{'raw table':<{width}}  {'change log':>10}  {'current':>8}  {'batches':>7}"]
         out += [
             f"{table:<{width}}  {rows:>10}  {self.current_rows[table]:>8}  {self.raw_batches[table]:>7}"
@@ -112,7 +115,8 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
     import duckdb
 
     require_data_dir(layout.root)
-    contracts = load_checked_contracts(contracts_dir)
+    notices: list[str] = []
+    contracts = load_checked_contracts(contracts_dir, report=notices.append)
     data_dir = layout.root
     layout = layout.active()
     change_rows: dict[str, int] = {}
@@ -152,7 +156,7 @@ def status(layout: DataLayout, *, contracts_dir: str | None = None) -> StatusRep
                         tuple(error_output_warnings(DataLayout(data_dir).landing)),
                         tuple(unfinished_operations(layout.root)), unrouted_items, unrouted_changes,
                         {contract.raw_table: contract.table for contract in contracts.values() if contract.unrouted},
-                        commits, cast_misfits, not_counted, unreadable)
+                        commits, cast_misfits, not_counted, unreadable, tuple(notices))
 
 
 # The schema of the staging models in the local DuckDB file (profiles.yml's schema and

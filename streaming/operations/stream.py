@@ -45,7 +45,7 @@ def stream(
     if not local_landing_files(layout.landing):
         raise OperatorError(f"no landing files under {layout.landing}; run `lakehouse generate` first")
     options = StreamOptions(trigger, interval, sink, max_files_per_trigger, max_bytes_per_trigger)
-    contracts = load_checked_contracts(contracts_dir)
+    contracts = load_checked_contracts(contracts_dir, report=out)
     # Lock, identity and contracts are checked before Spark starts: a refusal costs no JVM start.
     with hold_data_dir(layout.root, "stream", report=out):
         target = layout.active()

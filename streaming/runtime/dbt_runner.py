@@ -17,6 +17,7 @@ import yaml
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from lakehouse_dbt.pii_key import KEY_ENV, ensure_local_key
+from streaming.contracts.loader import SAMPLES_DBT_VAR, ContractSet, choose_contracts
 from streaming.errors import OperatorError
 from streaming.io.formats.raw_format import RawReadRefused
 from streaming.io.formats.registry import format_to_read
@@ -255,6 +256,16 @@ def with_dbt_var(dbt_args: Sequence[str], name: str, value: Any) -> list[str]:
     return args
 
 
+def with_samples_var(dbt_args: Sequence[str], contracts: ContractSet, report: Callable[[str], None]) -> list[str]:
+    """`dbt_args` with the var lakehouse_samples (dbt_project.yml enables the sample tables'
+    models by it) true when `contracts` are the samples, false when they are the user's own,
+    unless the command sets it; said when the samples were fallen back on."""
+    notice = contracts.fallback_notice()
+    if notice is not None:
+        report(notice)
+    return with_dbt_var(dbt_args, SAMPLES_DBT_VAR, contracts.is_samples)
+
+
 def raw_dbt_args(
     data_dir: Path, dbt_args: Sequence[str], raw_as_of: str | None = None,
     report: Callable[[str], None] = lambda line: print(line, flush=True),
@@ -283,13 +294,16 @@ def run_dbt_command(
     *,
     raw_as_of: str | None = None,
     table: tuple[str, Sequence[str]] | None = None,
+    contracts_dir: str | Path | None = None,
     report: Callable[[str], None] = lambda line: print(line, flush=True),
 ) -> None:
     """`lakehouse dbt <args>`: dbt on this repository's project with the local data directory.
 
     Hudi raw tables are read through hudi-rs (raw_dbt_args), as of `raw_as_of` when
-    given. `table` (a DynamoDB table and its raw tables) selects that table's nodes and
-    the seeds they read (table_selection); otherwise a `build` or `run` whose selection
+    given. The sample tables' models are built only when the contracts the stream reads
+    (`contracts_dir`, else choose_contracts's) are the samples (with_samples_var).
+    `table` (a DynamoDB table and its raw tables) selects that table's nodes and the
+    seeds they read (table_selection); otherwise a `build` or `run` whose selection
     reads what it does not build is fitted to the data directory (fill_in_unbuilt_inputs).
     dbt writes its own progress; a failure ends with dbt's own error (failure_summary),
     not only a pointer to a log that a usage error never writes.
@@ -299,6 +313,7 @@ def run_dbt_command(
     # dbt would create a missing one empty and build nothing from it.
     require_data_dir(data_dir)
     dbt_args, left_out = raw_dbt_args(data_dir, dbt_args, raw_as_of, report)
+    dbt_args = with_samples_var(dbt_args, choose_contracts(contracts_dir), report)
     if table is not None:
         selected = table_selection(data_dir, dbt_args, *table)
         counts = ", ".join(f"{count} {kind}" for kind, count in selected.counts().items())

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from streaming.contracts.evolution import ContractRegistry, check_contracts, register_contracts
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import choose_contracts, load_contract_folder
 from streaming.contracts.model import ContractError, TableContract
 from streaming.contracts.spark_schema import check_partition_expression
 from streaming.errors import OperatorError
@@ -167,12 +167,21 @@ class StartedStream:
     source: DataFrame | LandingStream
 
 
-def load_checked_contracts(contracts_dir: str | Path | None = None) -> dict[str, TableContract]:
-    """The table contracts of `contracts_dir` (default: the packaged ones), validated."""
+def load_checked_contracts(
+    contracts_dir: str | Path | None = None, report: Printer | None = None
+) -> dict[str, TableContract]:
+    """The table contracts of `contracts_dir` (default: choose_contracts's), validated.
+    A command that acts on the tables passes `report`, told when they are the samples
+    fallen back on."""
+    chosen = choose_contracts(contracts_dir)
     try:
-        return load_contracts(contracts_dir)
+        contracts = load_contract_folder(chosen.folder)
     except ContractError as exc:
         raise StartupError(f"invalid table contracts: {exc}") from exc
+    notice = chosen.fallback_notice()
+    if report is not None and notice is not None:
+        report(notice)
+    return contracts
 
 
 def check_contract_changes(raw_root: str | Path, contracts: Mapping[str, TableContract], report: Printer) -> None:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import TableContract, contracts_of_table
 from streaming.io.dynamodb_export import (
     EXPORT_ROOT_FOLDER,
@@ -52,7 +52,7 @@ def write_full_export(
     """Write a FULL_EXPORT of DynamoDB table `table_name`'s `items` under `out_dir`;
     returns the export directory.
 
-    `contracts` names the table's key (default: the packaged contracts)."""
+    `contracts` names the table's key (default: the sample tables' contracts)."""
     export_time = as_utc(export_time)
     export_id = _export_id(table_name, export_time, FULL_EXPORT)
     keys = _keys_for(table_name, contracts)
@@ -187,7 +187,7 @@ def _write_manifests(export_dir: Path, summary: dict[str, Any], data_files: list
 def _keys_for(table_name: str, contracts: Mapping[str, TableContract] | None) -> tuple[str, ...]:
     """The key of DynamoDB table `table_name`. An export holds a whole table: for a
     single-table design every raw table of it, which all share the table's key."""
-    contracts = load_contracts() if contracts is None else contracts
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR) if contracts is None else contracts
     described = contracts_of_table(contracts, table_name)
     if not described:
         known = sorted({contract.table for contract in contracts.values()})

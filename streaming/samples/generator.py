@@ -35,7 +35,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io.dynamodb_export import SAMPLE_REGION, DynamoItem
 from streaming.pipeline import reasons
 from streaming.samples.export_writer import SAMPLE_ACCOUNT, IncrementalChange
@@ -223,7 +223,7 @@ def generate_cdc(
         if count < 0:
             raise ValueError(f"{name} must not be negative, got {count}")
     raw_tables = (CUSTOMERS, ORDERS, *(APP_RAW_TABLES if tenants else ()))
-    contracts = load_contracts()
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     missing = set(raw_tables) - set(contracts)
     if missing:
         raise ValueError(f"no table contract for raw table(s) {sorted(missing)}")

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import TableContract
 from streaming.io import layout as raw_layout
 from streaming.samples.raw_schema import arrow_raw_schema
@@ -46,7 +46,7 @@ def _complete_row(row: Mapping[str, Any], contract: TableContract, ingested_at: 
     full.setdefault("_source_table", contract.table)
     full.setdefault("_ingested_at", ingested_at)
     full.setdefault("_contract_version", contract_version(contract))
-    # Every packaged contract partitions on the last character of the partition key.
+    # Every sample contract partitions on the last character of the partition key.
     partition_key_column = contract.attribute(contract.partition_key).column
     full.setdefault(contract.partition_column, str(full[partition_key_column])[-1:])
     return full
@@ -66,7 +66,7 @@ def write_raw_batch(
     `_event_name` (default INSERT), `sequence` (an int, padded like the sink does) or
     any metadata column to override. Replaying a batch id replaces its folder.
     """
-    contract = load_contracts()[table]
+    contract = load_contracts(SAMPLE_CONTRACTS_DIR)[table]
     schema = arrow_raw_schema(contract)
     rows = list(rows)
     unknown = {name for row in rows for name in row} - set(schema.names) - {"sequence"}

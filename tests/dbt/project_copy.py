@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
 # What dbt reads of the project: its settings, the models, macros and seeds.
@@ -25,7 +25,7 @@ def copy_project(project: Path) -> Path:
 
 def copy_contracts(contracts_dir: Path, added: dict[str, str]) -> Path:
     """The packaged contracts, plus `added` (file name -> YAML text)."""
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, contracts_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(SAMPLE_CONTRACTS_DIR, contracts_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     for name, text in added.items():
         (contracts_dir / name).write_text(text, encoding="utf-8")
     return contracts_dir

@@ -16,7 +16,7 @@ from contract_files import load_contract
 from dbt_scenario import DAY_2, EVENT_WINDOW, INGESTED, WITHOUT_UNIT_TESTS
 
 from streaming.cli import main as lakehouse
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import ContractError
 from streaming.io.layout import DataLayout
 from streaming.operations.contract_casts import MACRO_PATH, all_casts, column_casts, expected_macro, main
@@ -38,7 +38,7 @@ DUCKDB_TYPES = {"timestamp": "TIMESTAMP", "date": "DATE", "bigint": "BIGINT"}
 
 def _contract_copy(tmp_path: Path, edit) -> Path:
     """The packaged orders contract, edited, alone in a contracts folder."""
-    document = yaml.safe_load((PACKAGED_CONTRACTS_DIR / "orders.yml").read_text(encoding="utf-8"))
+    document = yaml.safe_load((SAMPLE_CONTRACTS_DIR / "orders.yml").read_text(encoding="utf-8"))
     edit(document)
     folder = tmp_path / "contracts"
     folder.mkdir()
@@ -210,7 +210,7 @@ def test_every_cast_column_of_a_staging_model_warns_when_a_value_does_not_fit() 
     """Issue 30 item 2: the columns come from the contracts' casts (top-level ones: list
     items stay in their list in staging), the tests from the models' YAML."""
     cast_columns = {(f"stg_dynamodb__{raw_table}", path)
-                    for raw_table, casts in all_casts(load_contracts(PACKAGED_CONTRACTS_DIR).values()).items()
+                    for raw_table, casts in all_casts(load_contracts(SAMPLE_CONTRACTS_DIR).values()).items()
                     for path in casts if "." not in path and "[" not in path}
     tested = {key: tests["fits_contract_cast"] for key, tests in _column_tests().items() if "fits_contract_cast" in tests}
 

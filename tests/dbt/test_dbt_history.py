@@ -19,7 +19,7 @@ import pytest
 from dbt_scenario import WITHOUT_UNIT_TESTS
 from dbt_tables import pseudonym
 
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.generator import CUSTOMERS, TrueEvent, generate_cdc, land_cdc
 from streaming.samples.raw_fixtures import write_raw_batch
@@ -182,7 +182,7 @@ def test_daily_activity_counts_the_true_events_streamed_through_the_pipeline(spa
     # the app's records are quarantined, where no raw table of theirs is planned).
     contracts = tmp_path / "contracts"
     contracts.mkdir()
-    shutil.copy(PACKAGED_CONTRACTS_DIR / "customers.yml", contracts)
+    shutil.copy(SAMPLE_CONTRACTS_DIR / "customers.yml", contracts)
     # Two micro-batches (nine files), so that re-deliveries also land in a later batch
     # than the original (the stream de-duplicates only within a batch).
     stream(layout, sink="parquet", spark=spark, max_files_per_trigger=5, contracts_dir=str(contracts),

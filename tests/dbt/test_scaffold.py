@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from streaming.cli import main
-from streaming.contracts.loader import PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import CHANGE_LOG_METADATA_COLUMNS
 from streaming.errors import OperatorError
 from streaming.operations import scaffold as scaffold_module
@@ -58,7 +58,7 @@ partitioning:
 def widgets_contracts_dir(tmp_path: Path) -> Path:
     """The packaged contracts and widgets.yml, in a folder of their own."""
     folder = tmp_path / "contracts"
-    shutil.copytree(PACKAGED_CONTRACTS_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(SAMPLE_CONTRACTS_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     (folder / "widgets.yml").write_text(WIDGETS_CONTRACT, encoding="utf-8")
     return folder
 
@@ -341,7 +341,7 @@ def test_scaffold_without_the_contracts_of_a_table_scaffolded_before_is_refused(
     before = _files(project)
 
     with pytest.raises(ScaffoldRefused) as refused:
-        scaffold("app", project_dir=project, contracts=load_contracts(PACKAGED_CONTRACTS_DIR))
+        scaffold("app", project_dir=project, contracts=load_contracts(SAMPLE_CONTRACTS_DIR))
 
     message = str(refused.value)
     assert "_dynamodb__widgets__sources.yml declares source dynamodb.widgets_changes" in message

@@ -20,14 +20,14 @@ import pytest
 from dbt_scenario import DAY_1, DAY_2, EVENT_WINDOW
 from project_copy import copy_contracts, copy_project
 
-from streaming.contracts.loader import CONTRACTS_DIR_ENV, PACKAGED_CONTRACTS_DIR, load_contracts
+from streaming.contracts.loader import CONTRACTS_DIR_ENV, SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.operations.scaffold import scaffold
 from streaming.runtime.dbt_runner import failure_summary, run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
 
 pytestmark = pytest.mark.dbt
 
-PEOPLE_CONTRACT = (PACKAGED_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8").replace(
+PEOPLE_CONTRACT = (SAMPLE_CONTRACTS_DIR / "customers.yml").read_text(encoding="utf-8").replace(
     "table: customers ", "table: people    ").replace("raw_table: customers ", "raw_table: people    ")
 # The hand-written models and their scaffolded twins; their tests come with them.
 COMPARED_MODELS = ("stg_dynamodb__customers", "stg_dynamodb__customers_changes", "int_customers__change_events",

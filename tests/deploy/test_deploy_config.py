@@ -115,8 +115,8 @@ def test_the_package_zip_is_reproducible_and_importable(tmp_path):
     assert first.read_bytes() == second.read_bytes()
     names = zipfile.ZipFile(first).namelist()
     assert "streaming/__init__.py" in names and "streaming/runtime/glue_job.py" in names
-    assert {n for n in names if n.startswith("streaming/contracts/") and n.endswith(".yml")} == {
-        f"streaming/contracts/{p.name}" for p in (REPO / "streaming" / "contracts").glob("*.yml")
+    assert {n for n in names if n.startswith("streaming/samples/contracts/") and n.endswith(".yml")} == {
+        f"streaming/samples/contracts/{p.name}" for p in (REPO / "streaming" / "samples" / "contracts").glob("*.yml")
     }
     assert "lakehouse_dbt/env.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
