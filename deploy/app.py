@@ -20,9 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `cdk` runs this file as a script from deploy/
     sys.path.insert(0, str(REPO_ROOT))
 
-from deploy.config import DeployConfig, load_config, require_contracts  # noqa: E402
+from deploy.config import DeployConfig, deployed_contracts, load_config  # noqa: E402
 from deploy.stacks.lakehouse import LakehouseStack  # noqa: E402
-from streaming.contracts.loader import load_contracts  # noqa: E402
 
 DEFAULT_CONFIG = REPO_ROOT / "deploy" / "config.example.yml"
 # CDK feature flags this app relies on (https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html):
@@ -35,8 +34,7 @@ FEATURE_FLAGS = {
 
 
 def build_app(config: DeployConfig, outdir: str | None = None) -> tuple[cdk.App, LakehouseStack]:
-    # The DynamoDB tables the contracts describe (load_contracts keys them by raw table).
-    require_contracts(config, {contract.table for contract in load_contracts().values()})
+    contracts = deployed_contracts(config, lambda line: print(line, file=sys.stderr))
     # The CDK CLI sets CDK_OUTDIR; run directly, the app writes cdk.out/ in the repository.
     outdir = outdir or os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out")
     app = cdk.App(context=FEATURE_FLAGS, outdir=outdir)
@@ -46,6 +44,7 @@ def build_app(config: DeployConfig, outdir: str | None = None) -> tuple[cdk.App,
         app,
         config.prefix,
         config=config,
+        contracts=contracts,
         build_dir=Path(app.outdir) / "build",
         env=env,
         description="DynamoDB CDC lakehouse: Kinesis, Glue streaming into raw Hudi, dbt on Athena, alarms",

@@ -6,13 +6,14 @@ with the key's name instead of a half-built stack or a failed CloudFormation upd
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from streaming.contracts.loader import ContractSet, choose_contracts, load_contract_folder
 from streaming.runtime.glue_job import OPTIONAL_ARGS
 
 # Worker types Glue offers for Spark streaming jobs
@@ -166,6 +167,19 @@ def require_contracts(config: DeployConfig, contract_tables: set[str]) -> None:
         f"dynamodb_tables: no contract in streaming/contracts/ for {', '.join(missing)} "
         "(the job would quarantine all their changes as unknown_table)",
     )
+
+
+def deployed_contracts(config: DeployConfig, report: Callable[[str], None]) -> ContractSet:
+    """The contracts the job is packaged with (choose_contracts), checked against the
+    streamed tables: the demo's sample tables pass only for a config that names them,
+    and are then said to be the samples."""
+    contracts = choose_contracts()
+    # The DynamoDB tables, not the raw tables: `app` is one table of several entities.
+    require_contracts(config, {contract.table for contract in load_contract_folder(contracts.folder).values()})
+    notice = contracts.fallback_notice()
+    if notice is not None:
+        report(f"WARNING: the job streams the demo's tables: {notice}")
+    return contracts
 
 
 def load_config(path: str | Path) -> DeployConfig:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
-from cli_processes import REPO
+from cli_processes import REPO, fresh_python
 
+from deploy.config import ConfigError, deployed_contracts, parse_config
 from streaming.cli import main
 from streaming.contracts import loader
 from streaming.contracts.loader import (
@@ -27,6 +29,7 @@ from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.pipeline.reasons import UNKNOWN_TABLE
 from streaming.runtime.dbt_runner import with_samples_var
+from streaming.runtime.package_zip import build_package_zip
 from streaming.runtime.startup import load_checked_contracts
 
 SAMPLE_RAW_TABLES = ["app_invoices", "app_tenants", "app_unrouted", "app_users", "customers", "orders"]
@@ -141,6 +144,56 @@ def test_dbt_builds_the_sample_models_only_for_the_samples(own_contracts):
     # A command that sets the var itself keeps it.
     assert with_samples_var(["build", "--vars", "{lakehouse_samples: true}"], choose_contracts(), said.append) == [
         "build", "--vars", '{"lakehouse_samples": true}']
+
+
+def _zipped_contracts(archive: Path) -> list[str]:
+    """The contract files in the zip: YAML files of the user's or the samples' folder."""
+    return sorted(name for name in zipfile.ZipFile(archive).namelist()
+                  if name.startswith(("streaming/contracts/", "streaming/samples/contracts/"))
+                  and name.endswith((".yml", ".yaml")))
+
+
+def _raw_tables_read_from(archive: Path) -> list[str]:
+    """The raw tables the Glue job's default contracts name, read from the zip alone."""
+    probe = (f"import sys; sys.path.insert(0, {str(archive)!r}); "
+             "from streaming.contracts.loader import load_contracts; print(' '.join(sorted(load_contracts())))")
+    completed = fresh_python(probe)
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.split()
+
+
+def test_the_glue_jobs_zip_holds_the_users_contracts_alone(own_contracts, tmp_path):
+    (own_contracts / "shop.yml").write_text(SHOP_CONTRACT, encoding="utf-8")
+
+    archive = build_package_zip(tmp_path / "job" / "streaming.zip", contracts=choose_contracts())
+
+    assert _zipped_contracts(archive) == ["streaming/contracts/shop.yml"]
+    assert _raw_tables_read_from(archive) == ["shop_orders"]
+
+
+def test_the_glue_jobs_zip_holds_the_samples_when_they_were_fallen_back_on(own_contracts, tmp_path):
+    archive = build_package_zip(tmp_path / "job" / "streaming.zip", contracts=choose_contracts())
+
+    assert _zipped_contracts(archive) == [f"streaming/contracts/{name}" for name in ("app.yml", "customers.yml",
+                                                                                       "orders.yml")]
+    assert _raw_tables_read_from(archive) == SAMPLE_RAW_TABLES
+
+
+def test_a_deploy_of_the_samples_needs_a_config_naming_them_and_warns(own_contracts):
+    said: list[str] = []
+    samples_config = parse_config({"dynamodb_tables": ["customers", "orders"]})
+
+    assert deployed_contracts(samples_config, said.append).is_samples
+    assert said == [f"WARNING: the job streams the demo's tables: {FALLBACK}"]
+    with pytest.raises(ConfigError, match="no contract in streaming/contracts/ for shop"):
+        deployed_contracts(parse_config({"dynamodb_tables": ["shop"]}), said.append)
+
+    (own_contracts / "shop.yml").write_text(SHOP_CONTRACT, encoding="utf-8")
+    said.clear()
+    assert not deployed_contracts(parse_config({"dynamodb_tables": ["shop"]}), said.append).is_samples
+    assert said == []
+    with pytest.raises(ConfigError, match="no contract in streaming/contracts/ for customers, orders"):
+        deployed_contracts(samples_config, said.append)
 
 
 def test_the_demo_streams_the_samples_and_the_users_stream_its_own_table_alone(spark, own_contracts, tmp_path):

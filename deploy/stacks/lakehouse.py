@@ -23,10 +23,12 @@ from deploy.stacks.parts.job_keeper import add_job_keeper
 from deploy.stacks.parts.lake_formation import add_lake_formation_grants
 from deploy.stacks.parts.storage import add_storage
 from deploy.stacks.parts.streaming_job import add_streaming_job
+from streaming.contracts.loader import ContractSet
 
 
 class LakehouseStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, config: DeployConfig, build_dir: Path, **kwargs) -> None:
+    def __init__(self, scope: Construct, construct_id: str, config: DeployConfig, contracts: ContractSet,
+                 build_dir: Path, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         # The order is the template's: the data key's policy lists its statements in the
         # order the parts add them (storage, dbt's secret, alarms), and the CDKMetadata
@@ -34,9 +36,10 @@ class LakehouseStack(Stack):
         storage = add_storage(self, config)
         catalog = add_catalog(self, config, storage)
         stream = add_change_stream(self, config, storage)
-        job = add_streaming_job(self, config, storage, catalog.databases[config.raw_database], stream, build_dir)
+        job = add_streaming_job(self, config, storage, catalog.databases[config.raw_database], stream, contracts,
+                                build_dir)
         add_job_keeper(self, config, storage, job)
-        dbt = add_dbt_schedule(self, config, storage, catalog.dbt_workgroup)
+        dbt = add_dbt_schedule(self, config, storage, catalog.dbt_workgroup, contracts)
         analyst_role = add_analyst_access(self, config, storage, catalog.analyst_workgroup)
         if config.lake_formation_grants:
             add_lake_formation_grants(self, config, catalog, job.role, dbt.role, analyst_role)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import zipfile
 from pathlib import Path
 
 from cfn_template import as_list, logical_id, render
+from node_required import require_node
+
+from deploy.config import parse_config
+from streaming.contracts import loader
 
 from streaming.io import metrics
 from streaming.runtime.glue_job import REQUIRED_ARGS, job_settings, kinesis_source_options
@@ -275,6 +280,29 @@ def test_dbt_runs_on_schedule_with_the_athena_target_and_the_pii_secret(synthesi
         if render(rule["Properties"]["Targets"][0]["Arn"]).startswith("${Dbt")
     }
     assert sorted(schedules.values()) == sorted([config.dbt_build_schedule, config.dbt_freshness_schedule])
+
+
+def test_a_deploy_of_ones_own_contracts_ships_them_alone_and_builds_no_sample_model(tmp_path, monkeypatch):
+    own = tmp_path / "own-contracts"
+    own.mkdir()
+    (own / "shop.yml").write_text(
+        "table: shop\nraw_table: shop_orders\nkey: {partition_key: order_id}\n"
+        "attributes: {order_id: {column: order_id, type: S}}\n"
+        "partitioning: {column: order_bucket, expression: 'substring(order_id, -1, 1)'}\n", encoding="utf-8")
+    monkeypatch.setattr(loader, "own_contracts_folder", lambda: own)
+    monkeypatch.delenv(loader.CONTRACTS_DIR_ENV, raising=False)
+
+    require_node()
+    from deploy.app import build_app
+
+    app, stack = build_app(parse_config({"dynamodb_tables": ["shop"]}), outdir=str(tmp_path / "cdk.out"))
+    template = json.loads(Path(app.synth().get_stack_by_name(stack.stack_name).template_full_path).read_text())
+
+    commands = [json.loads(resource["Properties"]["Source"]["BuildSpec"])["phases"]["build"]["commands"][-1]
+                for resource in template["Resources"].values() if resource["Type"] == "AWS::CodeBuild::Project"]
+    assert len(commands) == 2 and all(command.endswith(" --vars '{lakehouse_samples: false}'") for command in commands)
+    zipped = zipfile.ZipFile(tmp_path / "cdk.out" / "build" / "streaming.zip").namelist()
+    assert [name for name in zipped if name.endswith(".yml") and "contracts/" in name] == ["streaming/contracts/shop.yml"]
 
 
 def test_alarms_watch_lag_liveness_quarantine_unrouted_items_and_dbt(synthesized):

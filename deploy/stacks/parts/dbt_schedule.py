@@ -28,6 +28,7 @@ from deploy.stacks.iam_actions import (
 from deploy.stacks.parts import REPO_ROOT
 from deploy.stacks.parts.catalog import grant_athena_queries, grant_bucket_location
 from deploy.stacks.parts.storage import CURATED_PREFIX, DBT_RESULTS_PREFIX, RAW_PREFIX, Storage
+from streaming.contracts.loader import SAMPLES_DBT_VAR, ContractSet
 
 DBT_IMAGE_WORKDIR = "/opt/lakehouse"
 
@@ -40,7 +41,7 @@ class DbtSchedule:
 
 
 def add_dbt_schedule(
-    stack: Stack, config: DeployConfig, storage: Storage, workgroup: athena.CfnWorkGroup
+    stack: Stack, config: DeployConfig, storage: Storage, workgroup: athena.CfnWorkGroup, contracts: ContractSet
 ) -> DbtSchedule:
     if config.pii_secret_arn:
         pii_secret = secretsmanager.Secret.from_secret_complete_arn(stack, "PiiKey", config.pii_secret_arn)
@@ -80,6 +81,10 @@ def add_dbt_schedule(
         type=codebuild.BuildEnvironmentVariableType.SECRETS_MANAGER, value=pii_secret.secret_arn
     )
 
+    # The sample tables' models and sources are enabled by default (dbt_project.yml); a job
+    # packaged with the user's own contracts writes no raw table of theirs to read.
+    without_samples = "" if contracts.is_samples else f" --vars '{{{SAMPLES_DBT_VAR}: false}}'"
+
     def project(construct_id: str, suffix: str, command: str) -> codebuild.Project:
         log_group = storage.log_group(stack, f"{construct_id}Logs", logs.RetentionDays.THREE_MONTHS)
         return codebuild.Project(
@@ -108,9 +113,9 @@ def add_dbt_schedule(
         "build",
         # The models read the PII key from a table the key publisher writes first;
         # unit tests check SQL logic and run in CI (docs/dbt.md, "Tests").
-        "python -m lakehouse_dbt.athena_pii_key && dbt build --exclude-resource-type unit_test",
+        f"python -m lakehouse_dbt.athena_pii_key && dbt build --exclude-resource-type unit_test{without_samples}",
     )
-    freshness = project("DbtSourceFreshness", "source-freshness", "dbt source freshness")
+    freshness = project("DbtSourceFreshness", "source-freshness", f"dbt source freshness{without_samples}")
     for construct_id, scheduled, schedule in (
         ("DbtBuildSchedule", build, config.dbt_build_schedule),
         ("DbtFreshnessSchedule", freshness, config.dbt_freshness_schedule),

@@ -26,6 +26,7 @@ from deploy.stacks.iam_actions import (
 )
 from deploy.stacks.parts import REPO_ROOT
 from deploy.stacks.parts.storage import CHECKPOINT_PREFIX, QUARANTINE_PREFIX, RAW_PREFIX, Storage
+from streaming.contracts.loader import ContractSet
 from streaming.io import metrics
 from streaming.runtime.package_zip import build_package_zip
 
@@ -54,9 +55,10 @@ def add_streaming_job(
     storage: Storage,
     raw_database: glue.CfnDatabase,
     stream: kinesis.Stream,
+    contracts: ContractSet,
     build_dir: Path,
 ) -> StreamingJob:
-    package_zip = build_package_zip(build_dir / "streaming.zip")
+    package_zip = build_package_zip(build_dir / "streaming.zip", contracts=contracts)
     package_asset = s3_assets.Asset(stack, "StreamingPackage", path=str(package_zip))
     script_asset = s3_assets.Asset(stack, "GlueJobScript", path=str(REPO_ROOT / "streaming" / "runtime" / "glue_job.py"))
     lake = f"s3://{storage.lake_bucket.bucket_name}"
