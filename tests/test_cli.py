@@ -13,6 +13,7 @@ from packaged_contracts import packaged_contracts_dir
 
 from streaming.cli import main
 from streaming.cli.options import byte_size
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.io.layout import DataLayout, default_data_dir
 from streaming.operations.demo import DEMO_MARKER, record_demo_output, run_demo
 from streaming.operations.marts_summary import INVOICED_MART, MARTS_SCHEMA
@@ -164,7 +165,7 @@ def test_demo_generates_streams_counts_builds_the_marts_and_a_second_demo_starts
         ).fetchall()[0][0]
     assert inserts == truth.event_counts["customers"]["INSERT"] == result.generation.events["customers"]["INSERT"]
     # The demo's status comes before its dbt build; the misfit counts come from that build.
-    after_build = status(layout)
+    after_build = status(layout, contracts_dir=str(SAMPLE_CONTRACTS_DIR))
     assert result.status.cast_misfits_not_counted.startswith("no dbt build") and after_build.cast_misfits
     assert replace(result.status, cast_misfits=after_build.cast_misfits, cast_misfits_not_counted=None) == after_build
     assert any("change log" in line and "current" in line for line in printed)
