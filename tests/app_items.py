@@ -1,4 +1,4 @@
-"""Items and change records of the sample single-table design `app` (streaming/contracts/app.yml),
+"""Items and change records of the sample single-table design `app` (streaming/samples/contracts/app.yml),
 written by hand in DynamoDB JSON for the operations tests: tenants, users, invoices, and
 AUDIT# items, a kind no entity of the packaged contract matches (they land in app_unrouted)."""
 from __future__ import annotations
