@@ -35,6 +35,7 @@ import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 from benchmarks.measure import RESULT_PREFIX, tree_cpu_seconds
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR
 from streaming.contracts.model import TableContract
 from streaming.io.layout import HUDI_TIMELINE_FOLDER, QUERY_NAME, DataLayout
 from streaming.io.quarantine_writer import QuarantineWriter
@@ -208,7 +209,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     """landing -> decode -> order -> quarantine split -> local sink, as `lakehouse stream` runs it.
 
     Params: `data_dir`, `landing_dir`, optional `sink` (`parquet`, the default, or
-    `hudi`), `contracts_dir` (default: the packaged contracts), `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
+    `hudi`), `contracts_dir` (default: the sample tables', which the generator writes), `max_files_per_trigger`, `max_bytes_per_trigger`, `trigger`
     (`available-now` or `processing-time` with `interval`, `ready_file`, `stop_file`,
     `timeout_s`). Returns the query's seconds and the per-batch reports' figures.
     """
@@ -238,7 +239,7 @@ def run_stream_job(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
     # second writer is refused by it; a killed run's record is taken over on restart).
     with hold_data_dir(Path(params["data_dir"]), "stream", report=print):
         stream = start_stream(spark, LandingFiles(DataLayout(Path(params["data_dir"])), landing, options),
-                              load_checked_contracts(params.get("contracts_dir")), print,
+                              load_checked_contracts(params.get("contracts_dir", SAMPLE_CONTRACTS_DIR)), print,
                               metrics=recorder, wrap_sinks=killable)
         query, size = stream.query, stream.source.trigger_size
         if trigger == "processing-time":

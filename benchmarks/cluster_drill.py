@@ -194,10 +194,10 @@ def _tail(path: Path, characters: int = 3000) -> str:
 
 
 def current_state_report(reference_raw: Path, cluster_raw: Path) -> ReconcileReport:
-    from streaming.contracts.loader import load_contracts
+    from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
     from streaming.operations.reconcile import reconcile
 
-    return reconcile(str(reference_raw), str(cluster_raw), load_contracts())
+    return reconcile(str(reference_raw), str(cluster_raw), load_contracts(SAMPLE_CONTRACTS_DIR))
 
 
 def cluster_drill(work: Path, *, customers: int, records_per_file: int, files_per_batch: int, seed: int,

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from streaming.contracts.evolution import contract_version
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.contracts.model import INGEST_HOUR_COLUMN
 from streaming.io import layout as raw_layout
 from streaming.io.layout import DataLayout
@@ -150,7 +150,7 @@ def write_raw_changes(data_dir: Path, batch_id: int, first_event: int, rows: int
                    max(1, key_space - int(key_space * CUSTOMER_SHARE))),
     }
     raw_root = DataLayout(data_dir).raw
-    contracts = load_contracts()
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     written = {}
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")

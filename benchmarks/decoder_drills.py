@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.fuzz import FuzzRecord, base_records, hostile_records
 from benchmarks.rows import QUARANTINE_FILE_GLOB, batch_files
-from streaming.contracts.loader import load_contracts
+from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
 from streaming.io import layout as raw_layout
 from streaming.io.landing_reader import is_utf8
 from streaming.io.layout import DataLayout
@@ -54,7 +54,7 @@ def fuzz_drill(spark: SparkSession, work: Path, bad: int, good_customers: int, b
     landing = DataLayout(work).landing
     landing.mkdir(parents=True, exist_ok=True)
     per_batch = -(-len(lines) // batches)
-    contracts = load_contracts()
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     pipeline = Pipeline(contracts, LocalParquetSink(str(work)), QuarantineWriter(str(work)))
     failures, records_in = [], 0
     for batch_id in range(batches):
@@ -195,7 +195,7 @@ def raw_final_state(spark: SparkSession, batches: list[list[str]]) -> tuple[dict
 
     # The customers' contract alone: every record here is a customers change, and each
     # further contract only adds Spark planning to each batch's decode.
-    contract = load_contracts()["customers"]
+    contract = load_contracts(SAMPLE_CONTRACTS_DIR)["customers"]
     contracts = {"customers": contract}
     per_batch = []
     for batch_id, lines in enumerate(batches):
@@ -222,7 +222,7 @@ def staging_final_state(spark: SparkSession, batches: list[list[str]],
 
     from streaming.runtime.dbt_runner import run_dbt
 
-    contracts = load_contracts()
+    contracts = load_contracts(SAMPLE_CONTRACTS_DIR)
     clock_ticks = iter(_BASE + timedelta(hours=tick) for tick in range(10_000))
     pipeline = Pipeline(contracts, LocalParquetSink(str(data_dir)), QuarantineWriter(str(data_dir)),
                         clock=lambda: next(clock_ticks))
