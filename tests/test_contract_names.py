@@ -286,7 +286,7 @@ def test_model_columns_are_the_columns_the_models_add() -> None:
                            if generated.path.suffix == ".sql")
     metadata = (REPO / "macros" / "staging" / "change_metadata_columns.sql").read_text(encoding="utf-8")
     staging = [path.read_text(encoding="utf-8") for path in sorted((PROJECT_DIR / "dbt_project" / "models"
-                                                                    / "staging").glob("*.sql"))]
+                                                                    / "staging").rglob("*.sql"))]
     beside_star = {alias for sql in staging
                    for block in re.findall(r"select\s+(?:\w+\.)?\*,(.*?)\bfrom\b", sql, flags=re.DOTALL)
                    for alias in _aliases(block)}

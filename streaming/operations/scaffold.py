@@ -8,7 +8,7 @@ edit, as dbt-codegen's `generate_base_model` does:
   the same CTE chain and shared macros as stg_dynamodb__orders (current_state,
   typed_by_contract, composite_key, quality_issues, change_metadata_columns);
 - `models/staging/stg_dynamodb__<raw_table>_changes.sql`: the change events, one row
-  per eventID at its first delivery, as stg_dynamodb__customer_changes keeps them;
+  per eventID at its first delivery, as stg_dynamodb__customers_changes keeps them;
 - with `history`, `models/marts/dim_<raw_table>_history.sql`: SCD2 versions from the
   change events, PII protected as the contract says (from_contract);
 - the YAML beside them: the sources (`_dynamodb__<table>__sources.yml`, the change log
@@ -64,6 +64,10 @@ from streaming.runtime.dbt_runner import PROJECT_DIR
 MODELS_DIR = Path("dbt_project") / "models"
 STAGING_DIR = MODELS_DIR / "staging"
 MARTS_DIR = MODELS_DIR / "marts"
+# The demo's tables (customers, orders, app) have their dbt files in a folder of this name
+# in each layer, which dbt_project.yml disables (var lakehouse_samples) for a lakehouse
+# whose contracts are its own.
+SAMPLES_FOLDER = "samples"
 CASTS_MACRO = contract_casts.MACRO_PATH.relative_to(PROJECT_DIR)
 PII_MACRO = contract_pii.MACRO_FILE.relative_to(PROJECT_DIR)
 SOURCE_NAME = "dynamodb"
@@ -134,7 +138,7 @@ def scaffold(
     `project_dir`; refuse (ScaffoldRefused, nothing written) when a file to change was
     not written by scaffold or was edited since, unless `force`."""
     contracts = load_contracts() if contracts is None else contracts
-    files = scaffold_files(contracts, table, history=history)
+    files = scaffold_files(contracts, table, history=history, project_dir=project_dir)
     for generated in files:
         _inside_project(project_dir, generated.path)
     _refuse_sources_declared_elsewhere(project_dir, files, contracts, table)
@@ -162,8 +166,12 @@ def scaffold(
     return result
 
 
-def scaffold_files(contracts: Mapping[str, TableContract], table: str, *, history: bool = False) -> list[GeneratedFile]:
-    """Every file scaffold writes for `table`, with its text; the contract macros last."""
+def scaffold_files(
+    contracts: Mapping[str, TableContract], table: str, *, history: bool = False, project_dir: Path | None = None
+) -> list[GeneratedFile]:
+    """Every file scaffold writes for `table`, with its text; the contract macros last. With
+    `project_dir`, in the folders the table's files are in there (table_folders)."""
+    staging_dir, marts_dir = table_folders(project_dir, contracts, table)
     raw_tables = sorted(contracts_of_table(contracts, table).values(), key=lambda contract: contract.raw_table)
     if not raw_tables:
         known = sorted({contract.table for contract in contracts.values()})
@@ -175,19 +183,49 @@ def scaffold_files(contracts: Mapping[str, TableContract], table: str, *, histor
 
     files: list[GeneratedFile] = []
     for contract in modelled:
-        files.append(render(STAGING_DIR / f"{staging_model(contract)}.sql", "current_state.sql", contract=contract))
-        files.append(render(STAGING_DIR / f"{changes_model(contract)}.sql", "changes.sql", contract=contract))
+        files.append(render(staging_dir / f"{staging_model(contract)}.sql", "current_state.sql", contract=contract))
+        files.append(render(staging_dir / f"{changes_model(contract)}.sql", "changes.sql", contract=contract))
         if history:
-            files.append(render(MARTS_DIR / f"{history_model(contract)}.sql", "history.sql", contract=contract))
-    files.append(render(STAGING_DIR / yaml_file(table, "sources"), "sources.yml", contracts=raw_tables))
+            files.append(render(marts_dir / f"{history_model(contract)}.sql", "history.sql", contract=contract))
+    files.append(render(staging_dir / yaml_file(table, "sources"), "sources.yml", contracts=raw_tables))
     if modelled:
-        files.append(render(STAGING_DIR / yaml_file(table, "models"), "models.yml", contracts=modelled))
+        files.append(render(staging_dir / yaml_file(table, "models"), "models.yml", contracts=modelled))
     if history and modelled:
-        files.append(render(MARTS_DIR / yaml_file(table, "history"), "history.yml", contracts=modelled))
+        files.append(render(marts_dir / yaml_file(table, "history"), "history.yml", contracts=modelled))
     covered = with_sample_contracts(contracts)
     files.append(GeneratedFile(CASTS_MACRO, contract_casts.render_macro(contract_casts.all_casts(covered.values()))))
     files.append(GeneratedFile(PII_MACRO, contract_pii.render_macro(covered)))
     return files
+
+
+def table_folders(
+    project_dir: Path | None, contracts: Mapping[str, TableContract], table: str
+) -> tuple[Path, Path]:
+    """The staging and marts folders of `table`'s files: staging/ and marts/, or the same
+    subfolder of each when the table's sources YAML from an earlier run is in one of
+    staging/ (moved there, as the samples' are), so that a re-run rewrites them in place.
+    A table of one's own named like a sample table does not go into the samples' folder."""
+    if project_dir is not None:
+        staging = project_dir / STAGING_DIR
+        for found in sorted(staging.rglob(yaml_file(table, "sources"))):
+            subfolder = found.parent.relative_to(staging)
+            if SAMPLES_FOLDER not in subfolder.parts or _samples_in_use(project_dir, contracts):
+                return STAGING_DIR / subfolder, MARTS_DIR / subfolder
+    return STAGING_DIR, MARTS_DIR
+
+
+def _samples_in_use(project_dir: Path, contracts: Mapping[str, TableContract]) -> bool:
+    """Whether `contracts` describe every raw table the samples' YAML declares as a source,
+    as the sample contracts do; contracts of one's own do not, and then dbt_project.yml
+    disables the sample models (var lakehouse_samples)."""
+    described = _raw_tables_described(contracts)
+    return all(name in described for path in sorted((project_dir / MODELS_DIR).rglob("*.yml"))
+               if SAMPLES_FOLDER in (relative := path.relative_to(project_dir)).parts
+               for name in _declared_source_tables(path, relative))
+
+
+def _raw_tables_described(contracts: Mapping[str, TableContract]) -> set[str]:
+    return {name for contract in contracts.values() for name in (contract.raw_table, contract.changes_table)}
 
 
 # ---------------------------------------------------------------- headers and overwrite rules
@@ -235,11 +273,13 @@ def _refuse_sources_declared_elsewhere(
     `table`'s raw tables (dbt refuses a source declared twice, and a hand-written YAML such as
     _dynamodb__sources.yml keeps its tables), or a raw table none of `contracts` describes
     (the contract macros regenerated from them would lose its casts and PII flags, and every
-    model reading it would fail to compile: a table scaffolded from another contracts folder)."""
+    model reading it would fail to compile: a table scaffolded from another contracts folder).
+    The samples' sources are never undescribed: the contract macros always cover the sample
+    tables (with_sample_contracts). dbt refuses a second source of a name even beside a
+    disabled one, so a raw table named as a sample's clashes, samples on or off."""
     ours = {generated.path for generated in files}
-    names = {name for contract in contracts_of_table(contracts, table).values()
-             for name in (contract.raw_table, contract.changes_table)}
-    described = {name for contract in contracts.values() for name in (contract.raw_table, contract.changes_table)}
+    names = _raw_tables_described(contracts_of_table(contracts, table))
+    described = _raw_tables_described(contracts)
     clashes, undescribed = [], []
     for path in sorted((project_dir / MODELS_DIR).rglob("*.yml")):
         relative = path.relative_to(project_dir)
@@ -248,12 +288,13 @@ def _refuse_sources_declared_elsewhere(
         for name in _declared_source_tables(path, relative):
             if name in names:
                 clashes.append(f"{relative} declares source {SOURCE_NAME}.{name}")
-            elif name not in described:
+            elif name not in described and SAMPLES_FOLDER not in relative.parts:
                 undescribed.append(f"{relative} declares source {SOURCE_NAME}.{name}")
     if clashes:
         raise ScaffoldRefused(
             "these raw tables already have hand-written dbt sources:\n  " + "\n  ".join(clashes)
-            + "\nKeep the hand-written models, or delete their sources and models to let scaffold write them."
+            + "\nKeep the hand-written models, or delete their sources and models to let scaffold write them "
+            "(or, for a table of your own named like a sample table, give its contract another raw_table)."
         )
     if undescribed:
         raise ScaffoldRefused(

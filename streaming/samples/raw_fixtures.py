@@ -58,15 +58,17 @@ def write_raw_batch(
     batch_id: int,
     rows: Iterable[Mapping[str, Any]],
     ingested_at: datetime,
+    contract: TableContract | None = None,
 ) -> Path:
     """Writes one micro-batch of change rows into the change log of raw table `table`;
-    returns its folder (under the hour of `ingested_at`).
+    returns its folder (under the hour of `ingested_at`). `contract` is the table's when
+    it is not a sample table.
 
     Each row gives business columns plus `_event_ts` (aware datetime) and optionally
     `_event_name` (default INSERT), `sequence` (an int, padded like the sink does) or
     any metadata column to override. Replaying a batch id replaces its folder.
     """
-    contract = load_contracts(SAMPLE_CONTRACTS_DIR)[table]
+    contract = contract or load_contracts(SAMPLE_CONTRACTS_DIR)[table]
     schema = arrow_raw_schema(contract)
     rows = list(rows)
     unknown = {name for row in rows for name in row} - set(schema.names) - {"sequence"}

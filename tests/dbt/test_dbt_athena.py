@@ -184,7 +184,7 @@ def test_every_model_and_data_test_compiles_for_athena(compiled_sql: dict[str, s
     narrowed = [name for name in data_tests if "data_test_watermarks" in compiled_sql[name]]
     assert len(narrowed) >= 40
     assert f'"{RAW_DATABASE}"."customers_changes"' in compiled_sql[
-        "dynamodb_lakehouse/dbt_project/models/staging/stg_dynamodb__customers.sql"]
+        "dynamodb_lakehouse/dbt_project/models/staging/samples/stg_dynamodb__customers.sql"]
 
 
 def test_incremental_athena_sql_reads_raw_only_from_the_cutoff_partition_on(compiled_sql: dict[str, str]) -> None:
@@ -196,13 +196,13 @@ def test_incremental_athena_sql_reads_raw_only_from_the_cutoff_partition_on(comp
     change_logs = [f'"{RAW_DATABASE}"."{table}_changes"' for table in ("customers", "orders", *SCAFFOLDED)]
     readers = {name: sql for name, sql in compiled_sql.items()
                if name.startswith(base) and any(change_log in sql for change_log in change_logs)}
-    assert {base + "staging/stg_dynamodb__customers.sql", base + "staging/stg_dynamodb__orders.sql",
-            base + "staging/stg_dynamodb__customers_changes.sql",
-            *(base + f"staging/stg_dynamodb__{entity}{suffix}.sql"
+    assert {base + "staging/samples/stg_dynamodb__customers.sql", base + "staging/samples/stg_dynamodb__orders.sql",
+            base + "staging/samples/stg_dynamodb__customers_changes.sql",
+            *(base + f"staging/samples/stg_dynamodb__{entity}{suffix}.sql"
               for entity in SCAFFOLDED for suffix in ("", "_changes"))} <= set(readers)
     assert sum("holds_latest_raw_change" in name for name in readers) == 2 + len(SCAFFOLDED)
     assert [name for name, sql in readers.items() if "_ingest_hour >= date_format(" not in sql] == []
-    for model in ("marts/dim_customers_history.sql", "intermediate/int_customers__change_events.sql"):
+    for model in ("marts/samples/dim_customers_history.sql", "intermediate/samples/int_customers__change_events.sql"):
         assert "stg_dynamodb__customers_changes" in compiled_sql[base + model]
 
 
@@ -233,9 +233,9 @@ def test_no_duckdb_only_syntax_leaks_into_athena_sql(compiled_sql: dict[str, str
 
 def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str, str]) -> None:
     base = "dynamodb_lakehouse/dbt_project/models/"
-    lines = compiled_sql[base + "intermediate/int_orders__lines_unnested.sql"]
+    lines = compiled_sql[base + "intermediate/samples/int_orders__lines_unnested.sql"]
     assert re.search(r"cross join unnest\(orders\.line_items\) with ordinality as line \(sku, quantity, unit_price, line_number\)", lines)
-    customers = compiled_sql[base + "staging/stg_dynamodb__customers.sql"]
+    customers = compiled_sql[base + "staging/samples/stg_dynamodb__customers.sql"]
     assert "from_iso8601_timestamp(registration_date)" in customers
     assert "regexp_like(" in customers
     # The incremental branch: the cutoff is a literal looked up before the query (moto's
@@ -245,18 +245,18 @@ def test_athena_sql_uses_trino_forms_of_dispatched_macros(compiled_sql: dict[str
     assert "and _ingest_hour >= date_format(timestamp '1970-01-01 00:00:00', '%Y-%m-%d-%H')" in customers
     assert "cleaned._ordering_value > existing._ordering_value" in customers
     # Keyed pseudonyms: Trino's hmac_sha256 with the key read from its table, never inlined.
-    dim_customers = compiled_sql[base + "marts/dim_customers.sql"]
+    dim_customers = compiled_sql[base + "marts/samples/dim_customers.sql"]
     assert "lower(to_hex(hmac_sha256(" in dim_customers
     assert "(select to_utf8(trim(pii_key)) from lakehouse_staging.pii_key)" in dim_customers
     # The Iceberg MERGE matches on order_line_key: each stored line a changed order lost
     # is emitted to be deleted (DuckDB deletes by order_key instead, without this scan).
-    for model in ("intermediate/int_orders__lines_unnested.sql", "marts/fct_order_lines.sql"):
+    for model in ("intermediate/samples/int_orders__lines_unnested.sql", "marts/samples/fct_order_lines.sql"):
         assert re.search(r'from "\w+"\."lakehouse_\w+"\."\w+" as stored\s+inner join changed_orders', compiled_sql[base + model])
     # fct_order_lines reads only the recent rows of the upstream marts.
-    assert "and _ingested_at >" in compiled_sql[base + "marts/fct_order_lines.sql"]
+    assert "and _ingested_at >" in compiled_sql[base + "marts/samples/fct_order_lines.sql"]
     # The business rules flag rows with Trino's regexp_like and concat_ws, which skips
     # nulls as DuckDB's does (https://trino.io/docs/current/functions/string.html).
-    orders = compiled_sql[base + "staging/stg_dynamodb__orders.sql"]
+    orders = compiled_sql[base + "staging/samples/stg_dynamodb__orders.sql"]
     assert "nullif(concat_ws(','," in orders
     assert "case when not regexp_like(cleaned.currency, '^[A-Z]{3}$') then 'currency_invalid' end" in orders
 
@@ -413,9 +413,9 @@ def test_composite_keys_are_the_same_text_on_athena_and_duckdb(compiled_sql: dic
     a backslash is no escape in a Trino string literal, as in DuckDB's."""
     base = "dynamodb_lakehouse/dbt_project/models/"
     order_key = f"{_escaped_part('customer_id')} || '|' || {_escaped_part('order_id')}"
-    assert f"{order_key} as order_key" in compiled_sql[base + "staging/stg_dynamodb__orders.sql"]
+    assert f"{order_key} as order_key" in compiled_sql[base + "staging/samples/stg_dynamodb__orders.sql"]
     line_key = f"{order_key} || '|' || {_escaped_part('cast(line_number as varchar)')} as order_line_key"
-    assert line_key in compiled_sql[base + "intermediate/int_orders__lines_unnested.sql"]
+    assert line_key in compiled_sql[base + "intermediate/samples/int_orders__lines_unnested.sql"]
 
     select = "select a, b, {{ composite_key(['a', 'b']) }} as k from key_pairs"
     athena_sql = compile_inline(select, tmp_path / "athena", target="athena")
@@ -434,7 +434,7 @@ def test_composite_keys_are_the_same_text_on_athena_and_duckdb(compiled_sql: dic
 
 
 DOCUMENTED_MARTS = ("agg_daily_revenue_by_status", "mart_freshness")
-MARTS_YAML = Path(__file__).resolve().parents[2] / "dbt_project" / "models" / "marts" / "_marts__models.yml"
+MARTS_YAML = Path(__file__).resolve().parents[2] / "dbt_project" / "models" / "marts" / "samples" / "_marts__models.yml"
 
 
 def _one_line(text: str) -> str:
@@ -460,7 +460,7 @@ def persisted_docs_tables(compiled_sql: dict[str, str], fake_aws_env: dict[str, 
     for bucket in {CURATED_BUCKET, "lakehouse-athena-results"} - existing_buckets:
         s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
     for model in DOCUMENTED_MARTS:
-        select = sqlglot.parse_one(compiled_sql[f"dynamodb_lakehouse/dbt_project/models/marts/{model}.sql"], read="athena")
+        select = sqlglot.parse_one(compiled_sql[f"dynamodb_lakehouse/dbt_project/models/marts/samples/{model}.sql"], read="athena")
         columns = [(name, "string") for name in select.named_selects]
         assert columns, model
         _create_external_table(glue, "lakehouse_marts", model, columns, f"s3://{CURATED_BUCKET}/dbt/lakehouse_marts/{model}/",
@@ -489,7 +489,7 @@ def test_athena_run_persists_mart_and_column_descriptions_to_glue(
     assert comments == {column["name"]: _one_line(column["description"]) for column in documented["columns"]}
 
 
-ANALYSES_DIR = Path(__file__).resolve().parents[2] / "dbt_project" / "analyses"
+ANALYSES_DIR = Path(__file__).resolve().parents[2] / "dbt_project" / "analyses" / "samples"
 
 
 def test_saved_analyses_compile_to_valid_athena_sql(compiled_sql: dict[str, str]) -> None:

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.dbt
 REPO = Path(__file__).resolve().parents[2]
 # The benchmarks' results folder (benchmarks/run.py --results-dir default).
 SCREENSHOT_DIR = REPO / "results" / "docs_site"
-MARTS_PATH = "dbt_project/models/marts/"
+MARTS_PATH = "dbt_project/models/marts/samples/"
 FRESHNESS = "mart_freshness"
 # Glue's limits for what persist_docs writes: Column.Comment at most 255 characters
 # (docs.aws.amazon.com/glue/latest/webapi/API_Column.html), TableInput.Description at
@@ -327,7 +327,7 @@ def test_saved_analyses_run_on_the_built_marts(two_builds: dict) -> None:
     variables = f"{{from_date: '2024-03-01', as_of: '{AS_OF:%Y-%m-%d %H:%M:%S}'}}"
     result = run_dbt(["compile", "--select", "resource_type:analysis", "--vars", variables], data_dir)
     assert result.success, result.exception
-    compiled = data_dir / "dbt" / "target" / "compiled" / "dynamodb_lakehouse" / "dbt_project" / "analyses"
+    compiled = data_dir / "dbt" / "target" / "compiled" / "dynamodb_lakehouse" / "dbt_project" / "analyses" / "samples"
 
     def run(name: str) -> list[tuple]:
         return query(data_dir, (compiled / f"{name}.sql").read_text())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from project_copy import copy_project
 
 from streaming.cli import main
 from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
@@ -24,6 +25,7 @@ from streaming.operations.scaffold import CASTS_MACRO, PII_MACRO, ScaffoldRefuse
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
 STAGING = Path("dbt_project/models/staging")
+SAMPLE_STAGING = STAGING / "samples"
 
 WIDGETS_CONTRACT = """\
 table: widgets
@@ -73,8 +75,8 @@ def project(tmp_path: Path) -> Path:
     """A project folder holding the repository's hand-written source YAML (the one that
     declares customers and orders), as scaffold finds it in a real project."""
     root = tmp_path / "project"
-    (root / STAGING).mkdir(parents=True)
-    shutil.copy(PROJECT_DIR / STAGING / "_dynamodb__sources.yml", root / STAGING)
+    (root / SAMPLE_STAGING).mkdir(parents=True)
+    shutil.copy(PROJECT_DIR / SAMPLE_STAGING / "_dynamodb__sources.yml", root / SAMPLE_STAGING)
     return root
 
 
@@ -156,7 +158,7 @@ def test_entities_get_models_and_the_unrouted_table_only_sources() -> None:
 
 
 def test_the_committed_app_models_are_what_scaffold_writes() -> None:
-    for generated in scaffold_files(load_contracts(), "app"):
+    for generated in scaffold_files(load_contracts(), "app", project_dir=PROJECT_DIR):
         assert (PROJECT_DIR / generated.path).read_text(encoding="utf-8") == generated.text, (
             f"{generated.path} differs from the app contract's scaffold: run lakehouse scaffold --table app"
         )
@@ -174,7 +176,7 @@ def test_every_sources_yaml_declares_the_contracts_metadata_columns() -> None:
     scaffolded = {str(generated.path): generated.text for generated in scaffold_files(load_contracts(), "app")}
     app_sources = yaml.safe_load(scaffolded["dbt_project/models/staging/_dynamodb__app__sources.yml"])
     change_logs = [table for table in app_sources["sources"][0]["tables"] if table["name"].endswith("_changes")]
-    hand_written = _source_tables(PROJECT_DIR / STAGING / "_dynamodb__sources.yml")
+    hand_written = _source_tables(PROJECT_DIR / SAMPLE_STAGING / "_dynamodb__sources.yml")
     change_logs += [hand_written["customers_changes"], hand_written["orders_changes"]]
     duckdb_types = {"string": "varchar", "boolean": "boolean", "timestamp": "timestamp", "bigint": "bigint"}
     expected = [{"name": column.name, "data_type": duckdb_types[column.sql_type], "description": column.description}
@@ -214,7 +216,7 @@ def test_the_hand_written_staging_models_are_the_templates_but_for_the_stated_di
     `cleaned` step and final select, the customer events' columns); everything else,
     config, the steps that choose the raw rows and the incremental join, is the same text."""
     rendered = {generated.path.stem: generated.text for generated in scaffold_files(load_contracts(), table)}
-    hand_written = (PROJECT_DIR / STAGING / f"{model}.sql").read_text(encoding="utf-8")
+    hand_written = (PROJECT_DIR / SAMPLE_STAGING / f"{model}.sql").read_text(encoding="utf-8")
 
     assert _shared_parts(hand_written, steps, tail_start) == _shared_parts(rendered[model], steps, tail_start)
 
@@ -429,3 +431,61 @@ def test_a_map_field_cast_whose_column_another_column_has_is_refused_by_name(tmp
                                         "  other: {type: S, column: probe__calibration__drift, description: X.}\n")
     with pytest.raises(OperatorError, match=r"\['probe__calibration__drift'\] would take the name of another column"):
         _sensors(tmp_path, clashing)
+
+
+@pytest.fixture
+def repository_copy(tmp_path: Path) -> Path:
+    """The repository's dbt project, the samples' folders included."""
+    return copy_project(tmp_path / "project")
+
+
+def test_the_app_sample_is_scaffolded_again_in_its_samples_folder(repository_copy: Path) -> None:
+    """The README's `lakehouse scaffold --table app` with the sample contracts: the app's
+    files are in staging/samples/, where an unchanged contract rewrites none of them, and
+    --history adds its marts in marts/samples/."""
+    result = scaffold("app", project_dir=repository_copy, contracts=load_contracts(), history=True)
+
+    assert result.written == [
+        Path("dbt_project/models/marts/samples/dim_app_invoices_history.sql"),
+        Path("dbt_project/models/marts/samples/dim_app_tenants_history.sql"),
+        Path("dbt_project/models/marts/samples/dim_app_users_history.sql"),
+        Path("dbt_project/models/marts/samples/_dynamodb__app__history.yml"),
+    ]
+    assert [path for path in (repository_copy / STAGING).glob("*") if path.name != "samples"] == []
+
+
+def test_contracts_of_ones_own_scaffold_beside_the_samples_they_replace(
+    repository_copy: Path, tmp_path: Path
+) -> None:
+    """The samples' sources describe tables these contracts do not: dbt_project.yml
+    disables them (var lakehouse_samples), so they neither stop scaffold nor take its files,
+    not even those of a table of one's own named like a sample."""
+    folder = tmp_path / "own_contracts"
+    folder.mkdir()
+    (folder / "widgets.yml").write_text(WIDGETS_CONTRACT, encoding="utf-8")
+    (folder / "app.yml").write_text(WIDGETS_CONTRACT.replace("table: widgets\nraw_table: widgets",
+                                                             "table: app\nraw_table: app_widgets"), encoding="utf-8")
+    samples = _files(repository_copy / SAMPLE_STAGING)
+
+    widgets = scaffold("widgets", project_dir=repository_copy, contracts=load_contracts(folder))
+    app = scaffold("app", project_dir=repository_copy, contracts=load_contracts(folder))
+
+    assert Path("dbt_project/models/staging/stg_dynamodb__widgets.sql") in widgets.written
+    assert Path("dbt_project/models/staging/stg_dynamodb__app_widgets.sql") in app.written
+    assert Path("dbt_project/models/staging/_dynamodb__app__sources.yml") in app.written
+    assert _files(repository_copy / SAMPLE_STAGING) == samples
+
+
+def test_a_raw_table_of_ones_own_named_as_a_samples_is_refused_naming_raw_table(
+    repository_copy: Path, tmp_path: Path
+) -> None:
+    """dbt refuses a second source dynamodb.orders_changes even beside the samples' disabled
+    one: such a contract takes another raw_table (test_dbt_samples_var.py builds one)."""
+    folder = tmp_path / "own_contracts"
+    folder.mkdir()
+    (folder / "orders.yml").write_text(WIDGETS_CONTRACT.replace("table: widgets\nraw_table: widgets",
+                                                                "table: orders\nraw_table: orders"), encoding="utf-8")
+
+    with pytest.raises(ScaffoldRefused, match=r"samples/_dynamodb__sources\.yml declares source dynamodb\.orders(?s:.*)"
+                                              r"give its contract another raw_table"):
+        scaffold("orders", project_dir=repository_copy, contracts=load_contracts(folder))

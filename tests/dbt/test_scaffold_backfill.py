@@ -72,11 +72,13 @@ def both_built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     data_dir = root / "data"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CONTRACTS_DIR_ENV, str(contracts_dir))
-        scaffold("people", project_dir=project, contracts=load_contracts(), history=True)
+        contracts = load_contracts()
+        scaffold("people", project_dir=project, contracts=contracts, history=True)
         for table in ("customers", "people"):
-            write_raw_batch(data_dir, table, 0, STREAM[:6], DAY_1 + timedelta(hours=3))
-            write_raw_batch(data_dir, table, -1, SNAPSHOTS, EXPORTED + timedelta(minutes=5))
-            write_raw_batch(data_dir, table, 1, STREAM[6:], DAY_2 + timedelta(hours=7))
+            contract = contracts[table]
+            write_raw_batch(data_dir, table, 0, STREAM[:6], DAY_1 + timedelta(hours=3), contract=contract)
+            write_raw_batch(data_dir, table, -1, SNAPSHOTS, EXPORTED + timedelta(minutes=5), contract=contract)
+            write_raw_batch(data_dir, table, 1, STREAM[6:], DAY_2 + timedelta(hours=7), contract=contract)
         result = run_dbt(["build", "--project-dir", str(project), "--profiles-dir", str(project), *EVENT_WINDOW,
                           "--select", *COMPARED_MODELS, "--indirect-selection", "cautious"], data_dir)
     return {"data_dir": data_dir, "result": result}
