@@ -11,13 +11,11 @@ from streaming.cli import main
 from streaming.contracts.loader import load_contracts
 from streaming.io.layout import POINTER_FILE, DataLayout, dbt_env, read_pointer
 from streaming.operations.reconcile import reconcile
-from streaming.operations.batches.reprocess import (
+from streaming.operations.batches.reprocess import plan_reprocess, reprocess, run_reprocess
+from streaming.operations.batches.switch import (
     PREVIOUS_LOCATION_PARAMETER,
     SwitchError,
-    plan_reprocess,
-    reprocess,
     rollback_glue_table,
-    run_reprocess,
     switch_glue_table,
 )
 from streaming.operations.status import status
@@ -304,7 +302,7 @@ def test_glue_switch_moves_table_and_partitions_and_rolls_back(glue):
 
 
 def test_switch_cli_moves_every_contracted_glue_table(glue, capsys):
-    from streaming.operations.batches.reprocess import switch
+    from streaming.operations.batches.switch import switch
 
     switch(DataLayout(Path("unused")), "s3://lake/raw_v2", glue_database="dynamodb_raw", glue_client=glue)
 

@@ -60,7 +60,7 @@ def reprocess(args: argparse.Namespace, layout: DataLayout) -> None:
 
 
 def switch(args: argparse.Namespace, layout: DataLayout) -> None:
-    from streaming.operations.batches.reprocess import switch as move_readers
+    from streaming.operations.batches.switch import switch as move_readers
 
     move_readers(layout, args.to, rollback=args.rollback, glue_database=args.glue_database, table=args.table,
                  contracts_dir=args.contracts_dir)

@@ -31,7 +31,7 @@ no `streaming`). tests/test_layout_names.py fails on any of these names written 
 path anywhere else.
 
 The data root is the data directory itself until `lakehouse switch` points readers at a
-rebuilt copy (streaming/operations/batches/reprocess.py). Every reader lists change-log files
+rebuilt copy (streaming/operations/batches/switch.py). Every reader lists change-log files
 with `CHANGE_LOG_FILE_GLOB`, so a batch folder under `_tmp` is invisible until its rename.
 On S3 (Glue) the same folder names sit under the job's prefixes; `uri` joins them.
 """
