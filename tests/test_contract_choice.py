@@ -219,3 +219,23 @@ def test_the_demo_streams_the_samples_and_the_users_stream_its_own_table_alone(s
     assert report.change_rows["customers"] == sum(generation.events["customers"].values())
     assert report.quarantine_by_reason[UNKNOWN_TABLE] > 0, "the orders' changes have no contract of the user's"
     assert not [line for line in stream_printed + report.lines() if "sample tables" in line]
+
+
+@pytest.mark.dbt
+def test_lakehouse_dbt_lists_the_sample_models_only_while_the_samples_are_the_contracts(
+    own_contracts, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    data_dir = tmp_path / "lake"
+    data_dir.mkdir()
+    list_models = ["dbt", "ls", "--resource-type", "model", "--output", "name", "--quiet",
+                   "--data-dir", str(data_dir)]
+
+    assert main(list_models) == 0
+    fallen_back = capsys.readouterr().out.splitlines()
+    (own_contracts / "shop.yml").write_text(SHOP_CONTRACT, encoding="utf-8")
+    assert main(list_models) == 0
+    own = capsys.readouterr().out.splitlines()
+
+    assert fallen_back[0] == FALLBACK and {"stg_dynamodb__customers", "stg_dynamodb__app_users"} <= set(fallen_back)
+    assert FALLBACK not in own and not {"stg_dynamodb__customers", "stg_dynamodb__app_users"} & set(own)
