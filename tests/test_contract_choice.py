@@ -5,6 +5,7 @@ the package's, so these tests point the loader at a temporary one instead of wri
 from __future__ import annotations
 
 import fnmatch
+import json
 import tomllib
 import zipfile
 from pathlib import Path
@@ -25,6 +26,7 @@ from streaming.contracts.loader import (
 )
 from streaming.io.layout import DataLayout
 from streaming.operations.demo import generate, run_demo
+from streaming.operations.docs_site import generate_docs
 from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.pipeline.reasons import UNKNOWN_TABLE
@@ -239,3 +241,17 @@ def test_lakehouse_dbt_lists_the_sample_models_only_while_the_samples_are_the_co
 
     assert fallen_back[0] == FALLBACK and {"stg_dynamodb__customers", "stg_dynamodb__app_users"} <= set(fallen_back)
     assert FALLBACK not in own and not {"stg_dynamodb__customers", "stg_dynamodb__app_users"} & set(own)
+
+
+@pytest.mark.dbt
+def test_the_docs_site_of_a_lakehouse_of_ones_own_leaves_the_sample_models_out(own_contracts, tmp_path):
+    (own_contracts / "shop.yml").write_text(SHOP_CONTRACT, encoding="utf-8")
+    data_dir = tmp_path / "lake"
+    data_dir.mkdir()
+    said: list[str] = []
+
+    manifest = json.loads((generate_docs(data_dir, out=said.append) / "manifest.json").read_text(encoding="utf-8"))
+
+    sample_model = "model.dynamodb_lakehouse.stg_dynamodb__customers"
+    assert sample_model in manifest["disabled"] and sample_model not in manifest["nodes"]
+    assert said == []
