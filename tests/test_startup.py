@@ -131,3 +131,16 @@ def test_a_start_that_dies_before_spark_planned_registers_nothing_so_the_next_st
     assert reported == [f"raw table 'customers' contract {contract_version(written['customers'])} -> "
                         f"{contract_version(third['customers'])}: attribute 'nickname': absent -> column "
                         "'nick_name' (S) (null in rows written before)"]
+
+
+@pytest.mark.parametrize("catalog", ["hms://127.0.0.1:9083", "thrift://127.0.0.1", "127.0.0.1:9083",
+                                     "thrift://127.0.0.1:9083/raw"])
+def test_a_catalog_that_is_no_metastore_address_is_refused_before_spark_starts(catalog):
+    with pytest.raises(startup.StartupError, match=r"give a Hive metastore as thrift://host:port"):
+        startup.StreamOptions(catalog=catalog)
+
+
+def test_a_catalog_is_refused_for_the_parquet_change_log_which_no_catalog_holds(tmp_path):
+    with pytest.raises(startup.StartupError, match=r"only Hudi tables are synced to a catalog"):
+        startup.local_sinks(None, DataLayout(tmp_path), load_contracts(), "parquet", "stream-7",
+                            metastore_uri="thrift://127.0.0.1:9083")

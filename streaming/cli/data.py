@@ -41,6 +41,9 @@ def add_commands(commands: argparse._SubParsersAction, common: argparse.Argument
                      help="micro-batch interval for processing-time, e.g. '30 seconds'")
     add_sink_option(run)
     add_batch_size_options(run)
+    run.add_argument("--catalog", metavar="thrift://HOST:PORT", default=None,
+                     help="sync every Hudi commit to this Hive metastore, as the Glue job syncs to the Glue Data "
+                          "Catalog: the local Athena's, which `make athena-local` prints (default: no catalog)")
     run.add_argument("--master", default=None,
                      help=f"Spark master URL, e.g. spark://host:7077 or yarn "
                           f"(default: spark-submit's --master, else {DEFAULT_MASTER})")
@@ -75,7 +78,7 @@ def stream(args: argparse.Namespace, layout: DataLayout) -> None:
 
     stream_landing(layout, trigger=args.trigger, interval=args.interval, sink=args.sink,
                    max_files_per_trigger=args.max_files_per_trigger, max_bytes_per_trigger=args.max_bytes_per_trigger,
-                   contracts_dir=args.contracts_dir, master=args.master)
+                   catalog=args.catalog, contracts_dir=args.contracts_dir, master=args.master)
 
 
 def status(args: argparse.Namespace, layout: DataLayout) -> None:

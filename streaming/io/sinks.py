@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from pyspark.sql import SparkSession
 
 from streaming.io import layout as raw_layout
-from streaming.io.formats.hudi.options import SyncMode
+from streaming.io.formats.hudi.options import HIVE_METASTORE_URIS_KEY
+from streaming.io.hive_metastore import create_database
 from streaming.io.formats.parquet.sink import LocalParquetSink
 from streaming.io.formats.registry import format_on_disk
 
@@ -38,8 +39,8 @@ def choose_sink(
     data_dir: str,
     contracts: Mapping[str, TableContract],
     database: str = "raw",
-    sync_mode: SyncMode = "none",
     stream_id: str | None = None,
+    metastore_uri: str | None = None,
 ) -> RawSink:
     """The raw sink for a local run: `hudi` (the production format) or `parquet`; None
     means the format of the raw tables already there, else `hudi`.
@@ -47,7 +48,9 @@ def choose_sink(
     Locally the Hudi tables go under `<data_dir>/raw/`, where the Parquet change log goes,
     so downstream paths do not depend on the sink. A data directory whose raw tables are
     in the other format is refused, never mixed. `stream_id` names the streaming query
-    (its checkpoint), which the Hudi sink records with each commit.
+    (its checkpoint), which the Hudi sink records with each commit. With `metastore_uri`
+    (`thrift://host:port`) Hudi syncs each table to that Hive metastore after each commit
+    as `database`.<table>, the Glue job's sync_mode "hms"; without it nothing is synced.
     """
     if name is not None and name not in SINK_NAMES:
         raise ValueError(f"sink must be one of {', '.join(SINK_NAMES)}, not {name!r}")
@@ -60,6 +63,10 @@ def choose_sink(
             f"write them with --sink {on_disk}, or rebuild them as {name} with `lakehouse reprocess --sink {name}`"
         )
     if name == "parquet":
+        if metastore_uri:
+            raise RuntimeError(f"only Hudi tables are synced to a catalog ({metastore_uri}); the raw tables "
+                               f"here are a Parquet change log: stream without --catalog, or rebuild them with "
+                               f"`lakehouse reprocess --sink hudi`")
         log.info("sink=parquet change log")
         return LocalParquetSink(data_dir)
     from streaming.io.formats.hudi.sink import HudiSink, hudi_bundle_available
@@ -71,8 +78,11 @@ def choose_sink(
             "--packages or --jars; or write the Parquet change log with --sink parquet"
         )
     log.info("sink=hudi")
+    if metastore_uri:
+        create_database(spark, metastore_uri, database)
     # Hudi makes a Hadoop URI of its base path, and a relative one ("file:data/raw") is
     # refused; so a local folder such as the default ./data is made absolute.
     root = data_dir if "://" in data_dir else str(Path(data_dir).resolve())
-    return HudiSink(raw_layout.uri(root, raw_layout.RAW_FOLDER), database, contracts, sync_mode=sync_mode,
-                    stream_id=stream_id)
+    return HudiSink(raw_layout.uri(root, raw_layout.RAW_FOLDER), database, contracts,
+                    sync_mode="hms" if metastore_uri else "none", stream_id=stream_id,
+                    extra_options={HIVE_METASTORE_URIS_KEY: metastore_uri} if metastore_uri else None)

@@ -32,19 +32,21 @@ def stream(
     sink: SinkName | None = None,
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | None = None,
+    catalog: str | None = None,
     contracts_dir: str | None = None,
     master: str | None = None,
     spark: SparkSession | None = None,
     out: Printer = print,
 ) -> None:
     """Stream the landing files into the raw tables; processing-time runs until Ctrl-C or
-    SIGTERM, each of which stops it after the batch in progress. `master` is used only
+    SIGTERM, each of which stops it after the batch in progress. `catalog` is a Hive
+    metastore (thrift://host:port) each Hudi commit is synced to. `master` is used only
     when no `spark` session is given."""
     from pyspark.errors import StreamingQueryException
 
     if not local_landing_files(layout.landing):
         raise OperatorError(f"no landing files under {layout.landing}; run `lakehouse generate` first")
-    options = StreamOptions(trigger, interval, sink, max_files_per_trigger, max_bytes_per_trigger)
+    options = StreamOptions(trigger, interval, sink, max_files_per_trigger, max_bytes_per_trigger, catalog=catalog)
     contracts = load_checked_contracts(contracts_dir, report=out)
     # Lock, identity and contracts are checked before Spark starts: a refusal costs no JVM start.
     with hold_data_dir(layout.root, "stream", report=out):

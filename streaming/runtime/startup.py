@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from streaming.contracts.evolution import ContractRegistry, check_contracts, register_contracts
 from streaming.contracts.loader import choose_contracts, load_contract_folder
@@ -106,6 +107,13 @@ class StreamOptions:
     # continues from the rebuilt checkpoint after `lakehouse switch`.
     query_name: str = QUERY_NAME
     checkpoint_name: str = QUERY_NAME
+    # A Hive metastore (`thrift://host:port`, the local Athena's of `make athena-local`)
+    # that each Hudi commit is synced to, as the Glue job syncs to the Glue Data Catalog.
+    catalog: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.catalog:
+            check_metastore_uri(self.catalog)
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,8 @@ class LandingFiles:
     def sinks(
         self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
     ) -> tuple[RawSink, QuarantineWriter]:
-        return local_sinks(spark, self.target, contracts, self.options.sink, stream_id)
+        return local_sinks(spark, self.target, contracts, self.options.sink, stream_id,
+                           metastore_uri=self.options.catalog)
 
     def source(self, spark: SparkSession, report: Printer) -> LandingStream:
         for changed in changed_files(self.target.landing_ledger):
@@ -190,6 +199,20 @@ def check_contract_changes(raw_root: str | Path, contracts: Mapping[str, TableCo
     check_contracts(ContractRegistry(raw_root), contracts, report=report)
 
 
+def check_metastore_uri(uri: str) -> None:
+    """Refuse any catalog but a Hive metastore URI, `thrift://host:port`, the form
+    hive.metastore.uris takes; whether one answers there is known once Spark runs
+    (io.hive_metastore.create_database)."""
+    parts = urlsplit(uri)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "thrift" or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise StartupError(f"catalog {uri!r}: give a Hive metastore as thrift://host:port "
+                           "(`make athena-local` prints its own)")
+
+
 def claim_stream(ends: StreamEnds, contracts: Mapping[str, TableContract], report: Printer) -> str:
     """Step 1: the stream id of `ends`, with the contracts checked against its raw tables."""
     stream_id = ends.stream_id(contracts)
@@ -199,11 +222,13 @@ def claim_stream(ends: StreamEnds, contracts: Mapping[str, TableContract], repor
 
 def local_sinks(
     spark: SparkSession, target: DataLayout, contracts: Mapping[str, TableContract], sink: SinkName | None,
-    stream_id: str,
+    stream_id: str, *, metastore_uri: str | None = None,
 ) -> tuple[RawSink, QuarantineWriter]:
-    """A local data root's raw sink (`sink`, or the default) and its quarantine."""
+    """A local data root's raw sink (`sink`, or the default; synced to `metastore_uri`
+    when given) and its quarantine."""
     try:
-        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts, stream_id=stream_id)
+        raw_sink = choose_sink(sink, spark, data_dir=str(target.root), contracts=contracts, stream_id=stream_id,
+                               metastore_uri=metastore_uri)
     except (RuntimeError, ValueError) as exc:
         raise StartupError(str(exc)) from exc
     return raw_sink, QuarantineWriter(str(target.root))

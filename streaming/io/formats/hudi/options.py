@@ -38,6 +38,13 @@ SYNC_MODES: tuple[SyncMode, ...] = ("hms", "glue", "none")
 # is the Glue Data Catalog once the job runs with --enable-glue-datacatalog
 # (https://docs.aws.amazon.com/glue/latest/dg/aws-glue-programming-etl-format-hudi.html).
 DEFAULT_SYNC_MODE: SyncMode = "hms"
+# The Hive metastore that sync_mode "hms" registers the tables in, when it is not the one
+# the session's Hadoop configuration names: HiveSyncTool's constructor copies it into
+# hive.metastore.uris of the configuration it syncs with (hudi-sync/hudi-hive-sync/src/
+# main/java/org/apache/hudi/hive/HiveSyncTool.java, HiveSyncConfigHolder.METASTORE_URIS,
+# release-1.0.2). Only a local stream names one (`lakehouse stream --catalog`, the
+# metastore of streaming/runtime/athena_local.py); on Glue the session's client is the catalog.
+HIVE_METASTORE_URIS_KEY = "hoodie.datasource.hive_sync.metastore.uris"
 
 # A query or dbt run may read file versions for hours; the cleaner keeps them this long.
 DEFAULT_RETAIN_HOURS = 24
