@@ -130,7 +130,7 @@ def test_the_bundle_given_as_a_jar_is_found_where_spark_loads_datasources(hudi_s
 
 def test_choose_sink(hudi_spark, tmp_path, caplog):
     spark, contracts = hudi_spark, load_contracts()
-    with caplog.at_level("INFO", logger="streaming.io.sinks"):
+    with caplog.at_level("INFO", logger="streaming.io.formats"):
         default = choose_sink(None, spark, data_dir=str(tmp_path / "new"), contracts=contracts)
     assert type(default).__name__ == "HudiSink" and "sink=hudi" in caplog.text
     assert isinstance(choose_sink("parquet", spark, data_dir=str(tmp_path), contracts=contracts), LocalParquetSink)

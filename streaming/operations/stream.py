@@ -40,7 +40,7 @@ def stream(
 ) -> None:
     """Stream the landing files into the raw tables; processing-time runs until Ctrl-C or
     SIGTERM, each of which stops it after the batch in progress. `catalog` is a Hive
-    metastore (thrift://host:port) each Hudi commit is synced to. `master` is used only
+    metastore (thrift://host:port) each raw table commit is synced to. `master` is used only
     when no `spark` session is given."""
     from pyspark.errors import StreamingQueryException
 

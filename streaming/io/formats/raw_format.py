@@ -7,15 +7,16 @@ A format answers, in the order a data directory meets them:
 1. `capabilities`: what its sink lets the pipeline and the one-off batches do, as data.
 2. `jars`, `spark_settings`, `jvm_log_levels`, `expected_jvm_warnings`: what a local Spark
    session starts with for it, and the JVM log lines it keeps quiet.
-3. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
+3. `sink`: the raw sink of a local run over a data directory.
+4. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
    finds a data directory's format from these.
-4. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
+5. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
    `current_state` (the relation reconcile compares), `count` (`lakehouse status`),
    `batch_ids` (the stream batches a change log holds), `dbt_inputs` (what dbt reads).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -24,7 +25,10 @@ from streaming.errors import OperatorError
 from streaming.pipeline.sink_capabilities import SinkCapabilities
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from streaming.contracts.model import TableContract
+    from streaming.pipeline.batch import RawSink
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,12 @@ class RawFormat(Protocol):
     @property
     def expected_jvm_warnings(self) -> tuple[str, ...]:
         """Regular expressions of JVM log messages that are expected and dropped."""
+
+    def sink(
+        self, spark: SparkSession, *, data_dir: str, contracts: Mapping[str, TableContract], database: str,
+        stream_id: str | None, metastore_uri: str | None,
+    ) -> RawSink:
+        """The raw sink of a local run writing under `<data_dir>/raw/` (streaming.io.sinks.choose_sink)."""
 
     def is_table(self, folder: Path) -> bool:
         """Whether a local folder is one of this format's raw tables."""

@@ -3,13 +3,14 @@ log and a current-state table, each with its own timeline. Its readers use hudi-
 (lakehouse_dbt.hudi_raw, as dbt does) and the timeline read as files: no Spark."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi import HUDI_CAPABILITIES
-from streaming.io.formats.hudi.options import HUDI_HADOOP_CONF
+from streaming.io.formats.hudi.options import HIVE_METASTORE_URIS_KEY, HUDI_HADOOP_CONF
 from streaming.io.formats.raw_format import (
     DbtInputs,
     MavenJar,
@@ -21,8 +22,12 @@ from streaming.io.formats.raw_format import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
 
     from streaming.contracts.model import TableContract
+    from streaming.pipeline.batch import RawSink
+
+log = logging.getLogger(__name__)
 
 # The Hudi version AWS Glue 5.1 ships, built for Spark 3.5 and Scala 2.12 (pyspark 3.5.6).
 HUDI_SPARK_BUNDLE = MavenJar(
@@ -69,6 +74,29 @@ class HudiFormat:
         """HUDI_SPARK_CONF, and HUDI_HADOOP_CONF from the session's start (the sink sets
         it again on sessions not built here, before its first write)."""
         return {**HUDI_SPARK_CONF, **{f"spark.hadoop.{key}": value for key, value in HUDI_HADOOP_CONF.items()}}
+
+    def sink(
+        self, spark: SparkSession, *, data_dir: str, contracts: Mapping[str, TableContract], database: str,
+        stream_id: str | None, metastore_uri: str | None,
+    ) -> RawSink:
+        """The Hudi tables under `<data_dir>/raw/`. With `metastore_uri` (`thrift://host:port`)
+        each table is synced to that Hive metastore after each commit as `database`.<table>,
+        the Glue job's sync_mode "hms"; without it nothing is synced."""
+        from streaming.io.formats.hudi.sink import HudiSink, hudi_bundle_available
+
+        if not hudi_bundle_available(spark):
+            raise RuntimeError(
+                "the Hudi sink needs the Hudi Spark bundle (org.apache.hudi.DefaultSource was not found): "
+                "`make venv` fetches it (python -m streaming.runtime.jars fetch); on a cluster add it with "
+                "--packages or --jars; or write the Parquet change log with --sink parquet"
+            )
+        log.info("sink=hudi")
+        # Hudi makes a Hadoop URI of its base path, and a relative one ("file:data/raw") is
+        # refused; so a local folder such as the default ./data is made absolute.
+        root = data_dir if "://" in data_dir else str(Path(data_dir).resolve())
+        return HudiSink(raw_layout.uri(root, raw_layout.RAW_FOLDER), database, contracts,
+                        sync_mode="hms" if metastore_uri else "none", stream_id=stream_id,
+                        extra_options={HIVE_METASTORE_URIS_KEY: metastore_uri} if metastore_uri else None)
 
     def is_table(self, folder: Path) -> bool:
         return (folder / raw_layout.HUDI_TIMELINE_FOLDER).is_dir()

@@ -3,7 +3,8 @@ table one change log of batch folders; its current state is derived by its reade
 (latest row per key), not stored. Read with DuckDB."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,12 @@ from streaming.io.formats.parquet import PARQUET_CAPABILITIES
 from streaming.io.formats.raw_format import DbtInputs, MavenJar, RawReadRefused, RawTableCounts, Report
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from streaming.contracts.model import TableContract
+    from streaming.pipeline.batch import RawSink
+
+log = logging.getLogger(__name__)
 
 
 class ParquetFormat:
@@ -27,6 +33,21 @@ class ParquetFormat:
 
     def spark_settings(self) -> dict[str, str]:
         return {}
+
+    def sink(
+        self, spark: SparkSession, *, data_dir: str, contracts: Mapping[str, TableContract], database: str,
+        stream_id: str | None, metastore_uri: str | None,
+    ) -> RawSink:
+        """The change log under `<data_dir>/raw/`; it keeps no commits, so none is synced
+        to a catalog, and `metastore_uri` is refused."""
+        from streaming.io.formats.parquet.sink import LocalParquetSink
+
+        if metastore_uri:
+            raise RuntimeError(f"only Hudi tables are synced to a catalog ({metastore_uri}); the raw tables "
+                               f"here are a Parquet change log: drop the catalog, or rebuild them with "
+                               f"`lakehouse reprocess --sink hudi`")
+        log.info("sink=parquet change log")
+        return LocalParquetSink(data_dir)
 
     def is_table(self, folder: Path) -> bool:
         return any(folder.glob(raw_layout.BATCH_FOLDER_GLOB))
