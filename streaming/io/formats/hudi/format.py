@@ -83,6 +83,7 @@ class HudiFormat:
         each table is synced to that Hive metastore after each commit as `database`.<table>,
         the Glue job's sync_mode "hms"; without it nothing is synced."""
         from streaming.io.formats.hudi.sink import HudiSink, hudi_bundle_available
+        from streaming.io.hive_metastore import create_database
 
         if not hudi_bundle_available(spark):
             raise RuntimeError(
@@ -91,6 +92,8 @@ class HudiFormat:
                 "--packages or --jars; or write the Parquet change log with --sink parquet"
             )
         log.info("sink=hudi")
+        if metastore_uri:
+            create_database(spark, metastore_uri, database)
         # Hudi makes a Hadoop URI of its base path, and a relative one ("file:data/raw") is
         # refused; so a local folder such as the default ./data is made absolute.
         root = data_dir if "://" in data_dir else str(Path(data_dir).resolve())
