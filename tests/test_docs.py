@@ -4,8 +4,8 @@ README.md and docs/*.md are checked against the real things they name: every rel
 link reaches a file of this repository (and a heading, when it names one); every shell
 command in a fenced shell block runs something that exists (a Makefile target, a
 `lakehouse` command line the CLI's own parser accepts, an importable `python -m` module,
-a spark-submit script); and the README stays short. Fast: nothing is run, no Spark
-session starts, no dbt command runs.
+a spark-submit script); and the README and the docs pages stay within their size
+budgets. Fast: nothing is run, no Spark session starts, no dbt command runs.
 """
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = (README, *sorted((REPO / "docs").glob("*.md")))
 README_MAX_BYTES = 15 * 1024
+# Issue 48 item 5: the pages a newcomer reads stay readable; repetition is cut, not facts.
+DOCS_PAGES_MAX_BYTES = 150_000
+PERFORMANCE_PAGE = REPO / "docs" / "performance.md"
+PERFORMANCE_PAGE_MAX_BYTES = 20_000
 
 # Fenced blocks whose lines are shell commands; other fences (trees, SQL, YAML) are not.
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "console", "zsh"})
@@ -277,6 +281,41 @@ def test_readme_stays_short() -> None:
     assert size <= README_MAX_BYTES, (
         f"README.md: {size:,} bytes, more than {README_MAX_BYTES:,}; move detail into a page under docs/ and link it"
     )
+
+
+def docs_budget_problems(sizes: dict[str, int]) -> list[str]:
+    """What breaks the size budgets of the docs pages (name -> bytes, `docs/<page>.md`)."""
+    problems = []
+    total = sum(sizes.values())
+    if total > DOCS_PAGES_MAX_BYTES:
+        largest = sorted(sizes.items(), key=lambda item: item[1], reverse=True)[:4]
+        problems.append(
+            f"docs/*.md: {total:,} bytes together, more than {DOCS_PAGES_MAX_BYTES:,}; the largest pages: "
+            + ", ".join(f"{name} {size:,}" for name, size in largest)
+            + "; cut repetition (link the page that owns the topic), not facts")
+    performance = sizes.get(str(PERFORMANCE_PAGE.relative_to(REPO)), 0)
+    if performance > PERFORMANCE_PAGE_MAX_BYTES:
+        problems.append(f"docs/performance.md: {performance:,} bytes, more than {PERFORMANCE_PAGE_MAX_BYTES:,}; "
+                        "dated runs go to docs/performance-history.md")
+    return problems
+
+
+def test_the_docs_pages_stay_within_their_size_budget() -> None:
+    sizes = {_doc_id(doc): doc.stat().st_size for doc in DOCS[1:]}
+    assert str(PERFORMANCE_PAGE.relative_to(REPO)) in sizes
+    problems = docs_budget_problems(sizes)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_budget_check_names_the_largest_pages() -> None:
+    within = {"docs/performance.md": 20_000, "docs/a.md": 130_000}
+    assert docs_budget_problems(within) == []
+
+    over = {"docs/performance.md": 20_001, "docs/a.md": 90_000, "docs/b.md": 40_000, "docs/c.md": 5}
+    total, performance = docs_budget_problems(over)
+    assert total.startswith("docs/*.md: 150,006 bytes together, more than 150,000; the largest pages: "
+                            "docs/a.md 90,000, docs/b.md 40,000, docs/performance.md 20,001, docs/c.md 5;")
+    assert performance.startswith("docs/performance.md: 20,001 bytes, more than 20,000;")
 
 
 def test_the_readme_links_every_docs_page() -> None:
