@@ -1,2 +1,3 @@
-"""The raw formats, one folder each: what a format writes (its sink), its options and
-how its tables are read without Spark."""
+"""The raw formats, one folder each (hudi/, parquet/): a format's sink, its options and its
+readers. The rest of the project reaches a format only through raw_format.py's RawFormat
+and registry.py's FORMATS (tests/test_format_rooms.py holds it to that)."""
