@@ -29,6 +29,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -154,26 +155,54 @@ def profile_stages(spark: SparkSession, params: dict[str, Any]) -> dict[str, Any
 
 # The Hudi lens: one micro-batch through `process_batch` on the Hudi sink, each commit
 # timed where the sink hands it to Hudi. Every variant writes into tables that exist (a
-# small priming batch first), as a running stream does; a table's first commit also
-# creates it. "one table at a time" is the reference the others are divided by.
+# small priming batch first, written with the variant's options), as a running stream
+# does; a table's first commit also creates it. "one table at a time" is the reference
+# the commits' shares are taken from; each lever is one option changed against "as
+# configured" (two raw tables' commits at once), and both ratios are reported. Option
+# keys and values are Hudi 1.0.2's (apache/hudi, tag release-1.0.2).
 HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # The sink as the job runs it: two raw tables' commits at once.
-    "as configured": {"concurrent": True},
+    "as configured": {"concurrent": 2},
     "one table at a time": {},
+    # Every raw table's commits at once (a table's own two still in order): each table
+    # has its own timeline and write client, so Hudi needs no lock between them.
+    "all tables at once": {"concurrent": "all"},
     # The sink declared a one-pass reader: each commit computes its table's distinct
     # changes from the decoded records again instead of reading them cached.
-    "changes uncached": {"uncached": True},
+    "changes uncached": {"concurrent": 2, "uncached": True},
     # latest_per_key already leaves one row per key: Hudi's own de-duplication of the
     # upsert's input (a shuffle) finds nothing to combine.
-    "no in-batch combine": {"options": {"hoodie.combine.before.upsert": "false"}},
+    "no in-batch combine": {"concurrent": 2, "options": {"hoodie.combine.before.upsert": "false"}},
     # Hudi persists its input records before profiling them (BaseSparkCommitActionExecutor),
     # serialized by default; kept as objects, as the pipeline keeps its own cache.
-    "hudi input cache deserialized": {"options": {"hoodie.write.tagged.record.storage.level": "MEMORY_AND_DISK"}},
+    "hudi input cache deserialized": {"concurrent": 2,
+                                      "options": {"hoodie.write.tagged.record.storage.level": "MEMORY_AND_DISK"}},
     # The change log through bulk_insert's row writer: no conversion to Hudi records, no
     # persisted copy of them and no workload profile.
-    "change log bulk_insert": {"insert_options": {"hoodie.datasource.write.operation": "bulk_insert"}},
+    "change log bulk_insert": {"concurrent": 2, "insert_options": {"hoodie.datasource.write.operation": "bulk_insert"}},
+    # Markers written as files beside the data instead of through the timeline server
+    # (HoodieWriteConfig.MARKERS_TYPE, default TIMELINE_SERVER_BASED).
+    "direct markers": {"concurrent": 2, "options": {"hoodie.write.markers.type": "DIRECT"}},
+    # No timeline server started for each commit's write client (HoodieWriteConfig.
+    # EMBEDDED_TIMELINE_SERVER_ENABLE); the markers then fall back to direct ones.
+    "no embedded timeline server": {"concurrent": 2, "options": {"hoodie.embed.timeline.server": "false"}},
+    # One timeline server for every write client of the JVM instead of one per commit
+    # (HoodieWriteConfig.EMBEDDED_TIMELINE_SERVER_REUSE_ENABLED, default false).
+    "timeline server reused": {"concurrent": 2, "options": {"hoodie.embed.timeline.server.reuse.enabled": "true"}},
+    # The cleaner planned after every commit instead of every tenth (CLEAN_EVERY_COMMITS).
+    "clean every commit": {"concurrent": 2, "options": {"hoodie.clean.trigger.max.commits": "1"}},
+    # Neither cleaning nor archival run inside the commit (HoodieCleanConfig.AUTO_CLEAN,
+    # HoodieArchivalConfig.AUTO_ARCHIVE): what their checks cost a commit.
+    "no inline clean or archival": {"concurrent": 2, "options": {"hoodie.clean.automatic": "false",
+                                                                 "hoodie.archive.automatic": "false"}},
+    # The current state's upsert with a lookup index instead of BUCKET (HoodieIndexConfig.
+    # INDEX_TYPE): SIMPLE joins the batch's keys with the keys stored in the partitions
+    # touched, BLOOM first prunes files by key ranges and bloom filters.
+    "current state SIMPLE index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "SIMPLE"}},
+    "current state BLOOM index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "BLOOM"}},
 }
 HUDI_REFERENCE = "one table at a time"
+HUDI_AS_CONFIGURED = "as configured"
 # Records of the priming batch that creates every table before the timed one.
 HUDI_PRIMING_RECORDS = 2_000
 
@@ -207,15 +236,21 @@ class TimedHudiWriter:
         self.inner = inner
         self.spark = spark
         self.options = variant.get("options", {})
-        self.insert_options = variant.get("insert_options", {})
+        self.by_operation = {"insert": variant.get("insert_options", {}), "upsert": variant.get("upsert_options", {})}
         self.commits: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        # Each commit's start and end in seconds from here: when commits overlapped.
-        self._origin = time.monotonic()
+        self.start_timing()
+
+    def start_timing(self) -> None:
+        """Forget the commits so far; each later commit's start and end count in seconds
+        from here (when commits overlapped, and how long the batch ran before its first)."""
+        with self._lock:
+            self.commits = []
+            self._origin = time.monotonic()
 
     def __call__(self, frame: DataFrame, options: Any, path: str) -> None:
         operation = options["hoodie.datasource.write.operation"]
-        options = {**options, **self.options, **(self.insert_options if operation == "insert" else {})}
+        options = {**options, **self.options, **self.by_operation.get(operation, {})}
         context = self.spark.sparkContext
         # Unique per writer and commit: a group's job ids outlive it, and every variant
         # writes the same table paths in the one session.
@@ -262,19 +297,36 @@ def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | No
     shutil.rmtree(data, ignore_errors=True)
     stream_id = "hudi-lens"
     sink = HudiSink(uri(str(data.resolve()), RAW_FOLDER), "raw", contracts, sync_mode="none", stream_id=stream_id)
-    sink.capabilities = SinkCapabilities(writes_tables_concurrently=bool(variant.get("concurrent")),
+    concurrent = variant.get("concurrent")
+    sink.capabilities = SinkCapabilities(writes_tables_concurrently=bool(concurrent),
                                          reads_changes_once=bool(variant.get("uncached")))
     pipeline = Pipeline(contracts, sink, QuarantineWriter(str(data)),
                         clock=lambda: datetime(2026, 11, 25, tzinfo=timezone.utc))
+    if concurrent:
+        # The pipeline's pool of raw-table writes, as wide as the variant says.
+        pipeline._writers = ThreadPoolExecutor(max_workers=len(contracts) if concurrent == "all" else int(concurrent),
+                                               thread_name_prefix="raw-write")
+    # The variant's options from the priming batch on: the tables are created with them.
+    timed = TimedHudiWriter(sink._writer, spark, variant)
+    sink._writer = timed
     started = time.monotonic()
     if priming is not None:
         pipeline.process_batch(priming, 0)
     priming_seconds = time.monotonic() - started
-    timed = TimedHudiWriter(sink._writer, spark, variant)
-    sink._writer = timed
+    context = spark.sparkContext
+    # The batch's own jobs (decode, counts, caches), apart from its commits' groups.
+    group = f"hudi-lens-batch-{id(timed)}"
+    context.setJobGroup(group, group)
+    timed.start_timing()
     started = time.monotonic()
-    report = pipeline.process_batch(envelope, 1)
-    seconds = time.monotonic() - started
+    try:
+        report = pipeline.process_batch(envelope, 1)
+    finally:
+        seconds = time.monotonic() - started
+        context.setLocalProperty("spark.jobGroup.id", None)
+        if pipeline._writers is not None:
+            pipeline._writers.shutdown()
+    batch_jobs = len(context.statusTracker().getJobIdsForGroup(group))
     newest = {}
     for commit in timed.commits:
         history = table_commits(LocalFiles(), str(data / RAW_FOLDER / commit["table"]))
@@ -285,6 +337,9 @@ def hudi_batch(spark: SparkSession, envelope: DataFrame, priming: DataFrame | No
         "landed": report.landed,
         "quarantined": report.quarantined,
         "commits": timed.commits,
+        # Seconds of the batch before its first commit started, and its Spark jobs outside its commits.
+        "before_first_commit_seconds": min((commit["started"] for commit in timed.commits), default=seconds),
+        "batch_jobs": batch_jobs,
         "files_written": {table: commit.files_written for table, commit in newest.items()},
         # A replay is recognised by the marker of the table's newest commit (streaming/io/formats/hudi/sink.py).
         "markers_kept": all(commit.batch_marker == batch_marker(stream_id, 1) for commit in newest.values()),
@@ -316,8 +371,9 @@ def profile_hudi_writes(spark: SparkSession, params: dict[str, Any]) -> dict[str
 
 
 def hudi_figures(records: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Each variant's fastest batch against the reference's, and the reference's commits
-    per raw table: the change-log INSERT and the current-state UPSERT as shares of the batch."""
+    """Each variant's fastest batch against the reference's and against the sink as
+    configured, and the reference's commits per raw table: the change-log INSERT and the
+    current-state UPSERT as shares of the batch."""
     best = {name: min(batches, key=lambda batch: batch["seconds"]) for name, batches in runs.items()}
     landed = {name: batch["landed"] for name, batch in best.items()}
     if len({json.dumps(value, sort_keys=True) for value in landed.values()}) > 1:
@@ -337,6 +393,10 @@ def hudi_figures(records: int, runs: dict[str, list[dict[str, Any]]]) -> dict[st
         "seconds": {name: [batch["seconds"] for batch in batches] for name, batches in runs.items()},
         "best_seconds": {name: batch["seconds"] for name, batch in best.items()},
         "over_reference": {name: batch["seconds"] / reference["seconds"] for name, batch in best.items()} if reference else {},
+        "over_as_configured": ({name: batch["seconds"] / best[HUDI_AS_CONFIGURED]["seconds"] for name, batch in best.items()}
+                               if HUDI_AS_CONFIGURED in best else {}),
+        "before_first_commit_seconds": {name: batch.get("before_first_commit_seconds") for name, batch in best.items()},
+        "batch_jobs": {name: batch.get("batch_jobs") for name, batch in best.items()},
         "hudi_share": sum(c["seconds"] for c in reference["commits"]) / reference["seconds"] if reference else None,
         "tables": tables,
         "landed": reference["landed"] if reference else next(iter(landed.values()), {}),

@@ -219,16 +219,25 @@ def test_the_hudi_lens_takes_shares_from_the_reference_s_fastest_batch_and_refus
         commits = [{"table": "customers_changes", "operation": "insert", "seconds": insert_s, "jobs": 3},
                    {"table": "customers", "operation": "upsert", "seconds": upsert_s, "jobs": 5}]
         return {"seconds": seconds, "landed": {"customers": landed}, "commits": commits,
-                "files_written": {"customers": 1}, "markers_kept": True}
+                "files_written": {"customers": 1}, "markers_kept": True,
+                "before_first_commit_seconds": seconds - insert_s - upsert_s, "batch_jobs": 4}
 
     figures = hudi_figures(100, {HUDI_REFERENCE: [batch(12.0, 3.0, 6.0), batch(10.0, 2.0, 5.0)],
-                                 "as configured": [batch(8.0, 2.0, 5.0)]})
-    assert figures["best_seconds"] == {HUDI_REFERENCE: 10.0, "as configured": 8.0}
+                                 "as configured": [batch(8.0, 2.0, 5.0)], "direct markers": [batch(6.0, 1.0, 4.0)]})
+    assert figures["best_seconds"] == {HUDI_REFERENCE: 10.0, "as configured": 8.0, "direct markers": 6.0}
     assert figures["over_reference"]["as configured"] == pytest.approx(0.8)
+    # A lever is one option changed against the sink as configured.
+    assert figures["over_as_configured"]["direct markers"] == pytest.approx(0.75)
+    assert figures["before_first_commit_seconds"]["direct markers"] == pytest.approx(1.0)
     assert figures["hudi_share"] == pytest.approx(0.7)
     customers = figures["tables"]["customers"]
     assert (customers["insert"]["share"], customers["upsert"]["share"]) == (pytest.approx(0.2), pytest.approx(0.5))
-    assert any("as configured: 0.80" in line for line in hudi_lines(figures))
+    assert any("as configured: 8.0s: 0.80 x 'one table at a time'" in line for line in hudi_lines(figures))
+    assert any("direct markers: 6.0s: 0.60 x 'one table at a time', 0.75 x 'as configured'; "
+               "1.0s before its first commit" in line for line in hudi_lines(figures))
+    # Levers run against the sink as configured alone, without the reference.
+    levers = hudi_figures(100, {"as configured": [batch(8.0, 2.0, 5.0)], "direct markers": [batch(6.0, 1.0, 4.0)]})
+    assert any("direct markers: 6.0s: 0.75 x 'as configured'" in line for line in hudi_lines(levers))
     with pytest.raises(RuntimeError, match="landed different rows"):
         hudi_figures(100, {HUDI_REFERENCE: [batch(10.0, 2.0, 5.0)], "as configured": [batch(8.0, 2.0, 5.0, landed=6)]})
 
