@@ -563,12 +563,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fetch":
             print(f"Trino: {fetch_trino(tools_dir())}\nJava for Trino: {find_trino_java(tools_dir())}")
         elif args.command == "start":
+            # The later commands find this engine by its data dir: named when it is not their default.
+            same_data_dir = "" if args.data_dir == parser.get_default("data_dir") else f" --data-dir {args.data_dir}"
             state = start(paths, metastore_port=args.metastore_port, trino_port=args.trino_port, tools=tools_dir())
             print(f"the local Athena runs: Trino http://{HOST}:{state['trino_port']} (catalog {CATALOG}), "
                   f"metastore thrift://{HOST}:{state['metastore_port']}\n"
                   f"  sync the stream to it: lakehouse stream --catalog thrift://{HOST}:{state['metastore_port']}\n"
-                  f"  a SQL prompt on it:    python -m streaming.runtime.athena_local sql\n"
-                  f"  stop it:               python -m streaming.runtime.athena_local stop")
+                  f"  a SQL prompt on it:    python -m streaming.runtime.athena_local sql{same_data_dir}\n"
+                  f"  stop it:               python -m streaming.runtime.athena_local stop{same_data_dir}")
         elif args.command == "sql":
             port = read_state(paths).get("trino_port")
             if "trino" not in running_processes(paths) or port is None:

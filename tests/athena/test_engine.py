@@ -71,6 +71,9 @@ def test_logs_and_the_catalog_live_under_the_data_dir(engine):
 def test_start_status_and_stop_from_the_command_line(tmp_path, capsys):
     data = ["--data-dir", str(tmp_path), "--trino-port", str(free_port()), "--metastore-port", str(free_port())]
     assert athena_local.main(["start", *data]) == 0
+    started = capsys.readouterr().out
+    # The commands it suggests name this data dir, not the default one.
+    assert f"athena_local sql --data-dir {tmp_path}\n" in started and f"athena_local stop --data-dir {tmp_path}" in started
     paths = EnginePaths(tmp_path)
     pids = running_processes(paths)
     try:
