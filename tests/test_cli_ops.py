@@ -288,7 +288,7 @@ def test_project_options_work_before_after_and_among_dbt_arguments(tmp_path, mon
                  ["dbt", "ls", "--data-dir", str(data), "--select", "dim_customers"],
                  ["dbt", "--data-dir", str(data), "ls", "--select", "dim_customers"]):
         assert main(argv) == 0, argv
-        assert "marts.dim_customers" in capsys.readouterr().out, argv
+        assert "marts.samples.dim_customers" in capsys.readouterr().out, argv
     assert not (tmp_path / "data").exists(), "no empty ./data left behind"
 
 
