@@ -28,6 +28,7 @@ state: the ordering value decides it.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -166,6 +167,16 @@ class BackfillResult:
 
 def run_log_path(data_root: Path, export_id: str) -> Path:
     return BACKFILLS.path(data_root, export_id)
+
+
+def _recorded_run(path: Path) -> dict[str, Any]:
+    """The run log at `path`, or nothing when there is none or it cannot be read (then
+    the backfill runs, as for a run that never finished)."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
 
 
 def plan_backfill(
@@ -451,7 +462,19 @@ class ExportBackfill:
             raise BackfillError(str(exc)) from exc
 
     def nothing_to_do(self, plan: BackfillPlan) -> list[str]:
-        return []
+        """A backfill recorded as succeeded is not written again. Its batch may sit under
+        later stream commits, and an append-only change log (Hudi's) would take its rows a
+        second time, so the run log, not the sink, says whether it already landed."""
+        recorded = _recorded_run(plan.run_log)
+        if recorded.get("status") != "succeeded" or recorded.get("batch_id") != plan.batch_id:
+            return []
+        return [
+            f"backfill of export {plan.manifest.export_id} into {plan.manifest.table_name} already succeeded "
+            f"(landed={recorded.get('landed')} quarantined={recorded.get('quarantined')}, "
+            f"started {recorded.get('started_at')}; run log {plan.run_log}): nothing to do",
+            "its rows are in raw already; to load the export again, rebuild raw with `lakehouse reprocess` "
+            "(docs/operations.md)",
+        ]
 
     def describe(self, plan: BackfillPlan) -> list[str]:
         return [f"export {plan.manifest.export_dir} is valid", *plan.describe()]
@@ -488,7 +511,7 @@ def backfill(
         # A dry run writes nothing, so it plans without the data directory's lock.
         contracts = load_checked_contracts(contracts_dir)
         plan = batch.plan(layout.active(), contracts)
-        for line in batch.describe(plan):
+        for line in batch.nothing_to_do(plan) or batch.describe(plan):
             out(line)
         out("dry run: nothing was written")
         return None
