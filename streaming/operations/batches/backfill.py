@@ -463,7 +463,7 @@ class ExportBackfill:
 
     def nothing_to_do(self, plan: BackfillPlan) -> list[str]:
         """A backfill recorded as succeeded is not written again. Its batch may sit under
-        later stream commits, and an append-only change log (Hudi's) would take its rows a
+        later stream commits, and a change log written by inserts alone would take its rows a
         second time, so the run log, not the sink, says whether it already landed."""
         recorded = _recorded_run(plan.run_log)
         if recorded.get("status") != "succeeded" or recorded.get("batch_id") != plan.batch_id:
