@@ -212,6 +212,25 @@ def test_replayed_batch_is_not_written_again(spark, tmp_path, customers_batch):
     assert writer.writes[-2][0] == str(change_log)
 
 
+def test_a_one_off_batch_under_later_stream_commits_is_not_written_again(spark, tmp_path, customers_batch):
+    contract, changes = customers_batch
+    # A backfill (batch -5) committed its change log, then died before recording that it
+    # succeeded; a stream batch committed after it. The retry must find it below the head.
+    change_log = change_log_from_sample(tmp_path, changes.columns, "backfill:-5")
+    backfill_commit = change_log / ".hoodie" / "20240418173551906.commit"
+    later_commit = change_log / ".hoodie" / "20240418183551906.commit"
+    later_commit.write_text(backfill_commit.read_text())
+    set_marker(change_log, later_commit.name, "stream-a:0")
+    writer = RecordingWriter()
+    backfill = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="backfill", writer=writer)
+
+    backfill.write(changes, contract, -5, rows=3)
+    assert [path for path, _, _ in writer.writes] == [str(tmp_path / "customers")]
+    # Another one-off batch is written.
+    backfill.write(changes, contract, -6, rows=3)
+    assert writer.writes[1][0] == str(change_log)
+
+
 def test_a_column_added_to_the_contract_is_written_last(tmp_path, customers_batch):
     contract, changes = customers_batch
     # The change log was written before the contract had registration_date: its newest

@@ -8,7 +8,9 @@ Replays: a micro-batch that Spark runs again after a crash must not insert its c
 twice. Every commit records `<stream_id>:<batch_id>` in its extraMetadata; before
 writing, the sink reads the newest commit of the table's timeline and skips the write
 when it already holds this batch. Batches of one stream commit in order and one writer
-owns a table, so the only batch that can be replayed is the one committed last. Hudi
+owns a table, so the only batch that can be replayed is the one committed last. A
+one-off batch (a negative id: backfills and replays) may be retried after stream commits
+followed it, so for those every commit of the active timeline is searched. Hudi
 syncs the catalog after its commit, so a sync that failed left the batch committed but
 not synced: a skipped table is therefore synced again when catalog sync is on.
 
@@ -40,7 +42,7 @@ from streaming.io.formats.hudi.options import (
     hudi_table_path,
     meta_sync_tools,
 )
-from streaming.io.formats.hudi.timeline import TableFiles, read_timeline_head
+from streaming.io.formats.hudi.timeline import TableFiles, holds_batch_marker, read_timeline_head
 from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.pipeline.ordering import latest_per_key
 
@@ -213,7 +215,9 @@ class HudiSink:
                 self._writer(frame, options, path)
                 continue
             marker = batch_marker(self.stream_id, batch_id)
-            if head.batch_marker == marker:
+            if head.batch_marker == marker or (
+                batch_id < 0 and holds_batch_marker(self._table_files(changes.sparkSession), path, marker)
+            ):
                 log.info("hudi %s: batch %s is already committed, not written again", table, marker)
                 if meta_sync_tools(options):
                     # The commit may be all the crashed run achieved: sync it again (idempotent).

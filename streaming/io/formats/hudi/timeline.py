@@ -117,6 +117,18 @@ def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
     return TimelineHead(marker, tuple(field["name"] for field in fields), too_deep)
 
 
+def holds_batch_marker(files: TableFiles, table_path: str, marker: str) -> bool:
+    """Whether any completed commit of the active timeline records `marker`, newest first.
+
+    For one-off batches (backfills and replays), which later stream commits may follow
+    before a retry; a steady stream needs only the head (`read_timeline_head`).
+    """
+    return any(
+        (commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}).get(BATCH_MARKER_KEY) == marker
+        for instant_file in reversed(completed_instants(files, table_path))
+    )
+
+
 def _schema_fields(avro_schema: str, source: str) -> list[dict[str, Any]]:
     try:
         return [{"name": field["name"], "type": field.get("type")} for field in json.loads(avro_schema)["fields"]]
