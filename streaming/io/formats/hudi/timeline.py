@@ -104,9 +104,10 @@ def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
     marker: str | None = None
     fields: list[dict[str, Any]] | None = None
     for instant_file in reversed(completed_instants(files, table_path)):
-        extra = commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}
-        if marker is None and extra.get(BATCH_MARKER_KEY) is not None:
-            marker = str(extra[BATCH_MARKER_KEY])
+        metadata = commit_metadata(files, table_path, instant_file)
+        extra = metadata.get("extraMetadata") or {}
+        if marker is None:
+            marker = batch_marker_of(metadata)
         if fields is None and extra.get("schema"):
             fields = _schema_fields(extra["schema"], f"{table_path}/{HUDI_TIMELINE_FOLDER}/{instant_file}")
         if marker is not None and fields is not None:
@@ -124,9 +125,15 @@ def holds_batch_marker(files: TableFiles, table_path: str, marker: str) -> bool:
     before a retry; a steady stream needs only the head (`read_timeline_head`).
     """
     return any(
-        (commit_metadata(files, table_path, instant_file).get("extraMetadata") or {}).get(BATCH_MARKER_KEY) == marker
+        batch_marker_of(commit_metadata(files, table_path, instant_file)) == marker
         for instant_file in reversed(completed_instants(files, table_path))
     )
+
+
+def batch_marker_of(metadata: dict) -> str | None:
+    """The `<stream_id>:<batch_id>` a commit's extraMetadata records, if any."""
+    marker = (metadata.get("extraMetadata") or {}).get(BATCH_MARKER_KEY)
+    return None if marker is None else str(marker)
 
 
 def _schema_fields(avro_schema: str, source: str) -> list[dict[str, Any]]:
@@ -175,14 +182,13 @@ def table_commits(files: TableFiles, table_path: str) -> list[HudiCommit]:
     for instant_file in completed_instants(files, table_path):
         metadata = commit_metadata(files, table_path, instant_file)
         stats = [stat for partition in (metadata.get("partitionToWriteStats") or {}).values() for stat in partition]
-        marker = (metadata.get("extraMetadata") or {}).get(BATCH_MARKER_KEY)
         instant, action = instant_file.split(".", 1)
         commits.append(HudiCommit(
             instant=instant, action=action, operation=metadata.get("operationType"),
             inserted=sum(int(stat.get("numInserts") or 0) for stat in stats),
             updated=sum(int(stat.get("numUpdateWrites") or 0) for stat in stats),
             deleted=sum(int(stat.get("numDeletes") or 0) for stat in stats),
-            files_written=len(stats), batch_marker=None if marker is None else str(marker),
+            files_written=len(stats), batch_marker=batch_marker_of(metadata),
         ))
     return commits
 
