@@ -28,7 +28,6 @@ state: the ordering value decides it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -167,16 +166,6 @@ class BackfillResult:
 
 def run_log_path(data_root: Path, export_id: str) -> Path:
     return BACKFILLS.path(data_root, export_id)
-
-
-def _recorded_run(path: Path) -> dict[str, Any]:
-    """The run log at `path`, or nothing when there is none or it cannot be read (then
-    the backfill runs, as for a run that never finished)."""
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return recorded if isinstance(recorded, dict) else {}
 
 
 def plan_backfill(
@@ -465,8 +454,9 @@ class ExportBackfill:
         """A backfill recorded as succeeded is not written again. Its batch may sit under
         later stream commits, and a change log written by inserts alone would take its rows a
         second time, so the run log, not the sink, says whether it already landed."""
-        recorded = _recorded_run(plan.run_log)
-        if recorded.get("status") != "succeeded" or recorded.get("batch_id") != plan.batch_id:
+        recorded = next((run for run in BACKFILLS.succeeded(plan.data_root) if run.get("batch_id") == plan.batch_id),
+                        None)
+        if recorded is None:
             return []
         return [
             f"backfill of export {plan.manifest.export_id} into {plan.manifest.table_name} already succeeded "
