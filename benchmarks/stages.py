@@ -180,6 +180,17 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # The change log through bulk_insert's row writer: no conversion to Hudi records, no
     # persisted copy of them and no workload profile.
     "change log bulk_insert": {"concurrent": 2, "insert_options": {"hoodie.datasource.write.operation": "bulk_insert"}},
+    # The same, its rows first repartitioned by partition path (HoodieWriteConfig.
+    # BULK_INSERT_SORT_MODE, BulkInsertSortMode.PARTITION_PATH_REPARTITION): one file per
+    # ingest hour a commit, as insert writes, instead of one per input partition and hour.
+    "change log bulk_insert by hour": {"concurrent": 2, "insert_options": {
+        "hoodie.datasource.write.operation": "bulk_insert", "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION"}},
+    # Both levers that skip work the pipeline already did: no in-batch combine on the
+    # upsert, and the change log through bulk_insert by hour.
+    "no combine, change log bulk_insert by hour": {
+        "concurrent": 2, "upsert_options": {"hoodie.combine.before.upsert": "false"},
+        "insert_options": {"hoodie.datasource.write.operation": "bulk_insert",
+                           "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION"}},
     # Markers written as files beside the data instead of through the timeline server
     # (HoodieWriteConfig.MARKERS_TYPE, default TIMELINE_SERVER_BASED).
     "direct markers": {"concurrent": 2, "options": {"hoodie.write.markers.type": "DIRECT"}},
