@@ -187,7 +187,7 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
         "hoodie.datasource.write.operation": "bulk_insert", "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION"}},
     # Both levers that skip work the pipeline already did: no in-batch combine on the
     # upsert, and the change log through bulk_insert by hour.
-    "no combine, change log bulk_insert by hour": {
+    "no combine and change log bulk_insert by hour": {
         "concurrent": 2, "upsert_options": {"hoodie.combine.before.upsert": "false"},
         "insert_options": {"hoodie.datasource.write.operation": "bulk_insert",
                            "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION"}},
