@@ -30,7 +30,7 @@ from streaming.io.formats.hudi.timeline import (
 from streaming.io.storage import HadoopFiles
 
 # The checkout's parent holds shared/ (see DESIGN.md, "Real Spark-written Hudi tables").
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "hudi-samples"
+SAMPLES = Path(__file__).resolve().parents[5] / "shared" / "hudi-samples"
 
 pytestmark = [
     pytest.mark.spark,
