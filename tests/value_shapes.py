@@ -1,7 +1,7 @@
 """Orders holding the values DynamoDB accepts that the Hudi sink once could not write:
 landed beside the generator's mix by the sink differential (tests/dbt) and the Athena
 tier (tests/athena), so that both sinks and Trino are compared on them.
-tests/test_hudi_values.py has one test per shape."""
+tests/io/formats/hudi/interop/test_hudi_values.py has one test per shape."""
 from __future__ import annotations
 
 import json

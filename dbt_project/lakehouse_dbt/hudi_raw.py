@@ -15,7 +15,7 @@ UnreadableHudiTable, and the loader loads the others.
 
 hudi-rs reads every base file with the table's newest writer schema, so a column
 added to a contract after older files were written reads as null in their rows
-(tests/test_hudi_read.py pins it on tables the Spark sink wrote).
+(tests/io/formats/hudi/interop/test_hudi_read.py pins it on tables the Spark sink wrote).
 """
 
 from __future__ import annotations

@@ -371,7 +371,7 @@ def current_state_write_options(
             # decoded again by Spark's Hudi reader and by hudi-rs; the data column keeps
             # the raw character. The Hive sync ("hms") registers the encoded value (`%2F`)
             # as the catalog's partition value: its HMSDDLExecutor ignores
-            # hoodie.meta.sync.decode_partition (tests/test_hudi_tables.py).
+            # hoodie.meta.sync.decode_partition (tests/io/formats/hudi/interop/test_hudi_tables.py).
             "hoodie.datasource.write.partitionpath.urlencode": "true",
             "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
             "hoodie.datasource.write.payload.class": EVENT_TIME_PAYLOAD,

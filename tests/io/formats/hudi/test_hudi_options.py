@@ -110,7 +110,7 @@ def test_change_log_is_an_insert_only_table_per_ingest_hour(contracts, table):
 
 def test_only_the_current_state_url_encodes_its_partition_folders(contracts):
     """Its partition value is a key's last character (`/`, `=`, `%` break a Hive-style
-    folder); the change log's ingest hour never needs encoding. tests/test_hudi_tables.py
+    folder); the change log's ingest hour never needs encoding. tests/io/formats/hudi/interop/test_hudi_tables.py
     reads encoded folders back through Spark and hudi-rs."""
     change_log, current = both_tables(contracts["customers"])
     assert current["hoodie.datasource.write.partitionpath.urlencode"] == "true"

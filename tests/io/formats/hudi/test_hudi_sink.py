@@ -310,7 +310,7 @@ def test_commits_of_a_real_table_with_their_rows(tmp_path):
 def test_a_replayed_batch_syncs_the_catalog_again(spark, tmp_path, customers_batch):
     """Hudi syncs after its commit, so a crash in the sync leaves the batch committed but
     not in the catalog; the replay that skips the write runs the sync again.
-    (tests/test_hudi_tables.py runs the real HiveSyncTool against a Derby metastore.)"""
+    (tests/io/formats/hudi/interop/test_hudi_tables.py runs the real HiveSyncTool against a Derby metastore.)"""
     contract, changes = customers_batch
     change_log = change_log_from_sample(tmp_path, changes.columns, "stream-a:7")
     synced: list[tuple[str, str]] = []
