@@ -19,7 +19,7 @@ def duckdb_type(spec: AttributeSpec) -> str:
     if spec.type == MAP.code:
         return "struct(" + ", ".join(f"{duckdb_name(part.column)} {duckdb_type(part)}" for part in spec.fields) + ")"
     kind = DYNAMODB_TYPES[spec.type]
-    assert kind.duckdb_type is not None  # every type but L and M has one (tests/test_types.py)
+    assert kind.duckdb_type is not None  # every type but L and M has one (tests/contracts/test_types.py)
     return kind.duckdb_type + ("[]" if kind.is_set else "")
 
 

@@ -34,14 +34,14 @@ SQL_NAME_RULE = "lower snake_case: a lowercase letter, then lowercase letters, d
 # API_Column.html) and a file name (255 bytes on Linux's and macOS's file systems).
 # A raw table's longest derived name is its scaffolded change model's file,
 # `stg_dynamodb__<raw_table>_changes.sql` (`changes_model` in operations/scaffold.py);
-# a column's is a cast's `<column>_text`. tests/test_contract_names.py scaffolds both limits.
+# a column's is a cast's `<column>_text`. tests/contracts/test_contract_names.py scaffolds both limits.
 NAME_LIMIT = 255
 MAX_RAW_TABLE_LENGTH = NAME_LIMIT - len("stg_dynamodb__") - len("_changes.sql")
 MAX_COLUMN_LENGTH = NAME_LIMIT - len("_text")
 
 # DuckDB refuses these as unquoted column names: its `reserved` keywords and the
 # `type_function` ones that are not also `column_name` keywords (`at`, `left`, `join`,
-# ...), as its PostgreSQL-derived grammar does. tests/test_contract_names.py checks the
+# ...), as its PostgreSQL-derived grammar does. tests/contracts/test_contract_names.py checks the
 # list against duckdb_keywords() and against DuckDB's parser.
 DUCKDB_RESERVED = frozenset({
     "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both", "case", "cast",
@@ -60,7 +60,7 @@ DUCKDB_RESERVED = frozenset({
 # Athena's two lists, from the Athena user guide's "Reserved keywords" page
 # (https://docs.aws.amazon.com/athena/latest/ug/reserved-words.html): DDL statements
 # (Hive; the Glue tables of raw and the dbt-athena models' CREATE TABLE) and SELECT
-# statements (Trino). tests/test_contract_names.py pins both against that page.
+# statements (Trino). tests/contracts/test_contract_names.py pins both against that page.
 ATHENA_DDL_RESERVED = frozenset({
     "all", "alter", "and", "array", "as", "authorization", "between", "bigint", "binary", "boolean", "both",
     "by", "case", "cashe", "cast", "char", "column", "conf", "constraint", "commit", "create", "cross", "cube",
@@ -110,7 +110,7 @@ RESERVED_WORDS = {
 # `select changes.*, ... as change_rank`). From the models scaffold writes
 # (streaming/operations/scaffold.py), the current-state macros they share
 # (macros/staging/change_metadata_columns.sql) and the hand-written staging models
-# that select `changes.*`. tests/test_contract_names.py checks this list against them
+# that select `changes.*`. tests/contracts/test_contract_names.py checks this list against them
 # both ways. The `_` metadata columns need no entry: a column must start with a letter.
 MODEL_COLUMNS = frozenset({
     # current state: the ranking, the key and the winning change's metadata

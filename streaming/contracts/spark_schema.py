@@ -44,7 +44,7 @@ def spark_type(spec: AttributeSpec) -> T.DataType:
     if spec.type == MAP.code:
         return T.StructType([T.StructField(field.column, spark_type(field)) for field in spec.fields])
     kind = DYNAMODB_TYPES[spec.type]
-    assert kind.spark_sql_type is not None  # every type but L and M has one (tests/test_types.py)
+    assert kind.spark_sql_type is not None  # every type but L and M has one (tests/contracts/test_types.py)
     value = _SPARK_SQL_TYPES[kind.spark_sql_type]
     return T.ArrayType(value) if kind.is_set else value
 

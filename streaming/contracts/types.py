@@ -4,7 +4,7 @@
 accepts its codes; spark_schema.py types the raw columns from `spark_sql_type`, and
 duckdb_schema.py from `duckdb_type` for scaffold (the dbt sources' types) and reconcile
 (its DuckDB comparison); contract inference checks sampled values with `well_formed`;
-contract_casts.py allows the `casts` listed here. tests/test_types.py holds every
+contract_casts.py allows the `casts` listed here. tests/contracts/test_types.py holds every
 renderer to this table, so that adding a type means a row here, its decoding
 (streaming/pipeline/attributes.py) and sample values (streaming/samples/generator.py).
 

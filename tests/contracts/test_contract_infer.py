@@ -21,7 +21,7 @@ from streaming.io.item_samples import sample_export, sample_file, sample_landing
 from streaming.samples.export_writer import write_full_export, write_incremental_export
 from streaming.samples.generator import generate_cdc, land_cdc
 
-FIXTURES = Path(__file__).parent / "fixtures" / "inference"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "inference"
 ONLINE_SHOP = FIXTURES / "AnOnlineShop_facets.json"
 
 

@@ -232,7 +232,7 @@ def test_a_large_sample_file_is_read_in_the_memory_of_its_sampled_items(tmp_path
 
 
 def test_a_workbench_model_is_still_told_from_records_by_its_first_bytes(tmp_path):
-    model = Path(__file__).parent / "fixtures" / "inference" / "AnOnlineShop_facets.json"
+    model = Path(__file__).parents[1] / "fixtures" / "inference" / "AnOnlineShop_facets.json"
     assert sample_file(model, "OnlineShop", 100).declared_key == ("PK", "SK")
     # An item whose first attribute is named like a model's member is an item.
     item = tmp_path / "items.jsonl"
@@ -271,7 +271,7 @@ def test_earlier_images_are_bounded_by_max_items_and_the_output_says_how_many_we
 # --------------------------------------------------------------------------- C4: PII detectors on public data
 
 
-GUIDE = Path(__file__).parent / "fixtures" / "inference" / "dynamodb_guide"
+GUIDE = Path(__file__).parents[1] / "fixtures" / "inference" / "dynamodb_guide"
 
 
 def guide_items(table: str) -> list[dict]:

@@ -31,7 +31,7 @@ from streaming.contracts.names import (
 from streaming.operations.scaffold import ScaffoldRefused, scaffold, scaffold_files
 from streaming.runtime.dbt_runner import PROJECT_DIR
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=timezone.utc)
 
 # The runbook's example entity (docs/operations.md, "Adding an entity"; tests/test_unrouted.py).

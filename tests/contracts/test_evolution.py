@@ -161,7 +161,7 @@ def test_version_is_the_same_in_other_python_processes(tmp_path: Path) -> None:
     for seed in ("1", "2"):
         environment = {**os.environ, "PYTHONHASHSEED": seed}
         result = subprocess.run([sys.executable, "-c", program, str(path)], capture_output=True, text=True,
-                                env=environment, cwd=Path(__file__).parent.parent, check=True, timeout=120)
+                                env=environment, cwd=Path(__file__).parents[2], check=True, timeout=120)
         versions.add(result.stdout.strip())
 
     assert versions == {contract_version(load_contract(path))}
