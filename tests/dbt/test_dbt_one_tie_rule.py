@@ -5,7 +5,7 @@ built incrementally batch by batch, and as the history's current version. Before
 broke the tie by the greatest eventID and staging by the earliest ingestion.
 
 The rows are written with samples.raw_fixtures, whose ordering value
-tests/test_ordering.py pins to the decoder's; that test also covers Spark and Hudi."""
+tests/pipeline/test_ordering.py pins to the decoder's; that test also covers Spark and Hudi."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from streaming.pipeline.envelope import ENVELOPE_SCHEMA
 
 pytestmark = pytest.mark.spark
 
-FIXTURES = Path(__file__).parent / "fixtures" / "records"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "records"
 REGION = "eu-west-1"
 T0_SECONDS = 1_700_000_000  # 2023-11-14T22:13:20Z
 
@@ -1139,9 +1139,9 @@ def test_records_too_deep_or_too_long_to_parse_are_quarantined_from_kinesis(spar
 #   awscli/examples/dynamodbstreams/get-records.rst), which names no table;
 # - getrecords_api_example_output.json: the GetRecords example of the API reference
 #   (boto/botocore botocore/data/dynamodbstreams/2012-08-10/examples-1.json), a KEYS_ONLY
-#   stream; tests/test_pipeline.py refuses it.
+#   stream; tests/pipeline/test_pipeline.py refuses it.
 
-AWS_SAMPLES = Path(__file__).parent / "fixtures" / "aws"
+AWS_SAMPLES = Path(__file__).parents[1] / "fixtures" / "aws"
 MUSIC_STREAM_ARN = "arn:aws:dynamodb:us-west-1:123456789012:table/Music/stream/2019-10-22T18:02:01.576"
 KDS_SAMPLE_TABLE = "PowertoolsEventsStack-DynamoDBTable59784FC0-8NKAMTERTAXY"
 SAMPLE_TABLE_CONTRACTS: dict[str, dict[str, Any]] = {

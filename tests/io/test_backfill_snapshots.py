@@ -35,7 +35,7 @@ CUSTOMERS = CONTRACTS["customers"]
 # The decoder is given only the table these tests are about: every further contract adds
 # planning time to each decode and none of them receives a record here.
 DECODED = {"customers": CUSTOMERS}
-MACRO = Path(__file__).parents[1] / "macros" / "staging" / "backfill_snapshots.sql"
+MACRO = Path(__file__).parents[2] / "macros" / "staging" / "backfill_snapshots.sql"
 EXPORTED = datetime(2026, 11, 1, 1, 30, 5, 123000, tzinfo=timezone.utc)  # AWS: millisecond precision
 EXPORTED_SECOND = int(EXPORTED.timestamp())
 KEYS = {"id": {"S": "c1"}, "custName": {"S": "Ann"}}

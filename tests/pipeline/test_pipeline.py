@@ -189,7 +189,7 @@ def test_a_decode_that_loses_records_stops_the_batch_before_writing(spark, tmp_p
     assert not [path for path in tmp_path.rglob("*") if path.is_file()]
 
 
-# The GetRecords example of the DynamoDB Streams API reference, a KEYS_ONLY stream (tests/test_decode.py
+# The GetRecords example of the DynamoDB Streams API reference, a KEYS_ONLY stream (tests/pipeline/test_decode.py
 # names its source), with the stream ARN of the same examples file as Lambda would add it.
 FORUM_STREAM_ARN = "arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"
 FORUM_CONTRACT = """\
@@ -202,7 +202,7 @@ partitioning: {column: forum_initial, expression: "substring(forum_name, 1, 1)"}
 
 
 def forum_records(view_type: str) -> list[str]:
-    sample = json.loads((Path(__file__).parent / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
+    sample = json.loads((Path(__file__).parents[1] / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
     records = [record | {"eventSourceARN": FORUM_STREAM_ARN} for record in sample["Records"]]
     for record in records:
         record["dynamodb"]["StreamViewType"] = view_type
@@ -241,7 +241,7 @@ def test_kinesis_data_streams_records_state_no_view_type_and_land(spark, tmp_pat
     # modification [and] after the modification" (Kinesis Data Streams for DynamoDB has no view type:
     # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/kds.html, "How Kinesis Data
     # Streams works with DynamoDB"); the sample is a real record of such a stream.
-    record = json.loads((Path(__file__).parent / "fixtures" / "aws" / "kds_record_insert.json").read_text())
+    record = json.loads((Path(__file__).parents[1] / "fixtures" / "aws" / "kds_record_insert.json").read_text())
     assert "StreamViewType" not in record["dynamodb"]
     record["tableName"] = "customers"
     record["dynamodb"]["Keys"] = {"id": {"S": "c-1"}, "custName": {"S": "Ana"}}

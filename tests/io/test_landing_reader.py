@@ -426,5 +426,5 @@ def test_splitting_files_into_arrow_batches_does_not_import_pandas(tmp_path: Pat
               "assert 'pandas' not in sys.modules\n"
               "print(sum(batch.num_rows for batch in split_landing_files([paths])), 'pandas' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parent.parent)
+                          cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.split() == ["2", "False"]

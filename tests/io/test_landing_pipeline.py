@@ -174,7 +174,7 @@ def test_a_keys_only_stream_stops_lakehouse_stream_and_a_restart_after_moving_it
         'partitioning: {column: forum_initial, expression: "substring(forum_name, 1, 1)"}\n')
     # The API reference's GetRecords example (a KEYS_ONLY stream), each record with its stream's ARN.
     arn = "arn:aws:dynamodb:us-west-2:111122223333:table/Forum/stream/2015-05-20T20:51:10.252"
-    sample = json.loads((Path(__file__).parent / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
+    sample = json.loads((Path(__file__).parents[1] / "fixtures" / "aws" / "getrecords_api_example_output.json").read_text())
     target = DataLayout(tmp_path / "data")
     hour = target.landing / "2026" / "11" / "23" / "11"
     hour.mkdir(parents=True)
