@@ -18,7 +18,7 @@ BASE_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # (tests/jvm_class_archive.py). Mapping them saves loading and verifying thousands of
 # classes in every JVM the suite starts, the session's and each `lakehouse` subprocess's:
 # starting a session and running one query measured 11.2-12.1 s of CPU without it and
-# 6.3-6.4 s with it; tests/test_cli_ops.py 77.4 -> 67.6 s. Without the file (make
+# 6.3-6.4 s with it; tests/cli/test_cli_ops.py 77.4 -> 67.6 s. Without the file (make
 # test-fast, a bare pytest) the JVMs load their classes as before.
 CLASS_ARCHIVE = Path(sys.prefix) / "jvm" / "test-classes.jsa"
 

@@ -12,7 +12,7 @@ Trigger = Literal["available-now", "processing-time"]
 DEFAULT_INTERVAL = "100 seconds"
 # What a processing-time interval may say: whole numbers of these units, e.g. "30 seconds",
 # "1 minute 30 seconds". Spark parses the same text with its interval syntax and refuses
-# months and years for a trigger; tests/test_cli_ops.py checks each case against Spark.
+# months and years for a trigger; tests/cli/test_cli_ops.py checks each case against Spark.
 _INTERVAL_UNITS = ("week", "day", "hour", "minute", "second", "millisecond", "microsecond")
 _INTERVAL_PART = r"\d+\s+(?:%s)s?" % "|".join(_INTERVAL_UNITS)
 _INTERVAL = re.compile(rf"(?:interval\s+)?{_INTERVAL_PART}(?:\s+{_INTERVAL_PART})*", re.IGNORECASE)

@@ -18,7 +18,7 @@ from streaming.io.layout import DataLayout
 from streaming.operations.stream import stream
 from streaming.runtime.disk_full import NO_SPACE_LEFT, is_disk_full
 
-AWS_FIXTURES = Path(__file__).parent / "fixtures" / "aws"
+AWS_FIXTURES = Path(__file__).parents[1] / "fixtures" / "aws"
 
 
 def _jvm_error(spark, deepest_message: str) -> Exception:

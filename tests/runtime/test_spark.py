@@ -29,7 +29,7 @@ from streaming.runtime.spark_session import (
     ship_package_to_executors,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("master", "local"), [
