@@ -22,7 +22,7 @@ from benchmarks.seed_job import (
 )
 from streaming.contracts.loader import load_contracts
 
-ARTICLE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "glue-hudi-kinesis-realtime-datalake.txt"
+ARTICLE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "glue-hudi-kinesis-realtime-datalake.txt"
 # The article's options this local run leaves out: its Hive sync (no metastore here) and
 # what names its own S3 table; `className` selects the Glue connector.
 NOT_CARRIED_OVER = {"className", "path", "hoodie.table.name", "hoodie.datasource.hive_sync.use_jdbc",
