@@ -34,7 +34,7 @@ from streaming.runtime.dbt_runner import PROJECT_DIR
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 23, 18, 0, tzinfo=timezone.utc)
 
-# The runbook's example entity (docs/operations.md, "Adding an entity"; tests/test_unrouted.py).
+# The runbook's example entity (docs/operations.md, "Adding an entity"; tests/operations/batches/test_unrouted.py).
 AUDITS_ENTITY: dict[str, Any] = {
     "raw_table": "app_audits",
     "description": "What a tenant's users did, sort key AUDIT#<audit id>.",

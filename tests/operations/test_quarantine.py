@@ -31,7 +31,7 @@ from streaming.operations.stream import stream
 from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.samples.generator import generate_cdc, land_cdc
 
-PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "samples" / "contracts"
+PACKAGED_CONTRACTS = Path(__file__).resolve().parents[2] / "streaming" / "samples" / "contracts"
 PII_KEY = "k" * 40
 
 

@@ -27,7 +27,7 @@ from streaming.operations.status import status
 from streaming.operations.stream import stream
 from streaming.pipeline.decode import RETIRING_ORDERING_SUFFIX
 
-PACKAGED_CONTRACTS = Path(__file__).resolve().parents[1] / "streaming" / "samples" / "contracts"
+PACKAGED_CONTRACTS = Path(__file__).resolve().parents[3] / "streaming" / "samples" / "contracts"
 AUDITS_ENTITY = """
   audits:
     raw_table: app_audits

@@ -149,7 +149,7 @@ def test_backfill_lands_every_item_under_a_negative_run_id(lakes, exports):
 def test_a_succeeded_backfill_run_again_writes_nothing_and_says_so(spark, lakes, exports):
     # Its batch may lie under later stream commits, where an append-only change log (the
     # Hudi sink's) would take its rows twice; the run log says it landed (the Hudi case runs
-    # in tests/test_initial_load.py, a drill).
+    # in tests/operations/batches/test_initial_load.py, a drill).
     layout = lakes["bootstrap"]
     first = lakes["results"][ORDERS]
     (folder,) = (layout.raw / f"{ORDERS}_changes").glob(f"*/_batch_id={first.batch_id}")

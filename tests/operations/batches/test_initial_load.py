@@ -5,7 +5,7 @@ On the way the test does what operators do wrong or what befalls them: the backf
 killed with SIGKILL midway and run again, run again while the stream runs (refused,
 naming what to do), and run again after it succeeded; the stream is stopped as the
 refusal says and started again for later changes (a stream killed mid-batch is
-tests/test_stream_loop.py's and the kill_9 drill's).
+tests/runtime/test_stream_loop.py's and the kill_9 drill's).
 At the end the raw change log holds every exported item once and every landed change
 once, and the current state reconciles with an export taken after the last change.
 """
@@ -181,7 +181,7 @@ def test_the_runbooks_initial_load_runs_as_documented(tmp_path):
         assert backfilled_rows(tmp_path, batch) == backfilled, "a succeeded backfill is not landed twice"
 
         # Later changes arrive and the restarted stream takes them from its checkpoint. (A
-        # stream killed mid-batch replays that batch: tests/test_stream_loop.py and the
+        # stream killed mid-batch replays that batch: tests/runtime/test_stream_loop.py and the
         # kill_9 drill.)
         second_events = land(tmp_path / "data" / "landing", cdc, micros(SECOND_LANDING), micros(LATER_EXPORT_TIME))
         assert second_events
