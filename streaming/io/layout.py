@@ -27,7 +27,7 @@ and writing the active-raw pointer and checking that a data directory can be rea
 Three names are defined below this layer and only listed here: the contract registry's
 folder in streaming/contracts/evolution.py (contracts import nothing of io), and the
 database and PII key files in dbt_project/lakehouse_dbt/data_dir.py (the dbt image has
-no `streaming`). tests/test_layout_names.py fails on any of these names written into a
+no `streaming`). tests/project/test_layout_names.py fails on any of these names written into a
 path anywhere else.
 
 The data root is the data directory itself until `lakehouse switch` points readers at a

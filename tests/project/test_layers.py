@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE_ROOTS = {
     "streaming": REPO / "streaming",
     "lakehouse_dbt": REPO / "dbt_project" / "lakehouse_dbt",

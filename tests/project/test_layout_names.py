@@ -17,7 +17,7 @@ from lakehouse_dbt import data_dir as dbt_data_dir
 from streaming.contracts import evolution
 from streaming.io import layout
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCANNED = [REPO / "streaming", REPO / "benchmarks", REPO / "deploy", REPO / "dbt_project" / "lakehouse_dbt"]
 LAYOUT_MODULE = REPO / "streaming" / "io" / "layout.py"
 # A layout name that is also another thing's name, where it is that other thing.

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = (README, *sorted((REPO / "docs").glob("*.md")))
 README_MAX_BYTES = 15 * 1024

@@ -1,7 +1,7 @@
 """Each raw format keeps to its room, streaming/io/formats/<format>/: everything else reaches
 a format through the registry (formats/registry.py) and the RawFormat protocol
 (formats/raw_format.py), so a new format is its folder, one registry entry, the
-raw-sources macro and deploy. Checked from the source, as tests/test_layers.py reads imports.
+raw-sources macro and deploy. Checked from the source, as tests/project/test_layers.py reads imports.
 
 The rule, for every module of streaming/ outside streaming/io/formats/ and ALLOWED:
 1. no import of a format's folder (`streaming.io.formats.<format>`);
@@ -25,7 +25,7 @@ import pytest
 
 from streaming.io.formats.registry import FORMATS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STREAMING = REPO / "streaming"
 ROOMS = STREAMING / "io" / "formats"
 OPERATIONS = STREAMING / "operations"
@@ -34,7 +34,7 @@ FILE_FORMAT_WORDS = {"parquet"}
 # Modules that may name a format in code, and why.
 ALLOWED = {
     # The data directory's layout names every folder in it, a format's marker folder too
-    # (tests/test_layout_names.py holds every such name to that one module).
+    # (tests/project/test_layout_names.py holds every such name to that one module).
     "streaming/io/layout.py",
     # The Trino engine standing in for Athena reads the tables through Trino's own Hudi
     # connector and catalog, whose name is Trino's, not a choice of raw format.
