@@ -4,7 +4,7 @@ Production writes the raw tables to S3; everything else here writes a local fold
 drill runs the job's start-up path (`streaming.runtime.startup.start_stream`) with ends of
 its own, `LandingToS3`: the landing files of a local folder in, as `lakehouse stream`
 reads them; the raw sink, the quarantine and the checkpoint under
-`s3a://<bucket>/<prefix>` out, as the Glue job's ends (glue_job.KinesisToHudi) put them on
+`s3a://<bucket>/<prefix>` out, as the Glue job's ends (glue_job.KinesisToRaw) put them on
 S3, the stream id taken from the checkpoint the way the Glue job takes it. `lakehouse
 stream` itself takes only a local data directory (layout.local_data_dir refuses a URL).
 S3 is moto's server on 127.0.0.1, in this process; Spark reaches it through Hadoop's S3A

@@ -54,7 +54,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+# The job writes the production format (DESIGN.md), named here once: its sink and the
+# check that Glue loaded its jars come from the format's room, and the job parameters
+# --sync_mode and --retain_hours are that format's options.
+from streaming.io.formats.hudi.format import HUDI as JOB_FORMAT
 from streaming.io.formats.hudi.options import DEFAULT_RETAIN_HOURS, DEFAULT_SYNC_MODE, GLUE_SYNC_TOOL, SYNC_MODES, SyncMode
+from streaming.io.formats.raw_format import JobSinkSettings
 from streaming.io.layout import CHECKPOINT_METADATA_FILE, uri
 from streaming.runtime.stream_identity import query_id_in_metadata
 from streaming.runtime.trigger import DEFAULT_INTERVAL, Trigger
@@ -268,7 +273,7 @@ def session_catalog_conf(spark: SparkSession) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class KinesisToHudi:
+class KinesisToRaw:
     """The job's ends for streaming.runtime.startup.start_stream: the Kinesis data stream
     in; the Hudi tables, the quarantine and the checkpoint on S3 out."""
 
@@ -304,14 +309,13 @@ class KinesisToHudi:
     def sinks(
         self, spark: SparkSession, contracts: Mapping[str, TableContract], stream_id: str
     ) -> tuple[RawSink, QuarantineWriter]:
-        from streaming.io.formats.hudi.sink import HudiSink
         from streaming.io.quarantine_writer import QuarantineWriter
 
         settings = self.settings
-        hudi = HudiSink(settings.raw_base_path, settings.database, contracts, sync_mode=settings.sync_mode,
-                        retain_hours=settings.retain_hours, stream_id=stream_id,
-                        commit_interval_seconds=settings.window_seconds)
-        return hudi, QuarantineWriter(settings.quarantine_root)
+        raw_sink = JOB_FORMAT.job_sink(
+            spark, JobSinkSettings(settings.raw_base_path, settings.database, settings.sync_mode,
+                                   settings.retain_hours, settings.window_seconds), contracts, stream_id)
+        return raw_sink, QuarantineWriter(settings.quarantine_root)
 
     def source(self, spark: SparkSession, report: Callable[[str], None]) -> DataFrame:
         from streaming.io.sources import glue_kinesis_envelope
@@ -330,7 +334,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     from awsglue.utils import getResolvedOptions
     from pyspark.context import SparkContext
 
-    from streaming.io.formats.hudi.sink import hudi_bundle_available
     from streaming.io.metrics import CloudWatchMetricsPublisher
     from streaming.io.storage import jvm_class_loadable
     from streaming.runtime.jvm_lookups import remember_jvm_classes
@@ -347,8 +350,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     remember_jvm_classes(spark)  # as local_session does for every other runner
     job = Job(glue_context)
     job.init(settings.job_name, resolved)
-    if not hudi_bundle_available(spark):
-        raise RuntimeError("Hudi is not on the classpath: add the job parameter --datalake-formats hudi")
+    JOB_FORMAT.require_jars(spark, glue_job=True)
     require_catalog_access(
         settings.sync_mode, session_catalog_conf(spark), lambda name: jvm_class_loadable(spark, name)
     )
@@ -357,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # column or changed type is refused against the versions the raw tables were written
     # with (stored under <raw_base_path>/_contracts/), and additions are registered.
     contracts = load_checked_contracts(settings.contracts_path)
-    started = start_stream(spark, KinesisToHudi(settings, glue_context), contracts, log.info,
+    started = start_stream(spark, KinesisToRaw(settings, glue_context), contracts, log.info,
                            metrics=CloudWatchMetricsPublisher(settings.job_name))
     log.info("streaming %s into %s (window %s)", settings.stream_arn, settings.raw_base_path, settings.window_size)
     started.query.awaitTermination()

@@ -19,7 +19,7 @@ A runner says where its stream reads, writes and keeps its checkpoint (its `Stre
    query starts (stream_loop.run_stream).
 
 The runners: `lakehouse stream`, `lakehouse reprocess` and the benchmarks over
-`LandingFiles` (a local data root), the Glue job over `glue_job.KinesisToHudi`. The
+`LandingFiles` (a local data root), the Glue job over `glue_job.KinesisToRaw`. The
 one-off batches beside the stream (backfill, the quarantine and unrouted replays) start no
 query: they take step 2 alone (`local_pipeline`).
 """

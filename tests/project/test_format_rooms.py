@@ -39,8 +39,10 @@ ALLOWED = {
     # The Trino engine standing in for Athena reads the tables through Trino's own Hudi
     # connector and catalog, whose name is Trino's, not a choice of raw format.
     "streaming/runtime/athena_local.py",
-    # The AWS job writes the production format only (KinesisToHudi): its arguments are the
-    # Hudi sink's (deploy/job_arguments.py), so another format's job is deploy's work.
+    # The AWS job writes the production format only, named in its imports alone
+    # (test_the_aws_job_names_its_format_in_its_imports_alone): its sink and its jar check
+    # are the format's (RawFormat.job_sink, require_jars), its --sync_mode and
+    # --retain_hours the Hudi sink's options (deploy/job_arguments.py).
     "streaming/runtime/glue_job.py",
 }
 
@@ -108,6 +110,15 @@ def test_no_operations_module_mentions_a_format_at_all() -> None:
         if words.search(line)
     ]
     assert not found, "streaming/operations/ mentions a raw format:\n" + "\n".join(found)
+
+
+def test_the_aws_job_names_its_format_in_its_imports_alone() -> None:
+    """Everything else in the job reaches the format through what it imported."""
+    source = (STREAMING / "runtime" / "glue_job.py").read_text(encoding="utf-8")
+    imports = {node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    spelled = spelled_formats(source, set(FORMATS))
+    assert spelled, "the job no longer names its format: remove it from ALLOWED"
+    assert not [(line, what) for line, what in spelled if line not in imports]
 
 
 def test_every_allowed_module_still_needs_its_place() -> None:

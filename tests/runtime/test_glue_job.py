@@ -17,7 +17,7 @@ from streaming.runtime.glue_job import (
     REQUIRED_ARGS,
     CatalogAccessError,
     JobArgumentError,
-    KinesisToHudi,
+    KinesisToRaw,
     catalog_access_problem,
     checkpoint_query_id,
     job_settings,
@@ -301,7 +301,7 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
     streaming.runtime.glue_job.main(argv_of({**REQUIRED, "window_size": "2 minutes"}))
 
     ((spark, ends, contracts, keywords),) = started
-    assert spark is session and isinstance(ends, KinesisToHudi) and ends.glue_context is glue_context
+    assert spark is session and isinstance(ends, KinesisToRaw) and ends.glue_context is glue_context
     assert (ends.raw_root, ends.checkpoint_dir, ends.trigger, ends.interval, ends.query_name) == (
         "s3://lake/raw", "s3://lake/checkpoints/ddb-cdc-to-raw/", "processing-time", "2 minutes", "ddb-cdc-to-raw")
     assert contracts == load_contracts()
@@ -311,11 +311,46 @@ def test_the_job_starts_through_start_stream_with_its_kinesis_and_hudi_ends_and_
                       "job committed"]
 
 
+def test_a_job_glue_gave_no_hudi_stops_at_start_naming_the_job_parameter(monkeypatch, mocked_aws):
+    """The check and its words are the format's (RawFormat.require_jars); on Glue they
+    name the job parameter that loads Glue's own Hudi, not `make venv`."""
+    from pyspark.context import SparkContext
+
+    import streaming.io.formats.hudi.sink
+    import streaming.runtime.jvm_lookups
+    import streaming.runtime.startup
+    from streaming.io.formats.raw_format import MissingFormatJars
+
+    session = types.SimpleNamespace(name="the job's SparkSession")
+    fake_awsglue(monkeypatch, types.SimpleNamespace(spark_session=session),
+                 types.SimpleNamespace(init=lambda name, resolved: None, commit=lambda: None))
+    monkeypatch.setattr(SparkContext, "getOrCreate", lambda: "the SparkContext")
+    monkeypatch.setattr(streaming.runtime.jvm_lookups, "remember_jvm_classes", lambda spark: None)
+    monkeypatch.setattr(streaming.io.formats.hudi.sink, "hudi_bundle_available", lambda spark: False)
+
+    def start_stream(*args, **kwargs):
+        raise AssertionError("the stream started on a session without Hudi")
+
+    monkeypatch.setattr(streaming.runtime.startup, "start_stream", start_stream)
+
+    with pytest.raises(MissingFormatJars) as refused:
+        streaming.runtime.glue_job.main(argv_of(REQUIRED))
+    message = str(refused.value)
+    assert "org.apache.hudi.DefaultSource" in message and message.endswith("add the job parameter --datalake-formats hudi")
+    assert "make venv" not in message
+
+
 def test_the_jobs_ends_write_hudi_tables_marked_with_the_stream_id_and_quarantine_under_its_root():
     settings = job_settings({**REQUIRED, "sync_mode": "glue", "retain_hours": "6"})
     contracts = load_contracts()
 
-    hudi, quarantine = KinesisToHudi(settings, glue_context=None).sinks(None, contracts, "stream-7")
+    hudi, quarantine = KinesisToRaw(settings, glue_context=None).sinks(None, contracts, "stream-7")
 
     assert (hudi.base_path, hudi.database, hudi.stream_id) == ("s3://lake/raw", "raw", "stream-7")
+    # The job's parameters reach the writes of the sink the format built.
+    (change_log_options, current_state_options) = (
+        options["customers"] for options in (hudi._change_log_options, hudi._current_state_options))
+    for options in (change_log_options, current_state_options):
+        assert options["hoodie.meta.sync.client.tool.class"] == GLUE_SYNC_TOOL
+        assert options["hoodie.clean.hours.retained"] == "6"
     assert quarantine.path == "s3://lake/ops/quarantine"

@@ -7,7 +7,9 @@ A format answers, in the order a data directory meets them:
 1. `capabilities`: what its sink lets the pipeline and the one-off batches do, as data.
 2. `jars`, `spark_settings`, `jvm_log_levels`, `expected_jvm_warnings`: what a local Spark
    session starts with for it, and the JVM log lines it keeps quiet.
-3. `sink`: the raw sink of a local run over a data directory.
+3. `sink`: the raw sink of a local run over a data directory; `job_sink`, the AWS job's
+   (streaming/runtime/glue_job.py); `require_jars`, made before either (the local sink
+   makes it itself), whose message says how that runner adds the format's jars.
 4. `is_table`: whether a folder of a local raw folder is one of its tables; the registry
    finds a data directory's format from these.
 5. The readers, all without Spark: `register` (a table's rows as a DuckDB relation),
@@ -48,6 +50,28 @@ class MavenJar:
     @property
     def file_name(self) -> str:
         return f"{self.artifact}-{self.version}.jar"
+
+
+@dataclass(frozen=True)
+class JobSinkSettings:
+    """What the AWS job (streaming/runtime/glue_job.py) asks of its raw sink beyond what a
+    local run does: its job parameters, validated there."""
+
+    raw_root: str
+    """s3://bucket/prefix; a table is <raw_root>/<table>."""
+    database: str
+    """The catalog database the tables are synced to."""
+    sync_mode: str
+    """How each commit reaches the catalog, one of the format's modes."""
+    retain_hours: int
+    """Hours replaced file versions are kept for queries still reading them."""
+    commit_interval_seconds: int
+    """The micro-batch interval: at most one commit per table per interval."""
+
+
+class MissingFormatJars(OperatorError, RuntimeError):
+    """The session's JVM cannot load a format's jars; the message names them and how the
+    runner adds them."""
 
 
 class UnreadableRawTable(OperatorError):
@@ -145,6 +169,17 @@ class RawFormat(Protocol):
         stream_id: str | None, metastore_uri: str | None,
     ) -> RawSink:
         """The raw sink of a local run writing under `<data_dir>/raw/` (streaming.io.sinks.choose_sink)."""
+
+    def job_sink(
+        self, spark: SparkSession, settings: JobSinkSettings, contracts: Mapping[str, TableContract], stream_id: str,
+    ) -> RawSink:
+        """The raw sink of the AWS job (streaming/runtime/glue_job.py), writing under
+        `settings.raw_root`; its commits are marked with `stream_id`."""
+
+    def require_jars(self, spark: SparkSession, *, glue_job: bool = False) -> None:
+        """MissingFormatJars when the session's JVM cannot load the format's jars, saying how
+        to add them: locally `make venv` (or --packages on a cluster), in the AWS job
+        (`glue_job`) its Glue job parameter."""
 
     def is_table(self, folder: Path) -> bool:
         """Whether a local folder is one of this format's raw tables."""

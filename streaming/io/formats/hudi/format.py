@@ -13,7 +13,9 @@ from streaming.io.formats.hudi import HUDI_CAPABILITIES
 from streaming.io.formats.hudi.options import HIVE_METASTORE_URIS_KEY, HUDI_HADOOP_CONF
 from streaming.io.formats.raw_format import (
     DbtInputs,
+    JobSinkSettings,
     MavenJar,
+    MissingFormatJars,
     RawReadRefused,
     RawTableCounts,
     Report,
@@ -82,15 +84,10 @@ class HudiFormat:
         """The Hudi tables under `<data_dir>/raw/`. With `metastore_uri` (`thrift://host:port`)
         each table is synced to that Hive metastore after each commit as `database`.<table>,
         the Glue job's sync_mode "hms"; without it nothing is synced."""
-        from streaming.io.formats.hudi.sink import HudiSink, hudi_bundle_available
+        from streaming.io.formats.hudi.sink import HudiSink
         from streaming.io.hive_metastore import create_database
 
-        if not hudi_bundle_available(spark):
-            raise RuntimeError(
-                "the Hudi sink needs the Hudi Spark bundle (org.apache.hudi.DefaultSource was not found): "
-                "`make venv` fetches it (python -m streaming.runtime.jars fetch); on a cluster add it with "
-                "--packages or --jars; or write the Parquet change log with --sink parquet"
-            )
+        self.require_jars(spark)
         log.info("sink=hudi")
         if metastore_uri:
             create_database(spark, metastore_uri, database)
@@ -100,6 +97,31 @@ class HudiFormat:
         return HudiSink(raw_layout.uri(root, raw_layout.RAW_FOLDER), database, contracts,
                         sync_mode="hms" if metastore_uri else "none", stream_id=stream_id,
                         extra_options={HIVE_METASTORE_URIS_KEY: metastore_uri} if metastore_uri else None)
+
+    def job_sink(
+        self, spark: SparkSession, settings: JobSinkSettings, contracts: Mapping[str, TableContract], stream_id: str,
+    ) -> RawSink:
+        """The Hudi tables under the job's S3 root, synced to the catalog as its
+        --sync_mode says, the cleaner keeping --retain_hours of replaced file versions."""
+        from streaming.io.formats.hudi.sink import HudiSink
+
+        # The options refuse a sync mode that is none of SYNC_MODES (HudiOptionsError).
+        return HudiSink(settings.raw_root, settings.database, contracts, sync_mode=settings.sync_mode,  # type: ignore[arg-type]
+                        retain_hours=settings.retain_hours, stream_id=stream_id,
+                        commit_interval_seconds=settings.commit_interval_seconds)
+
+    def require_jars(self, spark: SparkSession, *, glue_job: bool = False) -> None:
+        from streaming.io.formats.hudi.sink import HUDI_DATASOURCE_CLASS, hudi_bundle_available
+
+        if hudi_bundle_available(spark):
+            return
+        # Glue 5.1 puts its built-in Hudi 1.0.2 on a job's classpath for this job parameter
+        # (deploy/job_arguments.py passes it).
+        how = ("add the job parameter --datalake-formats hudi" if glue_job else
+               "`make venv` fetches it (python -m streaming.runtime.jars fetch); on a cluster add it with "
+               "--packages or --jars; or write the Parquet change log with --sink parquet")
+        raise MissingFormatJars(f"the Hudi sink needs the Hudi Spark bundle ({HUDI_DATASOURCE_CLASS} was not found): "
+                                f"{how}")
 
     def is_table(self, folder: Path) -> bool:
         return (folder / raw_layout.HUDI_TIMELINE_FOLDER).is_dir()

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 from streaming.io import layout as raw_layout
 from streaming.io.duckdb_files import duckdb_glob_literal, sql_string
 from streaming.io.formats.parquet import PARQUET_CAPABILITIES
-from streaming.io.formats.raw_format import DbtInputs, MavenJar, RawReadRefused, RawTableCounts, Report
+from streaming.io.formats.raw_format import (
+    DbtInputs,
+    JobSinkSettings,
+    MavenJar,
+    RawReadRefused,
+    RawTableCounts,
+    Report,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,6 +55,17 @@ class ParquetFormat:
                                f"`lakehouse reprocess --sink hudi`")
         log.info("sink=parquet change log")
         return LocalParquetSink(data_dir)
+
+    def job_sink(
+        self, spark: SparkSession, settings: JobSinkSettings, contracts: Mapping[str, TableContract], stream_id: str,
+    ) -> RawSink:
+        """Refused: the AWS job's tables are synced to the Glue Data Catalog after each
+        commit, and a Parquet change log keeps no commits (the job writes Hudi, DESIGN.md)."""
+        raise RuntimeError(f"the AWS job writes tables it syncs to a catalog; {settings.raw_root} would get a "
+                           "Parquet change log, which keeps no commits to sync: give the job a format with commits")
+
+    def require_jars(self, spark: SparkSession, *, glue_job: bool = False) -> None:
+        """Nothing to check: Spark writes Parquet itself."""
 
     def is_table(self, folder: Path) -> bool:
         return any(folder.glob(raw_layout.BATCH_FOLDER_GLOB))
