@@ -181,7 +181,7 @@ def local_session(
     spark.sparkContext.setLogLevel("WARN")
     _drop_redundant_log_lines(spark)
     if is_local_master(master):
-        _quiet_repeated_task_failures(spark)
+        _set_jvm_log_levels(spark)
     remember_jvm_classes(spark)
     if not is_local_master(master):
         ship_package_to_executors(spark)
@@ -224,8 +224,9 @@ def _drop_redundant_log_lines(spark: SparkSession) -> None:
 # without the repeats: the task scheduler's one-line "aborting job" stays, the executor's
 # and the writers' errors go. Hadoop's Shell warns, with a stack, when the failing job
 # interrupts a thread waiting on the chmod it runs for each file it creates (Hudi's
-# marker writer, on a full disk).
-REPEATED_TASK_FAILURE_LOG_LEVELS = {
+# marker writer, on a full disk). A raw format adds its own loggers, also those that warn
+# of what it recovers from itself.
+JVM_LOG_LEVELS = {
     "org.apache.hadoop.util.Shell": "ERROR",
     "org.apache.spark.executor.Executor": "OFF",
     "org.apache.spark.scheduler.TaskSetManager": "ERROR",
@@ -234,9 +235,9 @@ REPEATED_TASK_FAILURE_LOG_LEVELS = {
 }
 
 
-def _quiet_repeated_task_failures(spark: SparkSession) -> None:
+def _set_jvm_log_levels(spark: SparkSession) -> None:
     log4j = spark._jvm.org.apache.logging.log4j
-    for logger, level in REPEATED_TASK_FAILURE_LOG_LEVELS.items():
+    for logger, level in JVM_LOG_LEVELS.items():
         log4j.core.config.Configurator.setLevel(logger, log4j.Level.getLevel(level))
 
 

@@ -239,3 +239,17 @@ def test_hudis_warning_that_it_ignores_version_8_settings_is_dropped_and_its_oth
     assert not hudi_table_config.isEnabled(warn, None, expected, "SIX")
     assert hudi_table_config.isEnabled(warn, None, expected.replace("ignored", "kept"), "SIX")
     assert hudi_table_config.isEnabled(warn, None, "Table version {} cannot be read", "SIX")
+
+
+def test_hudis_retried_save_of_a_partition_folders_metadata_is_quiet_and_a_retry_that_gives_up_is_not(spark) -> None:
+    # Hudi 1.0.2 logs the retry, with the FileAlreadyExistsException of the second task
+    # that made a new partition folder, at WARN through RetryHelper's logger; a retry
+    # that gives up is logged at ERROR (the format's jvm_log_levels say why).
+    log4j = spark._jvm.org.apache.logging.log4j
+    retry_helper = log4j.LogManager.getLogger("org.apache.hudi.common.util.RetryHelper")
+    partition_metadata = log4j.LogManager.getLogger("org.apache.hudi.common.model.HoodiePartitionMetadata")
+
+    assert not retry_helper.isEnabled(log4j.Level.WARN)
+    assert retry_helper.isEnabled(log4j.Level.ERROR)
+    # Only that one logger: the partition metadata's own warnings still show.
+    assert partition_metadata.isEnabled(log4j.Level.WARN)

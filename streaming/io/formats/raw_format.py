@@ -158,7 +158,8 @@ class RawFormat(Protocol):
     @property
     def jvm_log_levels(self) -> dict[str, str]:
         """Log levels of the format's JVM loggers that repeat a failed task's error, which
-        the command prints once (spark_session._quiet_repeated_task_failures)."""
+        the command prints once, or that warn, stack and all, of what the format then
+        recovers from itself (spark_session.JVM_LOG_LEVELS)."""
 
     @property
     def expected_jvm_warnings(self) -> tuple[str, ...]:

@@ -64,11 +64,22 @@ class HudiFormat:
     title = "Hudi"
     capabilities = HUDI_CAPABILITIES
     jars = (HUDI_SPARK_BUNDLE,)
-    # Hudi's writers log a failed task's error with its whole stack again (a full disk:
-    # hundreds of lines before the one that names it); the command prints it once.
     jvm_log_levels = {
+        # Hudi's writers log a failed task's error with its whole stack again (a full disk:
+        # hundreds of lines before the one that names it); the command prints it once.
         "org.apache.hudi.table.action.commit.BaseSparkCommitActionExecutor": "OFF",
         "org.apache.hudi.common.util.queue.SimpleExecutor": "OFF",
+        # Each task writing into a partition folder first saves the folder's
+        # .hoodie_partition_metadata (HoodiePartitionMetadata.trySave: if it does not exist,
+        # create it without overwrite, through a RetryHelper). When two tasks make one new
+        # folder, the second's create meets the first's file: FileAlreadyExistsException,
+        # which RetryHelper logs as a WARN with its whole stack before retrying a second
+        # later, and the retry finds the file and stops. Both write the same two
+        # properties (the commit time and the folder's depth), so nothing is lost. Hudi's
+        # other RetryHelper users (timeline server calls, instant time locks) retry the same
+        # way; a retry that fails for good is still logged, at ERROR, and its exception
+        # fails the write.
+        "org.apache.hudi.common.util.RetryHelper": "ERROR",
     }
     expected_jvm_warnings = (EXPECTED_TABLE_VERSION_WARNING,)
 
