@@ -174,6 +174,10 @@ class LandingToS3:
     def query_name(self) -> str:
         return QUERY_NAME
 
+    @property
+    def catalog(self) -> str | None:
+        return None
+
     def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
         from streaming.io.storage import HadoopFiles
         from streaming.runtime.glue_job import checkpoint_query_id

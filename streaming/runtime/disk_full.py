@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
 
 from streaming.errors import OperatorError
+from streaming.io.jvm_errors import java_causes, python_chain
 
 # The words the JVM reports ENOSPC with are the C library's, as Python's are.
 NO_SPACE_LEFT = os.strerror(errno.ENOSPC)
@@ -26,36 +26,9 @@ class NoSpaceLeft(OperatorError):
 def is_disk_full(exc: BaseException) -> bool:
     """Whether `exc`, or an exception it was raised from, is a full disk: a Python OSError
     ENOSPC, or a JVM exception (Py4JJavaError) with a cause saying so."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
-            return True
-        if _java_chain_says_disk_full(getattr(current, "java_exception", None)):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _java_chain_says_disk_full(throwable: Any) -> bool:
-    """Whether a JVM throwable or one of its causes carries the ENOSPC message."""
-    from py4j.protocol import Py4JError
-
-    try:
-        depth = 0
-        # A cause chain is short; the bound only guards against a throwable that is its
-        # own cause's cause, which Java allows.
-        while throwable is not None and depth < 64:
-            message = throwable.getMessage()
-            if message is not None and NO_SPACE_LEFT in message:
-                return True
-            throwable = throwable.getCause()
-            depth += 1
-    except Py4JError:
-        # The JVM is gone (it may have died of the same full disk): nothing more to read.
-        return False
-    return False
+    if any(isinstance(current, OSError) and current.errno == errno.ENOSPC for current in python_chain(exc)):
+        return True
+    return any(NO_SPACE_LEFT in cause.message for cause in java_causes(exc))
 
 
 def disk_full_refusal(where: str, batch_id: int) -> NoSpaceLeft:

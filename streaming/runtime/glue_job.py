@@ -301,6 +301,11 @@ class KinesisToRaw:
     def query_name(self) -> str:
         return self.settings.job_name
 
+    @property
+    def catalog(self) -> str | None:
+        # The Glue Data Catalog, reached through Glue's own client: no address to restart.
+        return None
+
     def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
         from streaming.io.storage import HadoopFiles
 

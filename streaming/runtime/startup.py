@@ -83,6 +83,11 @@ class StreamEnds(Protocol):
     @property
     def query_name(self) -> str: ...
 
+    @property
+    def catalog(self) -> str | None:
+        """The Hive metastore (`thrift://host:port`) each commit is synced to, which a batch
+        that can no longer reach it names; None when the runner names none."""
+
     def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
         """The id the raw sink marks its commits with: the checkpoint's, one per stream."""
 
@@ -144,6 +149,10 @@ class LandingFiles:
     @property
     def query_name(self) -> str:
         return self.options.query_name
+
+    @property
+    def catalog(self) -> str | None:
+        return self.options.catalog
 
     def stream_id(self, contracts: Mapping[str, TableContract]) -> str:
         return claim_stream_identity(self.target.root, self.target.checkpoint(self.options.checkpoint_name),
@@ -300,5 +309,6 @@ def start_stream(
         before_stream(pipeline)
     source = ends.source(spark, report)
     query = run_stream(spark, pipeline, source, checkpoint_dir=ends.checkpoint_dir, trigger=ends.trigger,
-                       interval=ends.interval, query_name=ends.query_name, raw_root=str(ends.raw_root))
+                       interval=ends.interval, query_name=ends.query_name, raw_root=str(ends.raw_root),
+                       catalog=ends.catalog)
     return StartedStream(query, pipeline, source)

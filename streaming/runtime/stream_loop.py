@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.errors import OperatorError
+from streaming.io.hive_metastore import is_metastore_unreachable, metastore_unreachable_refusal
 from streaming.io.layout import QUERY_NAME
 from streaming.io.sources import LandingStream
 from streaming.pipeline.batch import Pipeline
@@ -45,6 +46,7 @@ def run_stream(
     interval: str = DEFAULT_INTERVAL,
     query_name: str = QUERY_NAME,
     raw_root: str | None = None,
+    catalog: str | None = None,
 ) -> StreamingQuery:
     """Start the query over `source` (a streaming envelope, or the landing files whose
     batches are turned into envelopes). `available-now` drains what is there and returns
@@ -54,7 +56,8 @@ def run_stream(
     A batch that raises stops the query; with `available-now` the error is raised here
     (StreamingQueryException), so nothing is skipped or committed past it. When it was an
     OperatorError, `refusal_of(query_name)` returns it; so it does for a write that met a
-    full disk (NoSpaceLeft, naming `raw_root`, else the checkpoint's folder).
+    full disk (NoSpaceLeft, naming `raw_root`, else the checkpoint's folder), and for a
+    sync to the Hive metastore `catalog` that no longer answers (MetastoreUnreachable).
     """
     if isinstance(source, LandingStream):
         source_df = source.files
@@ -76,9 +79,12 @@ def run_stream(
             _refusals[query_name] = exc
             raise
         except Exception as exc:
-            if not is_disk_full(exc):
+            if is_disk_full(exc):
+                refusal: OperatorError = disk_full_refusal(raw_root or checkpoint_dir, batch_id)
+            elif catalog is not None and is_metastore_unreachable(exc):
+                refusal = metastore_unreachable_refusal(catalog, batch_id)
+            else:
                 raise
-            refusal = disk_full_refusal(raw_root or checkpoint_dir, batch_id)
             _refusals[query_name] = refusal
             raise refusal from exc
 

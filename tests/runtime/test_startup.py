@@ -25,6 +25,7 @@ class RecordedEnds:
     trigger = "processing-time"
     interval = "2 minutes"
     query_name = "job"
+    catalog = None
 
     def __init__(self, steps: list[str]) -> None:
         self.steps = steps
@@ -80,7 +81,8 @@ def test_start_stream_claims_checks_builds_runs_the_runners_own_step_then_starts
         "before stream into raw sink",
         "source",
         "query over kinesis envelope: {'checkpoint_dir': 's3://lake/checkpoints/job', "
-        "'trigger': 'processing-time', 'interval': '2 minutes', 'query_name': 'job', 'raw_root': 's3://lake/raw'}",
+        "'trigger': 'processing-time', 'interval': '2 minutes', 'query_name': 'job', 'raw_root': 's3://lake/raw', "
+        "'catalog': None}",
     ]
     assert (started.query, started.pipeline.quarantine, started.source) == ("query", "quarantine", "kinesis envelope")
 
