@@ -50,8 +50,12 @@ HIVE_METASTORE_URIS_KEY = "hoodie.datasource.hive_sync.metastore.uris"
 DEFAULT_RETAIN_HOURS = 24
 # The streaming trigger interval; archival sizing assumes at most one commit per table this often.
 DEFAULT_COMMIT_INTERVAL_SECONDS = 100
-# File groups per partition of the current-state table (bucket index; fixed once the table exists).
-DEFAULT_BUCKETS_PER_PARTITION = 4
+# File groups per partition of the current-state table (bucket index). Every batch of a
+# busy table touches every file group, and a COW commit rewrites each one it touches, so
+# each file group costs a commit a file rewrite whatever its size: one per partition gives
+# the partition's rows one file (up to ~100 MB per partition before a table needs more).
+NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
+DEFAULT_BUCKETS_PER_PARTITION = 1
 
 # Any write option whose key starts with the prefix lands in the commit's extraMetadata
 # (DataSourceUtils.getExtraMetadata, hudi-spark-datasource/hudi-spark-common/src/main/java/
@@ -59,6 +63,13 @@ DEFAULT_BUCKETS_PER_PARTITION = 4
 COMMIT_METADATA_PREFIX_KEY = "hoodie.datasource.write.commitmeta.key.prefix"
 COMMIT_METADATA_PREFIX = "lakehouse."
 BATCH_MARKER_KEY = COMMIT_METADATA_PREFIX + "batch"
+# A version-6 table keeps no record of its bucket count (hoodie.properties has none), and a
+# write with another count hashes keys to other file groups: the same key twice in the
+# current state. So every commit records the count it was written with, and a table keeps
+# the count of its first commit (buckets_for_table).
+BUCKETS_RECORD_KEY = COMMIT_METADATA_PREFIX + "buckets_per_partition"
+# Commits written before the count was recorded all used 4, the default until then.
+UNRECORDED_BUCKETS_PER_PARTITION = 4
 
 # Hudi 1.0 renamed the cleaner's keys from hoodie.cleaner.* to hoodie.clean.* and warns on
 # every write given an old one (HoodieCleanConfig keeps the old names as alternatives).
@@ -378,10 +389,46 @@ def current_state_write_options(
             "hoodie.payload.ordering.field": ORDERING_FIELD,
             "hoodie.index.type": "BUCKET",
             "hoodie.index.bucket.engine": "SIMPLE",
-            "hoodie.bucket.index.num.buckets": str(buckets_per_partition),
+            NUM_BUCKETS_KEY: str(buckets_per_partition),
             "hoodie.bucket.index.hash.field": record_key,
         }
     )
     options.update(retention_options(retain_hours, commit_interval_seconds))
     options.update(sync_options(sync_mode, database, table, partition_column))
-    return _with_extra(options, extra)
+    options = _with_extra(options, extra)
+    # Recorded in the commit's extraMetadata under the commit metadata prefix, also when
+    # `extra` set the count.
+    options[BUCKETS_RECORD_KEY] = options[NUM_BUCKETS_KEY]
+    return options
+
+
+class HudiBucketsError(HudiOptionsError):
+    """A current-state table's files were written with more buckets than a write would use."""
+
+
+def buckets_for_table(
+    configured: int, *, committed: bool, recorded: int | None, explicit: bool, highest_bucket_written: int | None
+) -> int:
+    """The bucket count a write to an existing current-state table must use: the one it was
+    created with. `recorded`: the count its newest commits record (BUCKETS_RECORD_KEY);
+    a table committed without one was written with the configured count when `explicit`
+    (an extra option), else with UNRECORDED_BUCKETS_PER_PARTITION. `highest_bucket_written`,
+    the highest bucket number in the newest commit's file ids, must fall below the count."""
+    if not committed:
+        return configured
+    count = recorded or (configured if explicit else UNRECORDED_BUCKETS_PER_PARTITION)
+    if highest_bucket_written is not None and highest_bucket_written >= count:
+        raise HudiBucketsError(
+            f"the table's newest commit wrote bucket {highest_bucket_written}, so it has more than the {count} "
+            f"bucket(s) per partition this write would hash keys into (the same key would land twice): set "
+            f"{NUM_BUCKETS_KEY} to the count the table was created with in the sink's extra options"
+        )
+    return count
+
+
+def bucket_of_file_id(file_id: str) -> int | None:
+    """The bucket a bucket-index file group holds: its id starts with the bucket number in 8
+    digits (org.apache.hudi.index.bucket.BucketIdentifier, bucketIdStr and
+    bucketIdFromFileId, Hudi 1.0.2); None for another id."""
+    prefix = file_id[:8]
+    return int(prefix) if len(prefix) == 8 and prefix.isdigit() and file_id[8:9] == "-" else None

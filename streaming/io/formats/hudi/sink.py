@@ -32,17 +32,21 @@ from streaming.io.formats.hudi.options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
     DEFAULT_RETAIN_HOURS,
     DEFAULT_SYNC_MODE,
+    BUCKETS_RECORD_KEY,
     DROP_COLUMNS_KEY,
     HUDI_HADOOP_CONF,
+    NUM_BUCKETS_KEY,
     SyncMode,
     batch_marker,
     batch_marker_options,
+    bucket_of_file_id,
+    buckets_for_table,
     change_log_write_options,
     current_state_write_options,
     hudi_table_path,
     meta_sync_tools,
 )
-from streaming.io.formats.hudi.timeline import TableFiles, holds_batch_marker, read_timeline_head
+from streaming.io.formats.hudi.timeline import TableFiles, TimelineHead, holds_batch_marker, read_timeline_head
 from streaming.io.storage import HadoopFiles, jvm_class_loadable
 from streaming.pipeline.ordering import latest_per_key
 
@@ -161,6 +165,9 @@ class HudiSink:
         self._meta_sync = meta_sync
         self._files = files
         self._contracts = {contract.raw_table: contract for contract in contracts.values()}
+        # A count given here is the one a table committed before counts were recorded used.
+        self._buckets_given = NUM_BUCKETS_KEY in (extra_options or {})
+        self._told_buckets: set[str] = set()
         common = dict(
             base_path=self.base_path,
             database=database,
@@ -206,6 +213,8 @@ class HudiSink:
             path = hudi_table_path(self.base_path, table)
             head = read_timeline_head(self._table_files(changes.sparkSession), path)
             frame = frame.select(*table_column_order(frame.columns, head.columns, head.too_deep))
+            if table == raw_table:
+                options = self._with_table_buckets(options, head, table)
             dropped = sorted(head.too_deep - set(frame.columns))
             if dropped:
                 log.warning("hudi %s: dropping %s, nested deeper than hudi-rs reads; the contract no longer "
@@ -225,6 +234,22 @@ class HudiSink:
                 continue
             log.debug("hudi write table=%s batch=%s", table, marker)
             self._writer(frame, {**options, **batch_marker_options(self.stream_id, batch_id)}, path)
+
+    def _with_table_buckets(self, options: Mapping[str, str], head: TimelineHead, table: str) -> Mapping[str, str]:
+        """The current state's options with the bucket count its existing files were written
+        with: a key hashed with another count would land in a second file group."""
+        configured = int(options[NUM_BUCKETS_KEY])
+        highest = max((bucket for bucket in map(bucket_of_file_id, head.newest_file_ids) if bucket is not None),
+                      default=None)
+        count = buckets_for_table(configured, committed=head.committed, recorded=head.buckets_per_partition,
+                                  explicit=self._buckets_given, highest_bucket_written=highest)
+        if count == configured:
+            return options
+        if self._buckets_given and table not in self._told_buckets:
+            self._told_buckets.add(table)
+            log.warning("hudi %s: keeps the %s bucket(s) per partition it was created with, not the %s configured; "
+                        "a new count needs a new table (lakehouse reprocess)", table, count, configured)
+        return {**options, NUM_BUCKETS_KEY: str(count), BUCKETS_RECORD_KEY: str(count)}
 
     def _table_files(self, spark: SparkSession) -> TableFiles:
         if self._files is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from streaming.contracts.model import MAX_NESTING_DEPTH
-from streaming.io.formats.hudi.options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY
+from streaming.io.formats.hudi.options import ATHENA_TABLE_VERSION, BATCH_MARKER_KEY, BUCKETS_RECORD_KEY
 from streaming.io.layout import HUDI_TIMELINE_FOLDER
 
 # Completed instants of a table version 6 timeline: `.hoodie/<instant time>.<action>`,
@@ -93,6 +93,12 @@ class TimelineHead:
     too_deep: frozenset[str] = frozenset()
     """Those of them nesting more records and arrays than MAX_NESTING_DEPTH: hudi-rs cannot
     read the table while its schema holds one (written before contracts were held to it)."""
+    committed: bool = False
+    """Whether the table has a completed commit at all."""
+    buckets_per_partition: int | None = None
+    """The bucket count the newest commit read records (options.BUCKETS_RECORD_KEY)."""
+    newest_file_ids: tuple[str, ...] = ()
+    """The file groups the newest commit wrote (its write stats' fileId)."""
 
 
 def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
@@ -103,19 +109,29 @@ def read_timeline_head(files: TableFiles, table_path: str) -> TimelineHead:
     """
     marker: str | None = None
     fields: list[dict[str, Any]] | None = None
-    for instant_file in reversed(completed_instants(files, table_path)):
+    buckets: int | None = None
+    newest_file_ids: tuple[str, ...] = ()
+    instants = completed_instants(files, table_path)
+    for instant_file in reversed(instants):
         metadata = commit_metadata(files, table_path, instant_file)
         extra = metadata.get("extraMetadata") or {}
+        if instant_file == instants[-1]:
+            newest_file_ids = tuple(
+                str(stat["fileId"]) for stats in (metadata.get("partitionToWriteStats") or {}).values()
+                for stat in stats if stat.get("fileId"))
         if marker is None:
             marker = batch_marker_of(metadata)
+        if buckets is None and extra.get(BUCKETS_RECORD_KEY):
+            buckets = int(extra[BUCKETS_RECORD_KEY])
         if fields is None and extra.get("schema"):
             fields = _schema_fields(extra["schema"], f"{table_path}/{HUDI_TIMELINE_FOLDER}/{instant_file}")
         if marker is not None and fields is not None:
             break
+    known = dict(committed=bool(instants), buckets_per_partition=buckets, newest_file_ids=newest_file_ids)
     if fields is None:
-        return TimelineHead(marker, None)
+        return TimelineHead(marker, None, **known)
     too_deep = frozenset(field["name"] for field in fields if _avro_depth(field["type"]) > MAX_NESTING_DEPTH)
-    return TimelineHead(marker, tuple(field["name"] for field in fields), too_deep)
+    return TimelineHead(marker, tuple(field["name"] for field in fields), too_deep, **known)
 
 
 def holds_batch_marker(files: TableFiles, table_path: str, marker: str) -> bool:

@@ -10,6 +10,12 @@ import pytest
 
 from streaming.contracts.loader import load_contracts
 from streaming.io.formats.hudi.options import (
+    BUCKETS_RECORD_KEY,
+    NUM_BUCKETS_KEY,
+    UNRECORDED_BUCKETS_PER_PARTITION,
+    HudiBucketsError,
+    bucket_of_file_id,
+    buckets_for_table,
     BATCH_MARKER_KEY,
     COMPLEX_KEY_GENERATOR,
     GLUE_SYNC_TOOL,
@@ -74,9 +80,15 @@ def test_current_state_uses_a_bucket_index_on_the_record_key(contracts, table):
     assert options["hoodie.index.type"] == "BUCKET"
     assert options["hoodie.index.bucket.engine"] == "SIMPLE"
     assert options["hoodie.bucket.index.hash.field"] == options["hoodie.datasource.write.recordkey.field"]
-    assert options["hoodie.bucket.index.num.buckets"] == "4"
+    # One file group per partition: a busy table's commit rewrites every file group it has.
+    assert options["hoodie.bucket.index.num.buckets"] == "1"
+    assert options[BUCKETS_RECORD_KEY] == "1"
     wider = current_state_write_options(contracts[table], base_path="/r", database="raw", buckets_per_partition=16)
-    assert wider["hoodie.bucket.index.num.buckets"] == "16"
+    assert wider["hoodie.bucket.index.num.buckets"] == wider[BUCKETS_RECORD_KEY] == "16"
+    # A count given as an extra option is the one recorded too.
+    given = current_state_write_options(contracts[table], base_path="/r", database="raw",
+                                        extra={"hoodie.bucket.index.num.buckets": "8"})
+    assert given["hoodie.bucket.index.num.buckets"] == given[BUCKETS_RECORD_KEY] == "8"
     with pytest.raises(HudiOptionsError, match="buckets_per_partition"):
         current_state_write_options(contracts[table], base_path="/r", database="raw", buckets_per_partition=0)
 
@@ -270,7 +282,10 @@ def test_batch_marker_is_recorded_as_commit_metadata(contracts):
         prefix = options["hoodie.datasource.write.commitmeta.key.prefix"]
         written = {**options, **marker}
         extra_metadata = {key: value for key, value in written.items() if key.startswith(prefix)}
-        assert extra_metadata == {BATCH_MARKER_KEY: "s3://lake/checkpoints/job:42"}
+        recorded = {BATCH_MARKER_KEY: "s3://lake/checkpoints/job:42"}
+        if options["hoodie.datasource.write.operation"] == "upsert":
+            recorded[BUCKETS_RECORD_KEY] = options[NUM_BUCKETS_KEY]
+        assert extra_metadata == recorded
     with pytest.raises(HudiOptionsError, match="stream id"):
         batch_marker_options("", 1)
 
@@ -313,3 +328,30 @@ def test_the_raw_tables_have_one_writer(contracts):
     for options in both_tables(contracts["orders"]):
         assert not [key for key in options if key.startswith(("hoodie.write.concurrency", "hoodie.write.lock"))]
         assert "hoodie.cleaner.policy.failed.writes" not in options
+
+
+def test_a_table_keeps_the_bucket_count_it_was_created_with():
+    """Hudi keeps no bucket count in a version-6 table's hoodie.properties; written with
+    another count, a key hashes to another file group and the current state holds it twice
+    (seen on Hudi 1.0.2: 200 keys, 350 rows). So the count a table's commits record wins."""
+    # A new table: the configured count.
+    assert buckets_for_table(1, committed=False, recorded=None, explicit=False, highest_bucket_written=None) == 1
+    # A table recording its count keeps it, whatever is configured now.
+    assert buckets_for_table(1, committed=True, recorded=4, explicit=False, highest_bucket_written=3) == 4
+    assert buckets_for_table(16, committed=True, recorded=2, explicit=True, highest_bucket_written=1) == 2
+    # Committed before counts were recorded: the old default, or the count given explicitly.
+    assert UNRECORDED_BUCKETS_PER_PARTITION == 4
+    assert buckets_for_table(1, committed=True, recorded=None, explicit=False, highest_bucket_written=3) == 4
+    assert buckets_for_table(8, committed=True, recorded=None, explicit=True, highest_bucket_written=7) == 8
+    # Files in a bucket above the count: refused, naming the option to set.
+    with pytest.raises(HudiBucketsError, match="hoodie.bucket.index.num.buckets"):
+        buckets_for_table(1, committed=True, recorded=None, explicit=False, highest_bucket_written=11)
+
+
+def test_the_bucket_of_a_file_group_is_its_ids_first_eight_digits():
+    """BucketIdentifier.bucketIdFromFileId (Hudi 1.0.2) parses the first 8 characters."""
+    assert bucket_of_file_id("00000003-ff77-4156-9775-be141a2e7313-0") == 3
+    assert bucket_of_file_id("00000012-1d4c-426b-b31c-bf5ba925aba0-0") == 12
+    # The change log's file groups are plain UUIDs.
+    assert bucket_of_file_id("65f04239-ad27-4ff7-8e0a-700e042bead9-0") is None
+    assert bucket_of_file_id("1234") is None

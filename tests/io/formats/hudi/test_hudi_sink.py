@@ -16,8 +16,8 @@ import pytest
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
-from streaming.io.formats.hudi.options import BATCH_MARKER_KEY
-from streaming.io.formats.hudi.sink import HudiSchemaError, HudiSink, table_column_order
+from streaming.io.formats.hudi.options import BATCH_MARKER_KEY, BUCKETS_RECORD_KEY, NUM_BUCKETS_KEY
+from streaming.io.formats.hudi.sink import HudiSchemaError, HudiSink, save_with_hudi, table_column_order
 from streaming.io.formats.hudi.timeline import (
     HudiTimelineError,
     LocalFiles,
@@ -326,3 +326,62 @@ def test_a_replayed_batch_syncs_the_catalog_again(spark, tmp_path, customers_bat
         # The current state, without the marker, is written (and Hudi syncs it itself).
         assert [path for path, _, _ in writer.writes] == [str(tmp_path / "customers")]
     assert synced == [(str(change_log), "customers_changes")]
+
+
+def _many_customers(spark, contract, email: str, ordering_prefix: str):
+    """40 customers in 10 partitions (the id's last digit): enough keys for every one of 4
+    buckets of a partition to hold some."""
+    schema = change_log_schema(contract)
+    rows = [change(schema, f"c{number}", email, ordering_prefix + "0" * (84 - len(ordering_prefix)), f"{email}{number}")
+            for number in range(40)]
+    return spark.createDataFrame(rows, schema)
+
+
+def _buckets_written(table: Path) -> set[int]:
+    return {int(path.name[:8]) for path in table.rglob("*.parquet")}
+
+
+def test_a_table_created_with_4_buckets_before_counts_were_recorded_keeps_them(hudi_spark, tmp_path, caplog):
+    """The default count went from 4 to 1. A table written with 4 and no recorded count is
+    still written with 4: with 1, keys of buckets 1-3 would be written again into bucket 0
+    and the current state would hold them twice."""
+    spark = hudi_spark
+    contract = load_contracts()["customers"]
+
+    def unrecorded_4_buckets(df, options, path):
+        old = {key: value for key, value in options.items() if key != BUCKETS_RECORD_KEY}
+        save_with_hudi(df, {**old, NUM_BUCKETS_KEY: "4"}, path)
+
+    before = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="s",
+                      writer=unrecorded_4_buckets)
+    before.write(_many_customers(spark, contract, "old@x", "2026040408"), contract, 1)
+    assert _buckets_written(tmp_path / "customers") == {0, 1, 2, 3}
+    assert read_timeline_head(HadoopFiles(spark), str(tmp_path / "customers")).buckets_per_partition is None
+
+    after = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="s")
+    after.write(_many_customers(spark, contract, "new@x", "2026040409"), contract, 2)
+
+    current = spark.read.format("hudi").load(str(tmp_path / "customers"))
+    assert current.count() == 40
+    assert {row.email for row in current.collect()} == {"new@x"}
+    assert read_timeline_head(HadoopFiles(spark), str(tmp_path / "customers")).buckets_per_partition == 4
+
+
+def test_a_new_table_gets_one_bucket_and_keeps_it_when_the_count_changes(hudi_spark, tmp_path, caplog):
+    spark = hudi_spark
+    contract = load_contracts()["customers"]
+    HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="s").write(
+        _many_customers(spark, contract, "old@x", "2026040408"), contract, 1)
+    assert _buckets_written(tmp_path / "customers") == {0}
+    assert read_timeline_head(HadoopFiles(spark), str(tmp_path / "customers")).buckets_per_partition == 1
+
+    wider = HudiSink(str(tmp_path), "raw", load_contracts(), sync_mode="none", stream_id="s",
+                     extra_options={NUM_BUCKETS_KEY: "4"})
+    with caplog.at_level("WARNING", logger="streaming.io.formats.hudi.sink"):
+        wider.write(_many_customers(spark, contract, "new@x", "2026040409"), contract, 2)
+    assert "keeps the 1 bucket(s) per partition it was created with, not the 4 configured" in caplog.text
+
+    current = spark.read.format("hudi").load(str(tmp_path / "customers"))
+    assert current.count() == 40
+    assert {row.email for row in current.collect()} == {"new@x"}
+    assert _buckets_written(tmp_path / "customers") == {0}
