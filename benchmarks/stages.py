@@ -191,6 +191,10 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
         "concurrent": 2, "upsert_options": {"hoodie.combine.before.upsert": "false"},
         "insert_options": {"hoodie.datasource.write.operation": "bulk_insert",
                            "hoodie.bulkinsert.sort.mode": "PARTITION_PATH_REPARTITION"}},
+    # The current state's bucket count before 2026-11-29: 4 file groups per partition, each
+    # rewritten by a commit that touches it (the sink records the count it writes with).
+    "4 buckets per partition": {"concurrent": 2, "upsert_options": {
+        "hoodie.bucket.index.num.buckets": "4", "lakehouse.buckets_per_partition": "4"}},
     # Markers written as files beside the data instead of through the timeline server
     # (HoodieWriteConfig.MARKERS_TYPE, default TIMELINE_SERVER_BASED).
     "direct markers": {"concurrent": 2, "options": {"hoodie.write.markers.type": "DIRECT"}},
