@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hudi_samples import SAMPLES, sample_table, set_marker
 
 from streaming.cli import main
 from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
@@ -232,8 +233,6 @@ def test_a_hudi_change_log_without_record_or_checkpoint_is_refused(tmp_path, mar
     """Hudi commits carry their batch as `<stream id>:<batch id>`: a new stream id would not
     recognise them and would insert every change again, so a lost checkpoint is refused
     as it is for batch folders. One-off batches (negative ids) need no checkpoint."""
-    from test_hudi_sink import SAMPLES, sample_table, set_marker
-
     if not SAMPLES.is_dir():
         pytest.skip(f"real Hudi sample tables not found at {SAMPLES} (shared/ beside the checkout)")
     table = sample_table("cow_v6_nonpartitioned", tmp_path / "unzip")

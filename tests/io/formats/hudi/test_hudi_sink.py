@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hudi_samples import SAMPLES, sample_table, set_marker
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
@@ -29,34 +29,10 @@ from streaming.io.formats.hudi.timeline import (
 )
 from streaming.io.storage import HadoopFiles
 
-# The checkout's parent holds shared/ (see DESIGN.md, "Real Spark-written Hudi tables").
-SAMPLES = Path(__file__).resolve().parents[5] / "shared" / "hudi-samples"
-
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"real Hudi sample tables not found at {SAMPLES}"),
 ]
-
-
-def sample_table(name: str, into: Path) -> Path:
-    """Unzip one sample; each zip holds one table folder."""
-    with zipfile.ZipFile(SAMPLES / f"{name}.zip") as archive:
-        archive.extractall(into)
-    (table,) = [path for path in into.iterdir() if path.is_dir()]
-    return table
-
-
-def set_marker(table: Path, instant_file: str, marker: str | None) -> None:
-    """Record a batch marker in a real commit, the way Hudi stores extraMetadata."""
-    path = table / ".hoodie" / instant_file
-    metadata = json.loads(path.read_text())
-    extra = dict(metadata.get("extraMetadata") or {})
-    if marker is None:
-        extra.pop(BATCH_MARKER_KEY, None)
-    else:
-        extra[BATCH_MARKER_KEY] = marker
-    metadata["extraMetadata"] = extra
-    path.write_text(json.dumps(metadata))
 
 
 def change_log_from_sample(tmp_path: Path, columns: list[str], marker: str | None) -> Path:
