@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from test_decode import change_record
+from change_records import change_record
 
 from streaming.contracts.loader import load_contracts
 from streaming.io.dynamodb_export import SNAPSHOT_EVENT_ID_PREFIX, export_to_change_records, snapshot_ordering

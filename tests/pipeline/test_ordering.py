@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
+from change_records import CONTRACTS, T0_SECONDS, change_record
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from test_decode import CONTRACTS, T0_SECONDS, change_record
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
