@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from app_items import audit, change_record, invoice, tenant, user
+from failing_sinks import SinkThatDiesAfterWriting
 
 from streaming.cli import main
 from streaming.contracts.loader import load_contracts
@@ -28,7 +29,6 @@ from streaming.operations.batches.quarantine_replay import quarantine_replay
 from streaming.operations.batches.recorded_batch import QUARANTINE_REPLAYS
 from streaming.operations.batches.reprocess import reprocess
 from streaming.operations.stream import stream
-from streaming.pipeline.sink_capabilities import SinkCapabilities
 from streaming.samples.generator import generate_cdc, land_cdc
 
 PACKAGED_CONTRACTS = Path(__file__).resolve().parents[2] / "streaming" / "samples" / "contracts"
@@ -195,21 +195,6 @@ def test_replay_lands_each_record_once_and_failures_stay_quarantined_once(spark,
     with duckdb.connect(str(streamed.root / "lakehouse.duckdb"), read_only=True) as con:
         dim_rows = con.execute("select count(*) from lakehouse_marts.dim_customers").fetchall()[0][0]
     assert dim_rows == sum(item is not None for item in cdc.expected_state["customers"].values())
-
-
-class SinkThatDiesAfterWriting:
-    """Writes like the real sink, and fails once it wrote rows: a replay interrupted after
-    some of its rows landed."""
-
-    capabilities = SinkCapabilities()
-
-    def __init__(self, sink):
-        self.sink = sink
-
-    def write(self, changes, contract, batch_id, rows=None):
-        self.sink.write(changes, contract, batch_id, rows)
-        if rows:
-            raise OSError("connection lost after the write")
 
 
 @pytest.mark.spark

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from app_items import audit, change_record, tenant, user
-from test_quarantine import SinkThatDiesAfterWriting
+from failing_sinks import SinkThatDiesAfterWriting
 
 from streaming.cli import main
 from streaming.io.layout import LOCK_FILE, DataLayout
