@@ -188,7 +188,7 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # The same, coalesced to one Spark partition (HoodieWriteConfig.BULKINSERT_PARALLELISM_VALUE;
     # the NONE sort mode's NonSortPartitionerWithRows coalesces to it): a batch's rows share
     # one ingest hour, so one file a commit, without the shuffle of the repartition by hour.
-    "change log bulk_insert, one file": {"concurrent": 2, "insert_options": {
+    "change log bulk_insert in one file": {"concurrent": 2, "insert_options": {
         "hoodie.datasource.write.operation": "bulk_insert", "hoodie.bulkinsert.shuffle.parallelism": "1"}},
     # Both levers that skip work the pipeline already did: no in-batch combine on the
     # upsert, and the change log through bulk_insert by hour.
