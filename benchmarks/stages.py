@@ -200,6 +200,12 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # rewritten by a commit that touches it (the sink records the count it writes with).
     "4 buckets per partition": {"concurrent": 2, "upsert_options": {
         "hoodie.bucket.index.num.buckets": "4", "lakehouse.buckets_per_partition": "4"}},
+    # Records kept as Spark's InternalRow through the write instead of converted to Avro:
+    # Hudi picks the merger class whose strategy id is the table's (event-time ordering,
+    # from DefaultHoodieRecordPayload) among these (HoodieWriteConfig.RECORD_MERGE_IMPL_CLASSES),
+    # and its record type decides the write path (HoodieSparkRecord, HoodieSparkParquetWriter).
+    "Spark records": {"concurrent": 2, "options": {
+        "hoodie.write.record.merge.custom.implementation.classes": "org.apache.hudi.DefaultSparkRecordMerger"}},
     # Markers written as files beside the data instead of through the timeline server
     # (HoodieWriteConfig.MARKERS_TYPE, default TIMELINE_SERVER_BASED).
     "direct markers": {"concurrent": 2, "options": {"hoodie.write.markers.type": "DIRECT"}},
