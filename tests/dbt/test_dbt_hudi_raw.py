@@ -3,18 +3,16 @@ test data) are read with hudi-rs into DuckDB, and the dbt raw views sit on them.
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import duckdb
 import pytest
 from dbt_scenario import CUSTOMERS, INGESTED, ORDERS
+from hudi_samples import SAMPLES, sample_table
 
 from lakehouse_dbt.hudi_raw import load_hudi_tables
 from streaming.runtime.dbt_runner import run_dbt
 from streaming.samples.raw_fixtures import write_raw_batch
-
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "hudi-samples"
 
 # Snapshot row counts documented with the samples (hudi-samples/README.md).
 SNAPSHOT_ROWS = {
@@ -29,16 +27,10 @@ SNAPSHOT_ROWS = {
 
 @pytest.fixture(scope="module")
 def hudi_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    if not SAMPLES_DIR.is_dir():
-        pytest.skip(f"Hudi sample tables not found at {SAMPLES_DIR}")
+    if not SAMPLES.is_dir():
+        pytest.skip(f"Hudi sample tables not found at {SAMPLES}")
     root = tmp_path_factory.mktemp("hudi_samples")
-    tables = {}
-    for name in SNAPSHOT_ROWS:
-        with zipfile.ZipFile(SAMPLES_DIR / f"{name}.zip") as archive:
-            archive.extractall(root / name)
-        (table_dir,) = [path.parent.parent for path in (root / name).glob("*/.hoodie/hoodie.properties")]
-        tables[name] = str(table_dir)
-    return tables
+    return {name: str(sample_table(name, root / name)) for name in SNAPSHOT_ROWS}
 
 
 def test_hudi_snapshots_load_with_deletes_and_updates_applied(hudi_tables, tmp_path: Path) -> None:
