@@ -407,16 +407,18 @@ class HudiBucketsError(HudiOptionsError):
 
 
 def buckets_for_table(
-    configured: int, *, committed: bool, recorded: int | None, explicit: bool, highest_bucket_written: int | None
+    configured: int, *, committed: bool, recorded: int | None, explicit: bool, newest_file_ids: Sequence[str]
 ) -> int:
     """The bucket count a write to an existing current-state table must use: the one it was
     created with. `recorded`: the count its newest commits record (BUCKETS_RECORD_KEY);
     a table committed without one was written with the configured count when `explicit`
-    (an extra option), else with UNRECORDED_BUCKETS_PER_PARTITION. `highest_bucket_written`,
-    the highest bucket number in the newest commit's file ids, must fall below the count."""
+    (an extra option), else with UNRECORDED_BUCKETS_PER_PARTITION. Every bucket of the
+    file groups its newest commit wrote (`newest_file_ids`) must fall below the count."""
     if not committed:
         return configured
     count = recorded or (configured if explicit else UNRECORDED_BUCKETS_PER_PARTITION)
+    highest_bucket_written = max(
+        (bucket for bucket in map(bucket_of_file_id, newest_file_ids) if bucket is not None), default=None)
     if highest_bucket_written is not None and highest_bucket_written >= count:
         raise HudiBucketsError(
             f"the table's newest commit wrote bucket {highest_bucket_written}, so it has more than the {count} "

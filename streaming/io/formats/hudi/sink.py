@@ -39,7 +39,6 @@ from streaming.io.formats.hudi.options import (
     SyncMode,
     batch_marker,
     batch_marker_options,
-    bucket_of_file_id,
     buckets_for_table,
     change_log_write_options,
     current_state_write_options,
@@ -239,10 +238,8 @@ class HudiSink:
         """The current state's options with the bucket count its existing files were written
         with: a key hashed with another count would land in a second file group."""
         configured = int(options[NUM_BUCKETS_KEY])
-        highest = max((bucket for bucket in map(bucket_of_file_id, head.newest_file_ids) if bucket is not None),
-                      default=None)
         count = buckets_for_table(configured, committed=head.committed, recorded=head.buckets_per_partition,
-                                  explicit=self._buckets_given, highest_bucket_written=highest)
+                                  explicit=self._buckets_given, newest_file_ids=head.newest_file_ids)
         if count == configured:
             return options
         if self._buckets_given and table not in self._told_buckets:

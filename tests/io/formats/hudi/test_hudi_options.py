@@ -334,18 +334,22 @@ def test_a_table_keeps_the_bucket_count_it_was_created_with():
     """Hudi keeps no bucket count in a version-6 table's hoodie.properties; written with
     another count, a key hashes to another file group and the current state holds it twice
     (seen on Hudi 1.0.2: 200 keys, 350 rows). So the count a table's commits record wins."""
+    def written(*buckets: int) -> list[str]:
+        """File group ids of a commit that wrote these buckets (BucketIdentifier's form)."""
+        return [f"{bucket:08d}-1d4c-426b-b31c-bf5ba925aba0-0" for bucket in buckets]
+
     # A new table: the configured count.
-    assert buckets_for_table(1, committed=False, recorded=None, explicit=False, highest_bucket_written=None) == 1
+    assert buckets_for_table(1, committed=False, recorded=None, explicit=False, newest_file_ids=[]) == 1
     # A table recording its count keeps it, whatever is configured now.
-    assert buckets_for_table(1, committed=True, recorded=4, explicit=False, highest_bucket_written=3) == 4
-    assert buckets_for_table(16, committed=True, recorded=2, explicit=True, highest_bucket_written=1) == 2
+    assert buckets_for_table(1, committed=True, recorded=4, explicit=False, newest_file_ids=written(0, 3)) == 4
+    assert buckets_for_table(16, committed=True, recorded=2, explicit=True, newest_file_ids=written(1)) == 2
     # Committed before counts were recorded: the old default, or the count given explicitly.
     assert UNRECORDED_BUCKETS_PER_PARTITION == 4
-    assert buckets_for_table(1, committed=True, recorded=None, explicit=False, highest_bucket_written=3) == 4
-    assert buckets_for_table(8, committed=True, recorded=None, explicit=True, highest_bucket_written=7) == 8
+    assert buckets_for_table(1, committed=True, recorded=None, explicit=False, newest_file_ids=written(3, 2)) == 4
+    assert buckets_for_table(8, committed=True, recorded=None, explicit=True, newest_file_ids=written(7)) == 8
     # Files in a bucket above the count: refused, naming the option to set.
-    with pytest.raises(HudiBucketsError, match="hoodie.bucket.index.num.buckets"):
-        buckets_for_table(1, committed=True, recorded=None, explicit=False, highest_bucket_written=11)
+    with pytest.raises(HudiBucketsError, match="wrote bucket 11.*hoodie.bucket.index.num.buckets"):
+        buckets_for_table(1, committed=True, recorded=None, explicit=False, newest_file_ids=written(2, 11))
 
 
 def test_the_bucket_of_a_file_group_is_its_ids_first_eight_digits():
