@@ -224,6 +224,15 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # The current state's upsert with a lookup index instead of BUCKET (HoodieIndexConfig.
     # INDEX_TYPE): SIMPLE joins the batch's keys with the keys stored in the partitions
     # touched, BLOOM first prunes files by key ranges and bloom filters.
+    # Parquet pages compressed with Snappy or Zstandard instead of Hudi 1.0.2's default
+    # gzip (HoodieStorageConfig.PARQUET_COMPRESSION_CODEC_NAME); a COW upsert recompresses
+    # every file group it rewrites.
+    "snappy": {"concurrent": 2, "options": {"hoodie.parquet.compression.codec": "snappy"}},
+    "zstd": {"concurrent": 2, "options": {"hoodie.parquet.compression.codec": "zstd"}},
+    # A Hudi bloom filter in the footer of each Parquet file written, as before 2026-11-29
+    # (HoodieStorageConfig.PARQUET_WITH_BLOOM_FILTER_ENABLED, default true): about 431 KB a
+    # file at the default 60,000 entries, built, written and read back with every file.
+    "bloom filters": {"concurrent": 2, "options": {"hoodie.parquet.bloom.filter.enabled": "true"}},
     "current state SIMPLE index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "SIMPLE"}},
     "current state BLOOM index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "BLOOM"}},
 }

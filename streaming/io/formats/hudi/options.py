@@ -108,6 +108,15 @@ PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY = "parquet.avro.write-old-list-structure"
 # Set on the Hadoop configuration of every session that writes Hudi (sink.HudiSink).
 HUDI_HADOOP_CONF = {PARQUET_AVRO_OLD_LIST_STRUCTURE_KEY: "false"}
 
+# Hudi 1.0.2 puts a bloom filter of the file's record keys in the footer of every Parquet
+# base file it writes unless this is false (HoodieStorageConfig.PARQUET_WITH_BLOOM_FILTER_ENABLED,
+# default true; HoodieFileWriterFactory.enableBloomFilter writes one anyway for a BLOOM index).
+# Only the BLOOM index reads it; the current state's index is BUCKET and the change log is
+# only inserted into. At the default 60,000 entries (hoodie.index.bloom.num_entries) it is
+# about 431 KB a file however few rows the file holds, built and written by every commit,
+# rewritten by every COW merge, and read with every footer by Athena and the local readers.
+BLOOM_FILTER_KEY = "hoodie.parquet.bloom.filter.enabled"
+
 # With it, a write whose schema lacks one of the table's columns drops that column from the
 # table's schema instead of failing (off by default; HoodieWriteConfig, hudi-client/
 # hudi-client-common/src/main/java/org/apache/hudi/config/HoodieWriteConfig.java). The sink
@@ -294,6 +303,7 @@ def _table_options(name: str, base_path: str, operation: str) -> dict[str, str]:
         # the metadata table, the bucket index and insert-only log need no lookup index,
         # and without it archival is not held back by metadata-table compaction.
         "hoodie.metadata.enable": "false",
+        BLOOM_FILTER_KEY: "false",
         COMMIT_METADATA_PREFIX_KEY: COMMIT_METADATA_PREFIX,
     }
 

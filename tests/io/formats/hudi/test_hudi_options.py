@@ -129,11 +129,13 @@ def test_only_the_current_state_url_encodes_its_partition_folders(contracts):
     assert "hoodie.datasource.write.partitionpath.urlencode" not in change_log
 
 
-def test_both_tables_are_pinned_to_version_6_without_metadata_table(contracts):
+def test_both_tables_are_pinned_to_version_6_without_metadata_table_or_bloom_filters(contracts):
     for options in both_tables(contracts["customers"]):
         assert options["hoodie.write.table.version"] == "6"
         assert options["hoodie.write.auto.upgrade"] == "false"
         assert options["hoodie.metadata.enable"] == "false"
+        # HoodieStorageConfig.PARQUET_WITH_BLOOM_FILTER_ENABLED: neither table's index reads one.
+        assert options["hoodie.parquet.bloom.filter.enabled"] == "false"
 
 
 def test_event_time_ordering_on_the_ordering_value(contracts):

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.spark_schema import change_log_schema
+from streaming.io.formats.hudi.options import BLOOM_FILTER_KEY
 from streaming.io.formats.hudi.sink import HudiSink, save_with_hudi
 from streaming.io.formats.hudi.timeline import LocalFiles, read_timeline_head, table_commits
 
@@ -210,6 +211,24 @@ def test_the_bucket_index_names_file_groups_by_bucket(hudi_spark, landed):
     # The change log has no bucket index: its file groups are plain UUIDs.
     change_log_groups = {path.name.split("_")[0] for path in data_files(base / "customers_changes")}
     assert not any(name.startswith("0000000") for name in change_log_groups)
+
+
+def test_base_files_carry_no_bloom_filter(hudi_spark, landed):
+    """HoodieStorageConfig.PARQUET_WITH_BLOOM_FILTER_ENABLED, as the bundle defines it: on by
+    default, so the sink turns it off. A Hudi bloom filter at the default 60,000 entries is
+    431 KB of footer per file; neither raw table's index reads one."""
+    loader = hudi_spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    storage_config = loader.loadClass("org.apache.hudi.common.config.HoodieStorageConfig")
+    bloom_filter = storage_config.getField("PARQUET_WITH_BLOOM_FILTER_ENABLED").get(None)
+    assert (bloom_filter.key(), bloom_filter.defaultValue()) == (BLOOM_FILTER_KEY, True)
+    base, _ = landed
+    for table in ("customers", "customers_changes"):
+        files = data_files(base / table)
+        assert files, table
+        for path in files:
+            footer = pq.ParquetFile(path).metadata.metadata
+            assert b"org.apache.hudi.bloomfilter" not in footer, path
+            assert path.stat().st_size < 64 * 1024, path
 
 
 def test_commits_are_json_files_with_the_batch_marker(hudi_spark, landed):
