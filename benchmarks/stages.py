@@ -221,9 +221,6 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # HoodieArchivalConfig.AUTO_ARCHIVE): what their checks cost a commit.
     "no inline clean or archival": {"concurrent": 2, "options": {"hoodie.clean.automatic": "false",
                                                                  "hoodie.archive.automatic": "false"}},
-    # The current state's upsert with a lookup index instead of BUCKET (HoodieIndexConfig.
-    # INDEX_TYPE): SIMPLE joins the batch's keys with the keys stored in the partitions
-    # touched, BLOOM first prunes files by key ranges and bloom filters.
     # Parquet pages compressed with Snappy or Zstandard instead of Hudi 1.0.2's default
     # gzip (HoodieStorageConfig.PARQUET_COMPRESSION_CODEC_NAME); a COW upsert recompresses
     # every file group it rewrites.
@@ -233,6 +230,9 @@ HUDI_VARIANTS: dict[str, dict[str, Any]] = {
     # (HoodieStorageConfig.PARQUET_WITH_BLOOM_FILTER_ENABLED, default true): about 431 KB a
     # file at the default 60,000 entries, built, written and read back with every file.
     "bloom filters": {"concurrent": 2, "options": {"hoodie.parquet.bloom.filter.enabled": "true"}},
+    # The current state's upsert with a lookup index instead of BUCKET (HoodieIndexConfig.
+    # INDEX_TYPE): SIMPLE joins the batch's keys with the keys stored in the partitions
+    # touched, BLOOM first prunes files by key ranges and bloom filters.
     "current state SIMPLE index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "SIMPLE"}},
     "current state BLOOM index": {"concurrent": 2, "upsert_options": {"hoodie.index.type": "BLOOM"}},
 }
