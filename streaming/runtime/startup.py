@@ -12,9 +12,13 @@ A runner says where its stream reads, writes and keeps its checkpoint (its `Stre
    by Spark and each raw table's decode planned; only then are the contract versions
    registered (a version is never left behind by a start that could not write), then the
    pipeline.
-3. `before_stream`, what the runner writes through the pipeline first: `lakehouse
+3. A stream that waits for files (a processing-time trigger) has a raw sink that can
+   (`WarmingSink`) warm its write path up on scratch tables, so that the first file
+   does not wait on the first write's one-off cost; an available-now stream's files are
+   already there, and would only wait for it earlier.
+4. `before_stream`, what the runner writes through the pipeline first: `lakehouse
    reprocess` replays its backfills here.
-4. The source (locally, landing files changed since they were read and Firehose error
+5. The source (locally, landing files changed since they were read and Firehose error
    output left unread are reported, and the byte budget becomes a file count), and the
    query starts (stream_loop.run_stream).
 
@@ -38,6 +42,7 @@ from streaming.contracts.model import ContractError, TableContract
 from streaming.contracts.spark_schema import check_partition_expression
 from streaming.errors import OperatorError
 from streaming.io.firehose_error_output import error_output_warnings
+from streaming.io.formats.raw_format import WarmingSink
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.quarantine_writer import QuarantineWriter
@@ -298,13 +303,15 @@ def start_stream(
     wrap_sinks: SinkWrapper | None = None,
     before_stream: Callable[[Pipeline], None] | None = None,
 ) -> StartedStream:
-    """Steps 1-4 (step 1 skipped when the caller already claimed `stream_id`). An
+    """Steps 1-5 (step 1 skipped when the caller already claimed `stream_id`). An
     available-now stream has drained its source when this returns."""
     if stream_id is None:
         stream_id = claim_stream(ends, contracts, report)
     raw_sink, quarantine = ends.sinks(spark, contracts, stream_id)
     sinks: tuple[RawSink, QuarantineSink] = wrap_sinks(raw_sink, quarantine) if wrap_sinks else (raw_sink, quarantine)
     pipeline = checked_pipeline(spark, contracts, *sinks, raw_root=ends.raw_root, metrics=metrics)
+    if ends.trigger == "processing-time" and isinstance(raw_sink, WarmingSink):
+        raw_sink.warm_up(spark)
     if before_stream is not None:
         before_stream(pipeline)
     source = ends.source(spark, report)

@@ -2,6 +2,8 @@
 runs its steps in the order its docstring lists whatever the runner's ends are."""
 from __future__ import annotations
 
+import json
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import yaml
 from contract_files import checked_and_registered, write_contract
 from streaming.contracts.evolution import ContractRegistry, contract_version
 from streaming.contracts.loader import SAMPLE_CONTRACTS_DIR, load_contracts
-from streaming.io.layout import DataLayout
+from streaming.io.layout import TEMPORARY_FOLDER, DataLayout
 from streaming.operations import stream as stream_operation
 from streaming.runtime import startup
 from streaming.runtime.spark_session import SparkStartError
@@ -87,6 +89,42 @@ def test_start_stream_claims_checks_builds_runs_the_runners_own_step_then_starts
     assert (started.query, started.pipeline.quarantine, started.source) == ("query", "quarantine", "kinesis envelope")
 
 
+class WarmingRecordedSink:
+    """A raw sink that can warm its write path up (raw_format.WarmingSink), saying when."""
+
+    def __init__(self, steps: list[str]) -> None:
+        self.steps = steps
+
+    def write(self, changes, contract, batch_id, rows=None):
+        raise AssertionError("no batch runs in these tests")
+
+    def warm_up(self, spark):
+        self.steps.append(f"raw sink warmed up in {spark}")
+
+    def __str__(self) -> str:
+        return "warming sink"
+
+
+@pytest.mark.parametrize(("trigger", "warmed"), [("processing-time", True), ("available-now", False)])
+def test_a_stream_that_waits_for_files_warms_its_sink_up_once_checked_before_anything_is_written(
+    steps, trigger, warmed
+):
+    """Issue 46: the first Hudi write's one-off cost is paid before the query takes its
+    first file; an available-now stream's files are already there, so it would only be
+    paid earlier."""
+    ends = RecordedEnds(steps)
+    ends.trigger = trigger
+    ends.sinks = lambda spark, contracts, stream_id: (WarmingRecordedSink(steps), "quarantine")
+
+    startup.start_stream("spark", ends, {"customers": load_contracts()["customers"]}, print,
+                         before_stream=lambda pipeline: steps.append(f"before stream into {pipeline.sink}"))
+
+    expected = [*(["raw sink warmed up in spark"] if warmed else []), "before stream into warming sink", "source"]
+    after_checks = steps.index("versions registered under s3://lake/raw") + 1
+    assert steps[after_checks:after_checks + len(expected)] == expected
+    assert sum(step.startswith("raw sink warmed up") for step in steps) == warmed
+
+
 def test_a_stream_id_claimed_beforehand_skips_the_claim_and_its_contract_check(steps):
     contracts = {"customers": load_contracts()["customers"]}
 
@@ -146,3 +184,79 @@ def test_a_catalog_is_refused_for_the_parquet_change_log_which_no_catalog_holds(
     with pytest.raises(startup.StartupError, match=r"only Hudi tables are synced to a catalog"):
         startup.local_sinks(None, DataLayout(tmp_path), load_contracts(), "parquet", "stream-7",
                             metastore_uri="thrift://127.0.0.1:9083")
+
+
+def raw_table_files(raw: Path) -> dict[str, tuple[int, int]]:
+    """Every file of the raw tables (not the `_` folders beside them), with its size and
+    modification time."""
+    return {path.relative_to(raw).as_posix(): (path.stat().st_size, path.stat().st_mtime_ns)
+            for table in raw.iterdir() if not table.name.startswith("_")
+            for path in table.rglob("*") if path.is_file()}
+
+
+def test_a_hudi_stream_warms_up_on_scratch_tables_and_a_restart_after_a_kill_in_it_lands_every_row_once(
+    hudi_spark, tmp_path, monkeypatch, two_table_contracts
+):
+    """Issue 46 end to end: a processing-time Hudi stream's first commits are the warm-up's
+    on scratch tables, before its query starts; a start killed in the warm-up leaves only
+    scratch tables (here one put there by hand), which the next start removes without
+    changing a file of the raw tables, and every change lands once."""
+    from lakehouse_dbt.hudi_raw import read_hudi_snapshot
+    from streaming.io.formats.hudi.sink import WARM_UP_FOLDER, WARM_UP_TABLE
+    from streaming.samples.generator import generate_cdc
+
+    layout = DataLayout(tmp_path / "data")
+    layout.landing.mkdir(parents=True)
+    events: list[str] = []
+
+    def recorded_commits(raw_sink, quarantine):
+        write = raw_sink._writer
+
+        def recorded(frame, options, path):
+            write(frame, options, path)
+            events.append(Path(path).relative_to(layout.raw).as_posix())
+
+        raw_sink._writer = recorded
+        return raw_sink, quarantine
+
+    run_stream = startup.run_stream
+    files_at_query_start: list[dict[str, tuple[int, int]]] = []
+
+    def recorded_start(spark, pipeline, source, **where):
+        events.append("query started")
+        files_at_query_start.append(raw_table_files(layout.raw))
+        return run_stream(spark, pipeline, source, **where)
+
+    monkeypatch.setattr(startup, "run_stream", recorded_start)
+    ends = startup.LandingFiles(layout, layout.landing, startup.StreamOptions(
+        trigger="processing-time", interval="1 second", sink="hudi", query_name="warmed_up_stream"))
+    landed: list[str] = []
+
+    def stream_file(seed: int) -> None:
+        lines = generate_cdc(seed=seed, customers=3, duplicate_rate=0.0, malformed_rate=0.0).records
+        (layout.landing / f"cdc-{seed}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        landed.extend(json.loads(line)["eventID"] for line in lines)
+        events.clear()
+        query = startup.start_stream(hudi_spark, ends, two_table_contracts, print, wrap_sinks=recorded_commits).query
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+
+    scratch = f"{TEMPORARY_FOLDER}/{WARM_UP_FOLDER}"
+    warm_up = [f"{scratch}/{WARM_UP_TABLE}_changes", f"{scratch}/{WARM_UP_TABLE}", f"{scratch}/{WARM_UP_TABLE}"]
+    stream_file(1)
+    assert events[:4] == [*warm_up, "query started"]
+    assert sorted(events[4:]) == ["customers", "customers_changes", "orders", "orders_changes"]
+
+    # A scratch table a start killed in its warm-up left (any Hudi table stands in for it).
+    shutil.copytree(layout.raw / "customers", layout.raw / scratch / WARM_UP_TABLE)
+    before_restart = raw_table_files(layout.raw)
+    stream_file(2)
+    assert events[:4] == [*warm_up, "query started"]
+    assert files_at_query_start[-1] == before_restart
+    assert not (layout.raw / scratch).exists()
+    event_ids = [event_id for table in ("customers_changes", "orders_changes")
+                 for event_id in read_hudi_snapshot(str(layout.raw / table), columns=["_event_id"])
+                 .column("_event_id").to_pylist()]
+    assert sorted(event_ids) == sorted(landed)

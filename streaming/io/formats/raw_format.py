@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from streaming.errors import OperatorError
 from streaming.pipeline.sink_capabilities import SinkCapabilities
@@ -81,6 +81,18 @@ class UnreadableRawTable(OperatorError):
 
 class RawReadRefused(OperatorError):
     """What dbt was asked to read cannot be read from these raw tables."""
+
+
+@runtime_checkable
+class WarmingSink(Protocol):
+    """A raw sink whose first write in a process pays a one-off cost (its format's JVM
+    write path loaded and compiled) that it can pay without writing a raw table:
+    start-up (streaming/runtime/startup.py) has a stream that waits for files warm it up
+    before the query starts, so that the first file does not wait on that cost."""
+
+    def warm_up(self, spark: SparkSession) -> None:
+        """Run the write path once on scratch tables that are removed again; no raw
+        table is created or changed."""
 
 
 class RawCommit(Protocol):

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
-from streaming.contracts.spark_schema import raw_schema
+from streaming.contracts.spark_schema import change_log_schema, raw_schema
+from streaming.io import layout as raw_layout
 from streaming.io.formats.hudi import HUDI_CAPABILITIES
 from streaming.io.formats.hudi.options import (
     DEFAULT_COMMIT_INTERVAL_SECONDS,
@@ -61,6 +64,12 @@ def hudi_bundle_available(spark: SparkSession) -> bool:
     """True when the Hudi Spark datasource can be loaded by this session's JVM."""
     return jvm_class_loadable(spark, HUDI_DATASOURCE_CLASS)
 
+
+# The write-path warm-up's scratch tables (HudiSink.warm_up), a folder of the raw tables'
+# own scratch folder: readers and the registry pass over `_` folders, and no change log
+# (`<raw_table>_changes`) is named so.
+WARM_UP_FOLDER = "hudi_warm_up"
+WARM_UP_TABLE = "warm_up"
 
 HudiWriter = Callable[[DataFrame, Mapping[str, str], str], None]
 MetaSync = Callable[[SparkSession, Mapping[str, str], str], None]
@@ -252,3 +261,43 @@ class HudiSink:
         if self._files is None:
             self._files = HadoopFiles(spark)
         return self._files
+
+    def warm_up(self, spark: SparkSession) -> None:
+        """Pay the first Hudi write's one-off cost before the stream's first batch: in a
+        fresh JVM a table's first commit loads and compiles Hudi's write path (its write
+        client, the embedded timeline server, the Avro and Parquet writers, the bucket
+        index), several seconds that the first batch would otherwise wait on.
+
+        One row shaped as the first contract's writes a change log (insert) and a current
+        state (an upsert creating it, then one merging into it) under
+        `<raw root>/_tmp/hudi_warm_up`, which is removed before (what a start killed in
+        it left) and after. No raw table is created or touched, and nothing is synced to
+        a catalog, so readers, the replay check and each table's bucket count see what
+        they saw before.
+        """
+        contract = replace(next(iter(self._contracts.values())), raw_table=WARM_UP_TABLE)
+        scratch = raw_layout.uri(self.base_path, raw_layout.TEMPORARY_FOLDER, WARM_UP_FOLDER)
+        files = HadoopFiles(spark)
+        files.delete(scratch)
+        use_hudi_hadoop_conf(spark)
+        schema = change_log_schema(contract)
+        changes = spark.createDataFrame([_warm_up_row(schema)], schema)
+        current_state = changes.select(*raw_schema(contract).fieldNames())
+        try:
+            self._writer(changes, change_log_write_options(contract, base_path=scratch, database=self.database,
+                                                           sync_mode="none"),
+                         hudi_table_path(scratch, contract.changes_table))
+            options = current_state_write_options(contract, base_path=scratch, database=self.database, sync_mode="none")
+            # The first upsert creates the file group, the second merges into it: the
+            # path of every later batch, whose first use cost the second batch seconds.
+            for _ in range(2):
+                self._writer(current_state, options, hudi_table_path(scratch, contract.raw_table))
+        finally:
+            files.delete(scratch)
+
+
+def _warm_up_row(schema: T.StructType) -> tuple[object, ...]:
+    """A row Hudi accepts for `schema`: every text column (the keys, the partition, the
+    ordering value, the ingest hour) a value, bytes (a binary key) too, the rest null."""
+    values = {T.StringType(): "0", T.BinaryType(): b"0"}
+    return tuple(values.get(field.dataType) for field in schema.fields)
