@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from benchmarks.figures import percentile
-from benchmarks.measure import PeakRssSampler, kill_tree, start_case
+from benchmarks.measure import PeakRssSampler, kill_tree, parse_result, start_case
 from lakehouse_dbt.hudi_raw import read_hudi_snapshot
 from streaming.contracts.loader import load_contracts
 from streaming.contracts.model import TableContract
@@ -110,6 +110,7 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
         "ready_file": str(ready), "stop_file": str(stop), "timeout_s": timeout_s,
     }
     log_path = run_dir / "stream.log"
+    started = time.monotonic()
     process = start_case("stream", params, log_path=log_path)
     watcher = (HudiRawWatcher if sink == "hudi" else RawWatcher)(DataLayout(data_dir).raw)
     landed_at: dict[int, float] = {}
@@ -120,6 +121,8 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the freshness stream did not start:\n{log_path.read_text()[-3000:]}")
                 time.sleep(0.2)
+            # The process's start to its ready file: the JVM's start and the stream's start-up.
+            startup_s = time.monotonic() - started
             next_drop = time.monotonic()
             while time.monotonic() < deadline:
                 if len(landed_at) < files and time.monotonic() >= next_drop:
@@ -143,11 +146,15 @@ def measure_freshness(work: Path, *, files: int, drop_interval_s: float, trigger
     latencies = {i: watcher.visible_at(i) - landed for i, landed in landed_at.items()  # type: ignore[operator]
                  if watcher.visible_at(i) is not None}
     values = list(latencies.values())
+    stream = parse_result(log_path.read_text()) or {}
     return {
         "sink": sink,
         "files": files,
         "trigger_s": trigger_s,
         "drop_interval_s": drop_interval_s,
+        "startup_s": startup_s,
+        # Each micro-batch's seconds, as the stream reported them.
+        "batch_seconds": stream.get("batch_seconds"),
         "visible_files": len(values),
         "latencies_s": values,
         "p50_s": percentile(values, 50),
