@@ -86,3 +86,32 @@ def test_a_start_killed_in_its_warm_up_leaves_only_scratch_which_the_next_start_
     assert writer.commits == [(changes, "insert", 1), (WARM_UP_TABLE, "upsert", 1), (WARM_UP_TABLE, "upsert", 2)]
     assert not scratch_of(raw).exists()
     assert format_on_disk(raw) is None
+
+
+def test_the_glue_jobs_sink_warms_up_beside_its_s3_tables_and_syncs_no_scratch_table(spark, monkeypatch):
+    """On Glue the scratch tables sit under the job's S3 raw root, as its tables do, and
+    with the job's catalog sync on none of them reaches the catalog."""
+    import streaming.io.formats.hudi.sink as hudi_sink
+    from streaming.io.formats.hudi.options import meta_sync_tools
+    from streaming.io.formats.raw_format import JobSinkSettings
+
+    deleted: list[str] = []
+
+    class S3Files:
+        def __init__(self, spark) -> None:
+            pass
+
+        def delete(self, path: str) -> None:
+            deleted.append(path)
+
+    monkeypatch.setattr(hudi_sink, "HadoopFiles", S3Files)
+    sink = HUDI.job_sink(spark, JobSinkSettings("s3://lake/raw", "raw", "glue", 24, 100), load_contracts(), "stream-7")
+    writes: list[tuple[str, dict]] = []
+    sink._writer = lambda frame, options, path: writes.append((path, options))
+
+    sink.warm_up(spark)
+
+    scratch = f"s3://lake/raw/{TEMPORARY_FOLDER}/{WARM_UP_FOLDER}"
+    assert [path for path, _ in writes] == [f"{scratch}/{WARM_UP_TABLE}_changes", *[f"{scratch}/{WARM_UP_TABLE}"] * 2]
+    assert all(meta_sync_tools(options) == [] for _, options in writes)
+    assert deleted == [scratch, scratch]
