@@ -10,6 +10,7 @@ and writing the active-raw pointer and checking that a data directory can be rea
 <data root>/reprocess.json                      marks a data root `lakehouse reprocess` rebuilt
 <data root>/raw/<raw_table>_changes/_ingest_hour=<yyyy-MM-dd-HH>/_batch_id=<n>/part-*.parquet
 <data root>/raw/_tmp/...                        a batch being written; renamed into place when complete
+<data root>/raw/_tmp/<format>_warm_up/         a processing-time stream's warm-up tables, removed once written
 <data root>/raw/_landing/                       the landing ledger (what each batch read)
 <data root>/raw/_stream.json                    the stream identity (streaming/runtime/stream_identity.py)
 <data root>/raw/_contracts/                     registered contract versions (streaming/contracts/evolution.py)

@@ -36,6 +36,7 @@ from streaming.pipeline.decode import (
     rows_landing_in,
     table_rows,
 )
+from streaming.pipeline.envelope import envelope_columns
 from streaming.pipeline.ordering import drop_duplicate_events, ordering_columns
 from streaming.pipeline.sink_capabilities import SinkCapabilities
 
@@ -411,6 +412,23 @@ class Pipeline:
             for table, contract in self.contracts.items()
         ])
         return counts
+
+    def warm_up(self, spark: SparkSession) -> None:
+        """Run the decode once before the stream's first batch, writing nothing: a fresh
+        JVM's first batch otherwise waits seconds on Spark planning, generating and
+        compiling code for each raw table's plan for the first time (issue 46). One record
+        that belongs to no table is decoded and kept as a batch's are, then each raw
+        table's rows and distinct changes go to Spark's `noop` sink, which reads a plan
+        and drops its rows."""
+        envelope = spark.range(1).select(*envelope_columns(payload=F.lit("{}"), source_ref=F.lit("warm-up")))
+        records = kept_apart_from_its_plan(decode_records(envelope, self.contracts))
+        try:
+            for table, contract in self.contracts.items():
+                rows = table_rows(records, self.contracts, table)
+                for frame in (rows, _distinct_changes_to_count(rows, contract)):
+                    frame.write.format("noop").mode("overwrite").save()
+        finally:
+            release_kept(records)
 
     def process_batch(self, envelope: DataFrame, batch_id: int) -> BatchReport:
         started = time.monotonic()

@@ -12,10 +12,11 @@ A runner says where its stream reads, writes and keeps its checkpoint (its `Stre
    by Spark and each raw table's decode planned; only then are the contract versions
    registered (a version is never left behind by a start that could not write), then the
    pipeline.
-3. A stream that waits for files (a processing-time trigger) has a raw sink that can
-   (`WarmingSink`) warm its write path up on scratch tables, so that the first file
-   does not wait on the first write's one-off cost; an available-now stream's files are
-   already there, and would only wait for it earlier.
+3. A stream that waits for files (a processing-time trigger) warms up: the pipeline
+   decodes one record and writes nothing (`Pipeline.warm_up`), and a raw sink that can
+   (`WarmingSink`) runs its write path on scratch tables, so that the first file does
+   not wait on the first batch's one-off costs; an available-now stream's files are
+   already there, and would only wait for them earlier.
 4. `before_stream`, what the runner writes through the pipeline first: `lakehouse
    reprocess` replays its backfills here.
 5. The source (locally, landing files changed since they were read and Firehose error
@@ -29,6 +30,7 @@ query: they take step 2 alone (`local_pipeline`).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -292,6 +294,22 @@ def local_pipeline(
                             raw_root=target.raw)
 
 
+def warm_up(spark: SparkSession, pipeline: Pipeline, raw_sink: RawSink, report: Printer) -> None:
+    """Step 3. It only moves one-off costs ahead of the first file, so a warm-up that fails
+    is reported and the stream goes on: its first batch pays them, and fails itself if
+    what failed here was the sink."""
+    started = time.monotonic()
+    try:
+        pipeline.warm_up(spark)
+        if isinstance(raw_sink, WarmingSink):
+            raw_sink.warm_up(spark)
+    except Exception as exc:  # an optimisation must not stop the stream
+        report(f"warm-up failed, so the first batch pays its one-off costs: {type(exc).__name__}: "
+               f"{str(exc).splitlines()[0] if str(exc) else ''}")
+        return
+    report(f"warmed up in {time.monotonic() - started:.1f} s: the decode, and the raw sink's write path")
+
+
 def start_stream(
     spark: SparkSession,
     ends: StreamEnds,
@@ -310,8 +328,8 @@ def start_stream(
     raw_sink, quarantine = ends.sinks(spark, contracts, stream_id)
     sinks: tuple[RawSink, QuarantineSink] = wrap_sinks(raw_sink, quarantine) if wrap_sinks else (raw_sink, quarantine)
     pipeline = checked_pipeline(spark, contracts, *sinks, raw_root=ends.raw_root, metrics=metrics)
-    if ends.trigger == "processing-time" and isinstance(raw_sink, WarmingSink):
-        raw_sink.warm_up(spark)
+    if ends.trigger == "processing-time":
+        warm_up(spark, pipeline, raw_sink, report)
     if before_stream is not None:
         before_stream(pipeline)
     source = ends.source(spark, report)

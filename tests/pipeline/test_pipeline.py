@@ -470,3 +470,32 @@ def test_a_batch_whose_kept_decoded_rows_are_lost_runs_again_and_lands_once(
         assert [(row._event_id, row._batch_id) for row in rows] == [("e1" if table == "customers" else "e2", 4)]
     assert spark.read.parquet(str(tmp_path / "quarantine")).count() == 1
     assert persisted_rdd_ids(spark) == sink.kept_before
+
+
+class SinkThatMustNotWrite:
+    capabilities = SinkCapabilities()
+
+    def write(self, changes, contract, batch_id, rows=None):
+        raise AssertionError(f"the warm-up wrote {contract.raw_table}")
+
+
+class QuarantineThatMustNotWrite:
+    def write(self, rows, batch_id, rows_count=None, **kwargs):
+        raise AssertionError("the warm-up wrote the quarantine")
+
+
+def test_the_warm_up_runs_every_raw_tables_decode_and_writes_nothing(spark, tmp_path):
+    """Issue 46: Pipeline.warm_up runs a job per raw table's rows and distinct changes
+    (the plans each batch runs) on one record of no table, and neither sink is called."""
+    contracts = load_contracts()
+    pipeline = Pipeline(contracts, SinkThatMustNotWrite(), QuarantineThatMustNotWrite())
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("warm-up-test", "the decode warm-up")
+    try:
+        pipeline.warm_up(spark)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    jobs = tracker.getJobIdsForGroup("warm-up-test")
+    assert len(jobs) >= 2 * len(contracts)
+    assert all(tracker.getJobInfo(job).status == "SUCCEEDED" for job in jobs)
+    assert list(tmp_path.iterdir()) == []

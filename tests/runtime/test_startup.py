@@ -57,6 +57,7 @@ def steps(monkeypatch) -> list[str]:
                         lambda spark, contracts: done.append(f"plans of {', '.join(contracts)}"))
     monkeypatch.setattr(startup, "register_contract_versions",
                         lambda raw_root, contracts: done.append(f"versions registered under {raw_root}"))
+    monkeypatch.setattr(startup.Pipeline, "warm_up", lambda pipeline, spark: done.append(f"decode warmed up in {spark}"))
 
     def run_stream(spark, pipeline, source, **where):
         done.append(f"query over {source}: {where}")
@@ -80,6 +81,7 @@ def test_start_stream_claims_checks_builds_runs_the_runners_own_step_then_starts
         "partition of orders",
         "plans of customers, orders",
         "versions registered under s3://lake/raw",
+        "decode warmed up in spark",
         "before stream into raw sink",
         "source",
         "query over kinesis envelope: {'checkpoint_dir': 's3://lake/checkpoints/job', "
@@ -119,10 +121,28 @@ def test_a_stream_that_waits_for_files_warms_its_sink_up_once_checked_before_any
     startup.start_stream("spark", ends, {"customers": load_contracts()["customers"]}, print,
                          before_stream=lambda pipeline: steps.append(f"before stream into {pipeline.sink}"))
 
-    expected = [*(["raw sink warmed up in spark"] if warmed else []), "before stream into warming sink", "source"]
+    expected = [*(["decode warmed up in spark", "raw sink warmed up in spark"] if warmed else []),
+                "before stream into warming sink", "source"]
     after_checks = steps.index("versions registered under s3://lake/raw") + 1
     assert steps[after_checks:after_checks + len(expected)] == expected
     assert sum(step.startswith("raw sink warmed up") for step in steps) == warmed
+
+
+def test_a_warm_up_that_fails_is_reported_and_the_stream_starts(steps, monkeypatch):
+    """The warm-up only moves one-off costs ahead of the first file: its failure is told
+    and the query still starts, whose first batch then pays them."""
+    def fails(pipeline, spark):
+        raise RuntimeError("scratch folder not writable\n(a Java stack)")
+
+    monkeypatch.setattr(startup.Pipeline, "warm_up", fails)
+    said: list[str] = []
+
+    started = startup.start_stream("spark", RecordedEnds(steps), {"customers": load_contracts()["customers"]},
+                                   said.append)
+
+    assert said == ["warm-up failed, so the first batch pays its one-off costs: RuntimeError: "
+                    "scratch folder not writable"]
+    assert started.query == "query" and steps[-1].startswith("query over kinesis envelope")
 
 
 def test_a_stream_id_claimed_beforehand_skips_the_claim_and_its_contract_check(steps):
