@@ -60,13 +60,18 @@ def completed_instants(files: TableFiles, table_path: str) -> list[str]:
     if not files.exists(f"{table_path}/{HUDI_TIMELINE_FOLDER}/hoodie.properties"):
         return []
     version = _table_version(files, table_path)
+    matches = (_COMPLETED_INSTANT.match(name) for name in files.list_names(f"{table_path}/{HUDI_TIMELINE_FOLDER}"))
+    completed = [match.string for match in sorted((m for m in matches if m), key=lambda m: m["instant"])]
+    if version is None and not completed:
+        # Hudi creates hoodie.properties and then writes it (HoodieTableConfig.create), so a
+        # reader may find it without its keys while the table's first write creates it.
+        return []
     if version != ATHENA_TABLE_VERSION:
         raise HudiTimelineError(
             f"{table_path}: hoodie.table.version is {version}, but the raw tables are written as version "
             f"{ATHENA_TABLE_VERSION}; this reader knows only the version {ATHENA_TABLE_VERSION} timeline layout"
         )
-    matches = (_COMPLETED_INSTANT.match(name) for name in files.list_names(f"{table_path}/{HUDI_TIMELINE_FOLDER}"))
-    return [match.string for match in sorted((m for m in matches if m), key=lambda m: m["instant"])]
+    return completed
 
 
 def commit_metadata(files: TableFiles, table_path: str, instant_file: str) -> dict:

@@ -88,6 +88,22 @@ def test_version_8_timeline_is_refused_not_read_as_empty(files, tmp_path):
         read_timeline_head(files, str(v8))
 
 
+def test_a_properties_file_still_being_written_reads_as_a_table_not_there_until_it_has_commits(files, tmp_path):
+    """HoodieTableConfig.create opens hoodie.properties and then writes it: a reader racing
+    a table's first write finds the file empty (the freshness bench's watcher did). With no
+    completed commit that is a table being created; beside one it is a broken table."""
+    being_created = tmp_path / "being_created"
+    (being_created / ".hoodie").mkdir(parents=True)
+    (being_created / ".hoodie" / "hoodie.properties").write_text("")
+    assert completed_instants(files, str(being_created)) == []
+    assert read_timeline_head(files, str(being_created)) == TimelineHead(None, None)
+
+    broken = sample_table("cow_v6_complexkeygen_hivestyle", tmp_path / "broken")
+    (broken / ".hoodie" / "hoodie.properties").write_text("")
+    with pytest.raises(HudiTimelineError, match="hoodie.table.version is None"):
+        completed_instants(files, str(broken))
+
+
 def test_latest_marker_is_read_from_the_newest_commit_that_has_one(files, tmp_path):
     table = sample_table("cow_v6_complexkeygen_hivestyle", tmp_path / "cow")
     set_marker(table, "20240418173213674.commit", "stream-a:2")
