@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streaming.errors import OperatorError
-from streaming.io.jvm_errors import java_causes
+from streaming.io.jvm_errors import first_line, java_causes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,7 +74,7 @@ def create_database(spark: SparkSession, metastore_uri: str, database: str) -> b
         client = hive.metastore.HiveMetaStoreClient(conf)
     except Py4JJavaError as exc:
         raise MetastoreUnusable(f"{metastore_uri} does not answer as a Hive metastore "
-                                f"({_first_line(exc)}): give the address `make athena-local` printed") from exc
+                                f"({first_line(exc)}): give the address `make athena-local` printed") from exc
     try:
         if database in client.getAllDatabases():
             return False
@@ -84,12 +84,6 @@ def create_database(spark: SparkSession, metastore_uri: str, database: str) -> b
         return True
     except Py4JJavaError as exc:
         raise MetastoreUnusable(f"could not create database {database} in the metastore at {metastore_uri}: "
-                                f"{_first_line(exc)}") from exc
+                                f"{first_line(exc)}") from exc
     finally:
         client.close()
-
-
-def _first_line(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -49,3 +49,12 @@ def java_causes(exc: BaseException) -> list[JavaCause]:
         except Py4JError:
             break
     return found
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of what went wrong: for a py4j error its JVM throwable's own text
+    (`str` of a Py4JJavaError starts with "An error occurred while calling o65.save."),
+    else the exception's; its class name when there is no text."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

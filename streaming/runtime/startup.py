@@ -45,6 +45,7 @@ from streaming.contracts.spark_schema import check_partition_expression
 from streaming.errors import OperatorError
 from streaming.io.firehose_error_output import error_output_warnings
 from streaming.io.formats.raw_format import WarmingSink
+from streaming.io.jvm_errors import first_line
 from streaming.io.landing_ledger import changed_files
 from streaming.io.layout import QUERY_NAME, DataLayout
 from streaming.io.quarantine_writer import QuarantineWriter
@@ -299,15 +300,17 @@ def warm_up(spark: SparkSession, pipeline: Pipeline, raw_sink: RawSink, report: 
     is reported and the stream goes on: its first batch pays them, and fails itself if
     what failed here was the sink."""
     started = time.monotonic()
+    sink_warms_up = isinstance(raw_sink, WarmingSink)
     try:
         pipeline.warm_up(spark)
-        if isinstance(raw_sink, WarmingSink):
+        if sink_warms_up:
             raw_sink.warm_up(spark)
     except Exception as exc:  # an optimisation must not stop the stream
         report(f"warm-up failed, so the first batch pays its one-off costs: {type(exc).__name__}: "
-               f"{str(exc).splitlines()[0] if str(exc) else ''}")
+               f"{first_line(exc)}")
         return
-    report(f"warmed up in {time.monotonic() - started:.1f} s: the decode, and the raw sink's write path")
+    report(f"warmed up in {time.monotonic() - started:.1f} s: the decode"
+           + (", and the raw sink's write path" if sink_warms_up else ""))
 
 
 def start_stream(

@@ -128,6 +128,21 @@ def test_a_stream_that_waits_for_files_warms_its_sink_up_once_checked_before_any
     assert sum(step.startswith("raw sink warmed up") for step in steps) == warmed
 
 
+@pytest.mark.parametrize(("sink", "told"), [
+    (WarmingRecordedSink, "the decode, and the raw sink's write path"),
+    (lambda steps: "raw sink", "the decode"),
+])
+def test_the_warm_up_says_what_it_warmed(steps, sink, told):
+    """A sink that cannot warm up (the Parquet sink) is not said to have."""
+    ends = RecordedEnds(steps)
+    ends.sinks = lambda spark, contracts, stream_id: (sink(steps), "quarantine")
+    said: list[str] = []
+
+    startup.start_stream("spark", ends, {"customers": load_contracts()["customers"]}, said.append)
+
+    assert [line.split(": ", 1)[1] for line in said if line.startswith("warmed up in ")] == [told]
+
+
 def test_a_warm_up_that_fails_is_reported_and_the_stream_starts(steps, monkeypatch):
     """The warm-up only moves one-off costs ahead of the first file: its failure is told
     and the query still starts, whose first batch then pays them."""
